@@ -1,0 +1,254 @@
+//! `toolgate`: every tool on one machine, with embedded defaults.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use toolgate_shared::{
+    config::Config,
+    error::ToolError,
+    http::{AppState, router},
+    registry::Registry,
+    sandbox::{Sandbox, SandboxConfig, alloc::SandboxAlloc},
+    spec_export::{Format, export},
+    tool::CallContext,
+    tools::python_execute::PythonExecute,
+};
+
+// Reports out-of-memory from sandbox children instead of a bare abort.
+#[global_allocator]
+static ALLOC: SandboxAlloc = SandboxAlloc;
+
+#[derive(Parser)]
+#[command(
+    name = "toolgate",
+    version,
+    about = "Tools for hosted AI agents, on one machine"
+)]
+struct Cli {
+    /// Config file (default: ./toolgate.toml when present).
+    #[arg(long, global = true, env = "TOOLGATE_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the HTTP API.
+    Serve {
+        /// Address to bind (default 127.0.0.1:8080).
+        #[arg(long)]
+        addr: Option<String>,
+        /// Require `Authorization: Bearer TOKEN` (or set TOOLGATE_TOKEN).
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// Call one tool and print its result as JSON.
+    Call {
+        /// Tool name, canonical (`python.execute`) or exported (`python__execute`).
+        name: String,
+        /// Arguments as JSON; read from stdin when absent.
+        #[arg(long)]
+        json: Option<String>,
+    },
+    /// Print the tool specs.
+    Tools {
+        #[arg(long, default_value = "native")]
+        format: String,
+    },
+}
+
+struct App {
+    registry: Arc<Registry>,
+    sandbox: Arc<Sandbox>,
+}
+
+fn build(cfg: &Config) -> Result<App, String> {
+    let sandbox_cfg = SandboxConfig::for_python(&cfg.python).map_err(|e| e.to_string())?;
+    let sandbox = Arc::new(Sandbox::start(sandbox_cfg).map_err(|e| e.to_string())?);
+    let mut registry = Registry::new();
+    registry.add(Arc::new(PythonExecute::new(&cfg.python, sandbox.clone())))?;
+    Ok(App {
+        registry: Arc::new(registry),
+        sandbox,
+    })
+}
+
+fn main() -> ExitCode {
+    toolgate_shared::sandbox::zygote::maybe_run();
+    let cli = Cli::parse();
+    // One-shot commands print JSON on stdout; keep stderr to what matters.
+    let level = match cli.command {
+        Cmd::Serve { .. } => "info",
+        _ => "warn",
+    };
+    toolgate_shared::logging::init(level);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fatal(&format!("cannot start the runtime: {e}")),
+    };
+    rt.block_on(run(cli))
+}
+
+fn fatal(msg: &str) -> ExitCode {
+    eprintln!("toolgate: {msg}");
+    ExitCode::from(2)
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let mut cfg = match Config::from_env_and_file(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fatal(&e.to_string()),
+    };
+    match cli.command {
+        Cmd::Serve { addr, token } => {
+            if let Some(a) = addr {
+                cfg.server.addr = a;
+            }
+            if let Some(t) = token {
+                cfg.server.token = Some(t);
+            }
+            serve(cfg).await
+        }
+        Cmd::Call { name, json } => call(cfg, &name, json).await,
+        Cmd::Tools { format } => {
+            let format = match Format::parse(&format) {
+                Ok(f) => f,
+                Err(e) => return fatal(&e.message),
+            };
+            let app = match build(&cfg) {
+                Ok(a) => a,
+                Err(e) => return fatal(&e),
+            };
+            print_json(&export(&app.registry, format));
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
+    let app = match build(&cfg) {
+        Ok(a) => a,
+        Err(e) => return fatal(&e),
+    };
+    let raw = match args {
+        Some(a) => a,
+        None => {
+            let mut s = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+                return fatal(&format!("cannot read arguments from stdin: {e}"));
+            }
+            s
+        }
+    };
+    let started = std::time::Instant::now();
+    let outcome = async {
+        let args: Value = if raw.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(&raw).map_err(|e| {
+                ToolError::invalid_input(format!("Arguments are not valid JSON: {e}"))
+            })?
+        };
+        let tool = app.registry.get(name)?.clone();
+        tool.call(args, &CallContext::default()).await
+    }
+    .await;
+    toolgate_shared::http::log_call(name, started, &outcome);
+    match outcome {
+        Ok(v) => {
+            print_json(&v);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}", e.body());
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn serve(cfg: Config) -> ExitCode {
+    let app = match build(&cfg) {
+        Ok(a) => a,
+        Err(e) => return fatal(&e),
+    };
+    let sandbox = app.sandbox.clone();
+    let state = AppState {
+        registry: app.registry.clone(),
+        token: cfg.server.token.as_deref().map(Arc::from),
+        health: Arc::new(move || json!({ "sandbox": { "walls": sandbox.walls() } })),
+    };
+    let listener = match tokio::net::TcpListener::bind(&cfg.server.addr).await {
+        Ok(l) => l,
+        Err(e) => return fatal(&format!("cannot bind {}: {e}", cfg.server.addr)),
+    };
+    let local = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| cfg.server.addr.clone());
+    tracing::info!(
+        addr = %local,
+        auth = cfg.server.token.is_some(),
+        tools = ?app.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
+        "toolgate listening on http://{local}"
+    );
+    // On SIGTERM: stop accepting, let calls in flight finish within the
+    // grace period, then stop anyway; dropping the sandbox kills its children.
+    let grace = shutdown_grace();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!(grace_secs = grace.as_secs(), "shutting down");
+        let _ = stop_tx.send(());
+    });
+    let served = tokio::select! {
+        r = server => r,
+        _ = async {
+            let _ = stop_rx.await;
+            tokio::time::sleep(grace).await;
+        } => {
+            tracing::warn!("calls still running after the grace period; stopping them");
+            Ok(())
+        }
+    };
+    drop(app);
+    match served {
+        Ok(()) => {
+            tracing::info!("toolgate stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fatal(&format!("server error: {e}")),
+    }
+}
+
+/// `TOOLGATE_SHUTDOWN_GRACE_SECS`, default 10.
+fn shutdown_grace() -> std::time::Duration {
+    let secs = std::env::var("TOOLGATE_SHUTDOWN_GRACE_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(10);
+    std::time::Duration::from_secs(secs)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+}

@@ -1,0 +1,538 @@
+//! Configuration: an optional `toolgate.toml`, overridden by `TOOLGATE_*`
+//! environment variables (DESIGN §2, "Configuration").
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub const DEFAULT_TIMEOUT_SECS: u64 = 20;
+pub const MIN_TIMEOUT_SECS: u64 = 1;
+pub const MAX_TIMEOUT_SECS: u64 = 1200;
+pub const DEFAULT_MEMORY_MB: u64 = 256;
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+
+/// The 33 modules every sandbox allows (DESIGN §2, "Imports").
+pub const DEFAULT_MODULES: [&str; 33] = [
+    "math",
+    "cmath",
+    "decimal",
+    "fractions",
+    "statistics",
+    "random",
+    "string",
+    "textwrap",
+    "re",
+    "json",
+    "csv",
+    "collections",
+    "itertools",
+    "functools",
+    "operator",
+    "copy",
+    "dataclasses",
+    "enum",
+    "typing",
+    "datetime",
+    "time",
+    "calendar",
+    "base64",
+    "hashlib",
+    "hmac",
+    "struct",
+    "difflib",
+    "pprint",
+    "bisect",
+    "heapq",
+    "array",
+    "numbers",
+    "unicodedata",
+];
+
+/// Modules that reach the host, or the interpreter's own machinery, in
+/// CPython. They cannot exist in the sandbox, so configuring one is an error
+/// at start-up rather than a silent no-op.
+pub const FORBIDDEN_MODULES: [&str; 28] = [
+    "os",
+    "sys",
+    "subprocess",
+    "socket",
+    "io",
+    "ctypes",
+    "importlib",
+    "gc",
+    "marshal",
+    "builtins",
+    "posix",
+    "nt",
+    "_io",
+    "_thread",
+    "threading",
+    "_signal",
+    "signal",
+    "multiprocessing",
+    "select",
+    "selectors",
+    "mmap",
+    "fcntl",
+    "resource",
+    "pathlib",
+    "shutil",
+    "tempfile",
+    "_imp",
+    "code",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonConfig {
+    pub namespace: String,
+    pub timeout_secs: u64,
+    /// Extra modules beyond [`DEFAULT_MODULES`], validated.
+    pub extra_modules: Vec<String>,
+    pub memory_mb: u64,
+    pub require_seccomp: bool,
+    /// Warm children kept forked ahead of calls.
+    pub spare_children: usize,
+    /// Calls that may run at once; more wait their turn.
+    pub max_concurrency: usize,
+}
+
+impl Default for PythonConfig {
+    fn default() -> Self {
+        Self {
+            namespace: "python".into(),
+            timeout_secs: DEFAULT_TIMEOUT_SECS,
+            extra_modules: Vec::new(),
+            memory_mb: DEFAULT_MEMORY_MB,
+            require_seccomp: false,
+            spare_children: 2,
+            max_concurrency: 16,
+        }
+    }
+}
+
+impl PythonConfig {
+    pub fn tool_name(&self) -> String {
+        format!("{}.execute", self.namespace)
+    }
+
+    /// Default and extra modules, sorted and de-duplicated.
+    pub fn allowed_modules(&self) -> Vec<String> {
+        let mut all: Vec<String> = DEFAULT_MODULES.iter().map(|s| s.to_string()).collect();
+        all.extend(self.extra_modules.iter().cloned());
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub addr: String,
+    pub token: Option<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            addr: DEFAULT_ADDR.into(),
+            token: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub python: PythonConfig,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("invalid config file {path}: {reason}")]
+    Parse { path: String, reason: String },
+    #[error(
+        "module {0:?} cannot be allowed: it reaches the host or the interpreter itself, and does not exist in the sandbox"
+    )]
+    ForbiddenModule(String),
+    #[error("{0:?} is not a valid module name")]
+    BadModuleName(String),
+    #[error("namespace {0:?} must match ^[a-zA-Z0-9_-]{{1,40}}$")]
+    BadNamespace(String),
+    #[error("{name} must be {what}, got {value:?}")]
+    BadValue {
+        name: &'static str,
+        what: &'static str,
+        value: String,
+    },
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    server: FileServer,
+    #[serde(default)]
+    python: FilePython,
+    // Tables that other tools read (DESIGN §2); accepted here so that one
+    // file configures everything, while a misspelt table is still an error.
+    #[serde(default, rename = "servers")]
+    _servers: Option<toml::Value>,
+    #[serde(default, rename = "clouds")]
+    _clouds: Option<toml::Value>,
+    #[serde(default, rename = "clarify")]
+    _clarify: Option<toml::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileServer {
+    addr: Option<String>,
+    token: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FilePython {
+    namespace: Option<String>,
+    timeout: Option<i64>,
+    allowed_modules: Option<Vec<String>>,
+    memory_mb: Option<u64>,
+    require_seccomp: Option<bool>,
+    spare_children: Option<usize>,
+    max_concurrency: Option<usize>,
+}
+
+/// `TOOLGATE_PYTHON_TIMEOUT`: anything that does not parse falls back to 20;
+/// the value is clamped to 1–1200 (DESIGN §2).
+pub fn parse_timeout(raw: &str) -> u64 {
+    raw.trim()
+        .parse::<i64>()
+        .map(clamp_timeout)
+        .unwrap_or(DEFAULT_TIMEOUT_SECS)
+}
+
+pub fn clamp_timeout(secs: i64) -> u64 {
+    secs.clamp(MIN_TIMEOUT_SECS as i64, MAX_TIMEOUT_SECS as i64) as u64
+}
+
+/// A comma-separated module list; blanks are ignored.
+pub fn parse_module_list(raw: &str) -> Vec<String> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn validate_module(name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.split('.').all(|part| {
+            let mut cs = part.chars();
+            matches!(cs.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+                && cs.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        });
+    if !ok {
+        return Err(ConfigError::BadModuleName(name.to_owned()));
+    }
+    let top = name.split('.').next().unwrap_or(name);
+    if FORBIDDEN_MODULES.contains(&top) {
+        return Err(ConfigError::ForbiddenModule(name.to_owned()));
+    }
+    Ok(())
+}
+
+fn validate_namespace(ns: &str) -> Result<(), ConfigError> {
+    let ok = (1..=40).contains(&ns.len())
+        && ns
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::BadNamespace(ns.to_owned()))
+    }
+}
+
+fn env_bool(name: &'static str, raw: &str) -> Result<bool, ConfigError> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(ConfigError::BadValue {
+            name,
+            what: "a boolean (1/0, true/false)",
+            value: raw.to_owned(),
+        }),
+    }
+}
+
+fn env_number<T: std::str::FromStr>(
+    name: &'static str,
+    raw: &str,
+    what: &'static str,
+) -> Result<T, ConfigError> {
+    raw.trim().parse::<T>().map_err(|_| ConfigError::BadValue {
+        name,
+        what,
+        value: raw.to_owned(),
+    })
+}
+
+impl Config {
+    /// Reads `path` when given, else `./toolgate.toml` when present, then
+    /// applies the environment.
+    pub fn load(
+        path: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let default_path = PathBuf::from("toolgate.toml");
+        let chosen = match path {
+            Some(p) => Some(p.to_path_buf()),
+            None if default_path.exists() => Some(default_path),
+            None => None,
+        };
+        let text = match &chosen {
+            Some(p) => std::fs::read_to_string(p).map_err(|e| ConfigError::Read {
+                path: p.display().to_string(),
+                reason: e.to_string(),
+            })?,
+            None => String::new(),
+        };
+        let shown = chosen
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        Self::from_parts(&text, &shown, env)
+    }
+
+    /// Builds a config from TOML text and an environment lookup.
+    pub fn from_parts(
+        toml_text: &str,
+        path_for_errors: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let file: FileConfig = toml::from_str(toml_text).map_err(|e| ConfigError::Parse {
+            path: path_for_errors.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let mut cfg = Config::default();
+        if let Some(a) = file.server.addr {
+            cfg.server.addr = a;
+        }
+        cfg.server.token = file.server.token;
+        let p = &mut cfg.python;
+        if let Some(ns) = file.python.namespace {
+            p.namespace = ns;
+        }
+        if let Some(t) = file.python.timeout {
+            p.timeout_secs = clamp_timeout(t);
+        }
+        if let Some(m) = file.python.allowed_modules {
+            p.extra_modules = m;
+        }
+        if let Some(m) = file.python.memory_mb {
+            p.memory_mb = m;
+        }
+        if let Some(b) = file.python.require_seccomp {
+            p.require_seccomp = b;
+        }
+        if let Some(n) = file.python.spare_children {
+            p.spare_children = n;
+        }
+        if let Some(n) = file.python.max_concurrency {
+            p.max_concurrency = n;
+        }
+
+        if let Some(v) = env("TOOLGATE_ADDR") {
+            cfg.server.addr = v;
+        }
+        if let Some(v) = env("TOOLGATE_TOKEN").filter(|v| !v.is_empty()) {
+            cfg.server.token = Some(v);
+        }
+        let p = &mut cfg.python;
+        if let Some(v) = env("TOOLGATE_PYTHON_TIMEOUT") {
+            p.timeout_secs = parse_timeout(&v);
+        }
+        if let Some(v) = env("TOOLGATE_PYTHON_ALLOWED_MODULES") {
+            p.extra_modules.extend(parse_module_list(&v));
+        }
+        if let Some(v) = env("TOOLGATE_PYTHON_NAMESPACE") {
+            p.namespace = v.trim().to_owned();
+        }
+        if let Some(v) = env("TOOLGATE_PYTHON_MEMORY_MB") {
+            p.memory_mb = env_number("TOOLGATE_PYTHON_MEMORY_MB", &v, "a whole number of MiB")?;
+        }
+        if let Some(v) = env("TOOLGATE_PYTHON_REQUIRE_SECCOMP") {
+            p.require_seccomp = env_bool("TOOLGATE_PYTHON_REQUIRE_SECCOMP", &v)?;
+        }
+        if let Some(v) = env("TOOLGATE_PYTHON_SPARE_CHILDREN") {
+            p.spare_children = env_number("TOOLGATE_PYTHON_SPARE_CHILDREN", &v, "a whole number")?;
+        }
+        if let Some(v) = env("TOOLGATE_PYTHON_MAX_CONCURRENCY") {
+            p.max_concurrency =
+                env_number("TOOLGATE_PYTHON_MAX_CONCURRENCY", &v, "a whole number")?;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let p = &self.python;
+        validate_namespace(&p.namespace)?;
+        for m in &p.extra_modules {
+            validate_module(m)?;
+        }
+        if !(16..=65_536).contains(&p.memory_mb) {
+            return Err(ConfigError::BadValue {
+                name: "memory_mb",
+                what: "between 16 and 65536",
+                value: p.memory_mb.to_string(),
+            });
+        }
+        if !(1..=1024).contains(&p.max_concurrency) {
+            return Err(ConfigError::BadValue {
+                name: "max_concurrency",
+                what: "between 1 and 1024",
+                value: p.max_concurrency.to_string(),
+            });
+        }
+        if p.spare_children > 64 {
+            return Err(ConfigError::BadValue {
+                name: "spare_children",
+                what: "at most 64",
+                value: p.spare_children.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads the process environment.
+    pub fn from_env_and_file(path: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load(path, &|k| std::env::var(k).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::collections::BTreeMap;
+
+    fn with_env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn timeout_parsing_falls_back_and_clamps() {
+        assert_eq!(parse_timeout("30"), 30);
+        assert_eq!(parse_timeout(" 7 "), 7);
+        assert_eq!(parse_timeout("abc"), 20);
+        assert_eq!(parse_timeout(""), 20);
+        assert_eq!(parse_timeout("1.5"), 20);
+        assert_eq!(parse_timeout("0"), 1);
+        assert_eq!(parse_timeout("-5"), 1);
+        assert_eq!(parse_timeout("99999"), 1200);
+        assert_eq!(parse_timeout("99999999999999999999999"), 20);
+    }
+
+    #[test]
+    fn env_overrides_file() {
+        let toml = "[python]\ntimeout = 5\nallowed_modules = [\"html\"]\n";
+        let c = Config::from_parts(
+            toml,
+            "t.toml",
+            &with_env(&[("TOOLGATE_PYTHON_TIMEOUT", "9")]),
+        )
+        .unwrap();
+        assert_eq!(c.python.timeout_secs, 9);
+        assert_eq!(c.python.extra_modules, vec!["html"]);
+        let c = Config::from_parts(toml, "t.toml", &with_env(&[])).unwrap();
+        assert_eq!(c.python.timeout_secs, 5);
+        let c = Config::from_parts("[python]\ntimeout = 5000\n", "t", &with_env(&[])).unwrap();
+        assert_eq!(c.python.timeout_secs, 1200);
+    }
+
+    #[test]
+    fn module_lists_are_parsed_and_merged() {
+        assert_eq!(
+            parse_module_list(" html, ,xml.dom ,"),
+            vec!["html", "xml.dom"]
+        );
+        let c = Config::from_parts(
+            "",
+            "",
+            &with_env(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", "html,math")]),
+        )
+        .unwrap();
+        let all = c.python.allowed_modules();
+        assert_eq!(all.len(), 34, "math is a default and is not doubled");
+        assert!(all.contains(&"html".to_string()));
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted");
+    }
+
+    #[test]
+    fn dangerous_or_malformed_modules_are_refused() {
+        for bad in [
+            "os",
+            "sys",
+            "os.path",
+            "subprocess",
+            "ctypes",
+            "importlib.util",
+            "builtins",
+        ] {
+            let e = Config::from_parts(
+                "",
+                "",
+                &with_env(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", bad)]),
+            )
+            .unwrap_err();
+            assert_eq!(e, ConfigError::ForbiddenModule(bad.into()), "{bad}");
+        }
+        for bad in ["1abc", "a-b", "a..b", "a b"] {
+            let e = Config::from_parts(
+                "",
+                "",
+                &with_env(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", bad)]),
+            )
+            .unwrap_err();
+            assert_eq!(e, ConfigError::BadModuleName(bad.into()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn namespace_and_defaults() {
+        let c = Config::from_parts("", "", &with_env(&[])).unwrap();
+        assert_eq!(c.python.tool_name(), "python.execute");
+        assert_eq!(c.python.memory_mb, 256);
+        assert_eq!(c.server.addr, "127.0.0.1:8080");
+        let c =
+            Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_NAMESPACE", "py")])).unwrap();
+        assert_eq!(c.python.tool_name(), "py.execute");
+        let e = Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_NAMESPACE", "a.b")]))
+            .unwrap_err();
+        assert!(matches!(e, ConfigError::BadNamespace(_)));
+    }
+
+    #[test]
+    fn bad_file_and_bad_numbers_are_clear_errors() {
+        let e = Config::from_parts("[python]\ntimeout = \"x\"\n", "f.toml", &with_env(&[]))
+            .unwrap_err();
+        assert!(matches!(e, ConfigError::Parse { .. }));
+        assert!(e.to_string().contains("f.toml"));
+        let e = Config::from_parts("[pyhton]\n", "f.toml", &with_env(&[])).unwrap_err();
+        assert!(e.to_string().contains("pyhton"), "{e}");
+        let ok = Config::from_parts("[servers.web]\nhost = \"h\"\n", "f.toml", &with_env(&[]));
+        assert!(ok.is_ok(), "other tools' tables are accepted");
+        let e = Config::from_parts("[python]\ntimout = 3\n", "f.toml", &with_env(&[])).unwrap_err();
+        assert!(e.to_string().contains("timout"));
+        let e = Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_MEMORY_MB", "lots")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("TOOLGATE_PYTHON_MEMORY_MB"));
+    }
+}

@@ -1,0 +1,71 @@
+//! The error contract of the HTTP API (DESIGN §3): `{"error":{"code","message"}}`.
+
+use serde::Serialize;
+
+/// The error codes of DESIGN §3, each with its HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidInput,
+    Unauthorized,
+    Forbidden,
+    UnknownTool,
+    TooLarge,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn status(self) -> u16 {
+        match self {
+            Self::InvalidInput => 400,
+            Self::Unauthorized => 401,
+            Self::Forbidden => 403,
+            Self::UnknownTool => 404,
+            Self::TooLarge => 413,
+            Self::Internal => 500,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidInput => "invalid_input",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::UnknownTool => "unknown_tool",
+            Self::TooLarge => "too_large",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+/// A failed call: the caller's fault (4xx) or ours (500). A tool's own
+/// outcome, such as a script raising, is a result, never a `ToolError`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", code.as_str())]
+pub struct ToolError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidInput, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+    pub fn unknown_tool(name: &str) -> Self {
+        Self::new(ErrorCode::UnknownTool, format!("Unknown tool: {name:?}"))
+    }
+
+    /// The JSON body of the contract.
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({"error": {"code": self.code.as_str(), "message": self.message}})
+    }
+}

@@ -1,0 +1,218 @@
+//! The HTTP API of DESIGN §3 as one axum router, shared by every runtime.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::{
+    Json, Router,
+    body::{Body, to_bytes},
+    extract::{Path, Query, Request, State},
+    http::{HeaderMap, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{ErrorCode, ToolError};
+use crate::registry::Registry;
+use crate::spec_export::{Format, export};
+use crate::tool::CallContext;
+
+/// Request bodies over this size get 413 `too_large`.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub registry: Arc<Registry>,
+    /// When set, every route but `/healthz` needs `Authorization: Bearer`.
+    pub token: Option<Arc<str>>,
+    /// Extra fields for `/healthz` (the sandbox's walls).
+    pub health: HealthFn,
+}
+
+impl IntoResponse for ToolError {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, Json(self.body())).into_response()
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/tools", get(list_tools))
+        .route("/tools/{name}", post(call_tool))
+        .route("/healthz", get(healthz))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .with_state(state)
+}
+
+/// Compares without an early exit, so response time does not reveal how
+/// much of a guessed token was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(token) = state.token.as_deref() else {
+        return next.run(req).await;
+    };
+    if req.uri().path() == "/healthz" {
+        return next.run(req).await;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match given {
+        Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(req).await,
+        Some(_) => ToolError::new(ErrorCode::Unauthorized, "Invalid bearer token").into_response(),
+        None => ToolError::new(
+            ErrorCode::Unauthorized,
+            "Missing bearer token: send Authorization: Bearer <token>",
+        )
+        .into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct ToolsQuery {
+    format: Option<String>,
+}
+
+async fn list_tools(
+    State(state): State<AppState>,
+    Query(q): Query<ToolsQuery>,
+) -> Result<Json<Value>, ToolError> {
+    let format = Format::parse(q.format.as_deref().unwrap_or("native"))?;
+    Ok(Json(export(&state.registry, format)))
+}
+
+async fn healthz(State(state): State<AppState>) -> Json<Value> {
+    let tools: Vec<&str> = state
+        .registry
+        .tools()
+        .iter()
+        .map(|t| t.spec().name.as_str())
+        .collect();
+    let mut body = json!({"status": "ok", "tools": tools});
+    if let (Some(obj), Value::Object(extra)) = (body.as_object_mut(), (state.health)()) {
+        obj.extend(extra);
+    }
+    Json(body)
+}
+
+async fn not_found(req: Request) -> ToolError {
+    ToolError::new(
+        ErrorCode::UnknownTool,
+        format!(
+            "No endpoint {} {}. Endpoints: GET /tools, POST /tools/{{name}}, GET /healthz",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+async fn method_not_allowed(req: Request) -> ToolError {
+    ToolError::invalid_input(format!(
+        "Method {} is not allowed on {}",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+/// Reads and parses a JSON body, with the contract's errors for each failure.
+pub async fn read_json_body(headers: &HeaderMap, body: Body) -> Result<Value, ToolError> {
+    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
+        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+        let mime = ct.split(';').next().unwrap_or("").trim();
+        if mime != "application/json" && !mime.ends_with("+json") {
+            return Err(ToolError::invalid_input(format!(
+                "Content-Type must be application/json, got {mime:?}"
+            )));
+        }
+    }
+    let too_large = || {
+        ToolError::new(
+            ErrorCode::TooLarge,
+            format!("Request body is larger than {MAX_BODY_BYTES} bytes"),
+        )
+    };
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        && len > MAX_BODY_BYTES
+    {
+        return Err(too_large());
+    }
+    let bytes = to_bytes(body, MAX_BODY_BYTES).await.map_err(|e| {
+        let mut src: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(s) = src {
+            if s.is::<http_body_util::LengthLimitError>() {
+                return too_large();
+            }
+            src = s.source();
+        }
+        ToolError::invalid_input(format!("Cannot read request body: {e}"))
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        // No body means no arguments, for tools that take none.
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ToolError::invalid_input(format!("Request body is not valid JSON: {e}")))
+}
+
+async fn call_tool(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let started = Instant::now();
+    let outcome = async {
+        let tool = state.registry.get(&name)?.clone();
+        let args = read_json_body(&headers, body).await?;
+        tool.call(args, &CallContext::default()).await
+    }
+    .await;
+    log_call(&name, started, &outcome);
+    match outcome {
+        Ok(v) => (StatusCode::OK, Json(v)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// One structured line per tool call: tool, duration and outcome.
+pub fn log_call(tool: &str, started: Instant, outcome: &Result<Value, ToolError>) {
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    match outcome {
+        Ok(v) => tracing::info!(
+            tool,
+            duration_ms,
+            outcome = "ok",
+            exit_code = v.get("exit_code").and_then(serde_json::Value::as_i64),
+            timed_out = v.get("timed_out").and_then(serde_json::Value::as_bool),
+            "tool call"
+        ),
+        Err(e) => tracing::warn!(
+            tool,
+            duration_ms,
+            outcome = e.code.as_str(),
+            error = %e.message,
+            "tool call"
+        ),
+    }
+}

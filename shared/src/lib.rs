@@ -1,0 +1,13 @@
+//! Toolgate's shared crate: the tool contracts, the sandbox, and the HTTP
+//! router that every runtime serves.
+
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod logging;
+pub mod registry;
+pub mod sandbox;
+pub mod spec_export;
+pub mod tool;
+pub mod tools;
+pub mod truncate;

@@ -1,0 +1,586 @@
+//! The server's side of the sandbox: it supervises the zygote, keeps warm
+//! children forked ahead of calls, runs one script per child, and kills the
+//! child at the deadline.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::IoSliceMut;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use nix::sys::socket::{
+    AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, socketpair,
+};
+use serde_json::value::RawValue;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+use super::error::SandboxError;
+use super::outbuf;
+use super::proto::{self, ChildReport, ChildRequest, Walls};
+use super::vm::Stream;
+use super::zygote::{CONTROL_FD, ZYGOTE_ARG, ZygoteConfig};
+
+/// How the server runs the sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// The binary to re-execute as the zygote (normally the current one).
+    pub exe: PathBuf,
+    pub zygote: ZygoteConfig,
+    pub spare_children: usize,
+    pub max_concurrency: usize,
+}
+
+/// One finished call, in the contract's shape.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExecOutput {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i64,
+    pub timed_out: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<RawValue>>,
+}
+
+/// A warm child, as the zygote handed it over.
+struct Child {
+    pid: i32,
+    sock: OwnedFd,
+    out: File,
+    pidfd: Option<OwnedFd>,
+}
+
+impl Child {
+    /// SIGKILL, through the pidfd when there is one so that a recycled pid
+    /// can never be hit.
+    fn kill(&self) {
+        // SAFETY: signalling with valid integer arguments; a dead target
+        // yields ESRCH, never UB.
+        unsafe {
+            match &self.pidfd {
+                Some(p) => {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        p.as_raw_fd(),
+                        libc::SIGKILL,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    );
+                }
+                None => {
+                    libc::kill(self.pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+enum ExitSlot {
+    Waiting(oneshot::Sender<i32>),
+}
+
+struct Shared {
+    control: Mutex<Option<OwnedFd>>,
+    exits: Mutex<HashMap<i32, ExitSlot>>,
+    walls: RwLock<Option<Walls>>,
+    shutdown: AtomicBool,
+    zygote_pid: Mutex<Option<i32>>,
+}
+
+impl Shared {
+    fn request_spawn(&self) {
+        if let Some(fd) = self.control.lock().expect("control lock").as_ref() {
+            // SAFETY: sending one byte from a static buffer on our socket.
+            unsafe {
+                libc::send(
+                    fd.as_raw_fd(),
+                    [proto::SPAWN].as_ptr().cast(),
+                    1,
+                    libc::MSG_NOSIGNAL,
+                );
+            }
+        }
+    }
+}
+
+/// A handle on the running sandbox; dropping it stops the zygote and with it
+/// every child.
+pub struct Sandbox {
+    shared: Arc<Shared>,
+    spares: tokio::sync::Mutex<mpsc::Receiver<Child>>,
+    permits: Semaphore,
+    memory_mb: u64,
+}
+
+const CHILD_WAIT: Duration = Duration::from_secs(10);
+/// After a kill, how long to wait for the exit status before giving up.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+
+impl Sandbox {
+    /// Starts the zygote and waits until it is warm. A configured module that
+    /// cannot be imported, or seccomp required but refused, fails here.
+    pub fn start(cfg: SandboxConfig) -> Result<Self, SandboxError> {
+        let shared = Arc::new(Shared {
+            control: Mutex::new(None),
+            exits: Mutex::new(HashMap::new()),
+            walls: RwLock::new(None),
+            shutdown: AtomicBool::new(false),
+            zygote_pid: Mutex::new(None),
+        });
+        let (tx, rx) = mpsc::channel(256);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let s = shared.clone();
+        let memory_mb = cfg.zygote.memory_mb;
+        let max = cfg.max_concurrency.max(1);
+        std::thread::Builder::new()
+            .name("sandbox-supervisor".into())
+            .spawn(move || supervise(cfg, s, tx, ready_tx))
+            .map_err(|e| SandboxError::SpawnZygote {
+                exe: "supervisor thread".into(),
+                source: e,
+            })?;
+        ready_rx.recv().map_err(|_| SandboxError::ZygoteGone)??;
+        Ok(Self {
+            shared,
+            spares: tokio::sync::Mutex::new(rx),
+            permits: Semaphore::new(max),
+            memory_mb,
+        })
+    }
+
+    /// The walls active around each call.
+    pub fn walls(&self) -> Option<Walls> {
+        self.shared.walls.read().expect("walls lock").clone()
+    }
+
+    async fn take_child(&self) -> Result<Child, SandboxError> {
+        let mut rx = self.spares.lock().await;
+        match tokio::time::timeout(CHILD_WAIT, rx.recv()).await {
+            Ok(Some(c)) => {
+                // Replace it at once: the next call finds a child ready.
+                self.shared.request_spawn();
+                Ok(c)
+            }
+            Ok(None) => Err(SandboxError::ZygoteGone),
+            Err(_) => Err(SandboxError::NoChild(CHILD_WAIT.as_secs())),
+        }
+    }
+
+    /// Runs `code` in a fresh child, killed when `timeout` passes.
+    pub async fn execute(&self, code: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| SandboxError::ZygoteGone)?;
+        let timeout_secs = timeout.as_secs().max(1);
+        let body = serde_json::to_vec(&ChildRequest {
+            code: code.to_owned(),
+            timeout_secs,
+        })
+        .map_err(|e| SandboxError::Child(e.into()))?;
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        proto::write_frame(&mut frame, &body).map_err(SandboxError::Child)?;
+
+        // A spare may have died with an earlier zygote; try a few.
+        let mut last_err = None;
+        for _ in 0..3 {
+            let child = self.take_child().await?;
+            match self.run_child(child, &frame, timeout).await {
+                Ok(out) => return Ok(out),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or(SandboxError::ZygoteGone))
+    }
+
+    async fn run_child(
+        &self,
+        child: Child,
+        frame: &[u8],
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        let (exit_tx, exit_rx) = oneshot::channel();
+        self.shared
+            .exits
+            .lock()
+            .expect("exits lock")
+            .insert(child.pid, ExitSlot::Waiting(exit_tx));
+        let result = self.drive(&child, frame, timeout, exit_rx).await;
+        child.kill();
+        self.shared
+            .exits
+            .lock()
+            .expect("exits lock")
+            .remove(&child.pid);
+        result
+    }
+
+    async fn drive(
+        &self,
+        child: &Child,
+        frame: &[u8],
+        timeout: Duration,
+        exit_rx: oneshot::Receiver<i32>,
+    ) -> Result<ExecOutput, SandboxError> {
+        let dup = child.sock.try_clone().map_err(SandboxError::Child)?;
+        let std_sock = std::os::unix::net::UnixStream::from(dup);
+        std_sock
+            .set_nonblocking(true)
+            .map_err(SandboxError::Child)?;
+        let mut sock = tokio::net::UnixStream::from_std(std_sock).map_err(SandboxError::Child)?;
+        if let Err(e) = sock.write_all(frame).await {
+            // Never started: a dead spare. The caller takes another.
+            return Err(SandboxError::Child(e));
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let report = tokio::select! {
+            r = read_report(&mut sock) => Some(r),
+            _ = tokio::time::sleep_until(deadline) => None,
+        };
+
+        let mut out = ExecOutput {
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: 0,
+            timed_out: false,
+            result: None,
+        };
+        let mut note = String::new();
+        match report {
+            Some(Some(ChildReport::Done { exit_code, result })) => {
+                out.exit_code = exit_code;
+                if let Some(r) = result {
+                    match RawValue::from_string(r) {
+                        Ok(v) => out.result = Some(v),
+                        Err(_) => note.push_str("[result was not valid JSON and was dropped]\n"),
+                    }
+                }
+            }
+            Some(Some(ChildReport::OutOfMemory)) => {
+                out.exit_code = 1;
+                note = self.memory_error();
+            }
+            Some(Some(ChildReport::Crashed { message })) => {
+                tracing::error!(%message, "sandbox child crashed");
+                out.exit_code = 1;
+                note = format!("InternalError: the interpreter failed: {message}\n");
+            }
+            None => {
+                // The deadline: kill now, so that no CPU is spent past it.
+                child.kill();
+                out.exit_code = -1;
+                out.timed_out = true;
+                note = timeout_note(timeout);
+                let _ = tokio::time::timeout(REAP_WAIT, exit_rx).await;
+            }
+            Some(None) => {
+                // The child died without a report: ask the zygote why.
+                let status = tokio::time::timeout(REAP_WAIT, exit_rx)
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                let (code, timed_out, text) = self.classify_death(status, timeout);
+                out.exit_code = code;
+                out.timed_out = timed_out;
+                note = text;
+            }
+        }
+        out.stdout = outbuf::read(&child.out, Stream::Stdout).map_err(SandboxError::Child)?;
+        out.stderr = outbuf::read(&child.out, Stream::Stderr).map_err(SandboxError::Child)?;
+        if !note.is_empty() {
+            if !out.stderr.is_empty() && !out.stderr.ends_with('\n') {
+                out.stderr.push('\n');
+            }
+            out.stderr.push_str(&note);
+            out.stderr = crate::truncate::truncate(&out.stderr);
+        }
+        Ok(out)
+    }
+
+    fn memory_error(&self) -> String {
+        format!(
+            "MemoryError: the script exceeded the sandbox memory limit of {} MB\n",
+            self.memory_mb
+        )
+    }
+
+    fn classify_death(&self, status: Option<i32>, timeout: Duration) -> (i64, bool, String) {
+        let Some(st) = status else {
+            return (
+                1,
+                false,
+                "[the sandbox process died without a report]\n".into(),
+            );
+        };
+        if libc::WIFEXITED(st) {
+            if libc::WEXITSTATUS(st) == super::alloc::EXIT_OUT_OF_MEMORY {
+                return (1, false, self.memory_error());
+            }
+            return (
+                1,
+                false,
+                format!(
+                    "[the sandbox process exited without a report (status {})]\n",
+                    libc::WEXITSTATUS(st)
+                ),
+            );
+        }
+        let sig = libc::WTERMSIG(st);
+        match sig {
+            libc::SIGXCPU | libc::SIGKILL => (-1, true, timeout_note(timeout)),
+            libc::SIGSYS => (
+                1,
+                false,
+                "[the sandbox blocked a forbidden system call and stopped the script]\n".into(),
+            ),
+            libc::SIGSEGV | libc::SIGABRT | libc::SIGBUS => (
+                1,
+                false,
+                format!(
+                    "MemoryError: the interpreter ran out of memory or stack and was stopped (signal {sig})\n"
+                ),
+            ),
+            _ => (
+                1,
+                false,
+                format!("[the sandbox process died (signal {sig})]\n"),
+            ),
+        }
+    }
+}
+
+/// The contract's timeout message.
+pub fn timeout_note(timeout: Duration) -> String {
+    format!("[Execution timed out after {}s]", timeout.as_secs().max(1))
+}
+
+async fn read_report(sock: &mut tokio::net::UnixStream) -> Option<ChildReport> {
+    let mut len = [0u8; 4];
+    sock.read_exact(&mut len).await.ok()?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > proto::MAX_FRAME {
+        return None;
+    }
+    let mut body = vec![0u8; len];
+    sock.read_exact(&mut body).await.ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        // Killing the zygote ends its children through PDEATHSIG, and ends
+        // the supervisor's read with EOF, after which it reaps and exits.
+        if let Some(pid) = *self.shared.zygote_pid.lock().expect("pid lock") {
+            // SAFETY: signalling our own child process by pid; it is reaped
+            // only by the supervisor thread, which sees the shutdown flag.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+fn spawn_zygote(cfg: &SandboxConfig) -> Result<(std::process::Child, OwnedFd), SandboxError> {
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| SandboxError::Control(e.into()))?;
+    let cfg_json = serde_json::to_string(&cfg.zygote).expect("config serializes");
+    let theirs_fd: RawFd = theirs.as_raw_fd();
+    let mut cmd = Command::new(&cfg.exe);
+    cmd.arg(ZYGOTE_ARG)
+        .arg(cfg_json)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    // SAFETY: the closure runs between fork and exec and calls only dup2,
+    // which is async-signal-safe. dup2 clears CLOEXEC on the new descriptor.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(theirs_fd, CONTROL_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| SandboxError::SpawnZygote {
+        exe: cfg.exe.display().to_string(),
+        source: e,
+    })?;
+    drop(theirs);
+    Ok((child, ours))
+}
+
+enum Msg {
+    Ready(Walls),
+    Failed(String),
+    Child(Child),
+    Exited(i32, i32),
+    Closed,
+}
+
+fn recv(fd: RawFd) -> Result<Msg, SandboxError> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut cmsg = nix::cmsg_space!([RawFd; 3]);
+    let mut iov = [IoSliceMut::new(&mut buf)];
+    let msg = recvmsg::<()>(fd, &mut iov, Some(&mut cmsg), MsgFlags::MSG_CMSG_CLOEXEC)
+        .map_err(|e| SandboxError::Control(e.into()))?;
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for c in msg.cmsgs().map_err(|e| SandboxError::Control(e.into()))? {
+        if let ControlMessageOwned::ScmRights(raw) = c {
+            // SAFETY: descriptors received through SCM_RIGHTS are new in this
+            // process and owned by nobody else.
+            fds.extend(raw.into_iter().map(|f| unsafe { OwnedFd::from_raw_fd(f) }));
+        }
+    }
+    let n = msg.bytes;
+    if n == 0 {
+        return Ok(Msg::Closed);
+    }
+    let data = &buf[..n];
+    let i32_at = |i: usize| -> i32 {
+        data.get(i..i + 4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .unwrap_or(0)
+    };
+    Ok(match data[0] {
+        proto::READY => Msg::Ready(
+            serde_json::from_slice(&data[1..]).map_err(|e| SandboxError::WarmUp(e.to_string()))?,
+        ),
+        proto::FAILED => Msg::Failed(String::from_utf8_lossy(&data[1..]).into_owned()),
+        proto::CHILD if fds.len() >= 2 => {
+            let mut it = fds.into_iter();
+            let sock = it.next().expect("two fds");
+            let out = File::from(it.next().expect("two fds"));
+            Msg::Child(Child {
+                pid: i32_at(1),
+                sock,
+                out,
+                pidfd: it.next(),
+            })
+        }
+        proto::EXITED => Msg::Exited(i32_at(1), i32_at(5)),
+        other => {
+            return Err(SandboxError::Control(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("unknown zygote message {other}"),
+            )));
+        }
+    })
+}
+
+type ReadyTx = std::sync::mpsc::Sender<Result<(), SandboxError>>;
+
+/// Runs on its own thread for the sandbox's lifetime: starts the zygote,
+/// relays its messages, and restarts it should it die.
+fn supervise(cfg: SandboxConfig, shared: Arc<Shared>, tx: mpsc::Sender<Child>, ready: ReadyTx) {
+    let mut ready = Some(ready);
+    let mut backoff = Duration::from_millis(100);
+    while !shared.shutdown.load(Ordering::SeqCst) {
+        let started = Instant::now();
+        let (mut zygote, ctl) = match spawn_zygote(&cfg) {
+            Ok(z) => z,
+            Err(e) => {
+                if let Some(r) = ready.take() {
+                    let _ = r.send(Err(e));
+                    return;
+                }
+                tracing::error!(error = %e, "cannot restart the sandbox zygote");
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+                continue;
+            }
+        };
+        let fd = ctl.as_raw_fd();
+        *shared.zygote_pid.lock().expect("pid lock") = Some(zygote.id() as i32);
+        *shared.control.lock().expect("control lock") = Some(ctl);
+        loop {
+            match recv(fd) {
+                Ok(Msg::Ready(walls)) => {
+                    tracing::info!(
+                        warm_ms = started.elapsed().as_millis() as u64,
+                        seccomp = walls.seccomp,
+                        "sandbox zygote ready"
+                    );
+                    *shared.walls.write().expect("walls lock") = Some(walls);
+                    for _ in 0..cfg.spare_children.max(1) {
+                        shared.request_spawn();
+                    }
+                    if let Some(r) = ready.take() {
+                        let _ = r.send(Ok(()));
+                    }
+                    backoff = Duration::from_millis(100);
+                }
+                Ok(Msg::Failed(m)) => {
+                    if let Some(r) = ready.take() {
+                        let err = if m.contains("seccomp is required") {
+                            SandboxError::SeccompRequired(m)
+                        } else {
+                            SandboxError::WarmUp(m)
+                        };
+                        let _ = r.send(Err(err));
+                        let _ = zygote.kill();
+                        let _ = zygote.wait();
+                        return;
+                    }
+                    tracing::error!(message = %m, "sandbox zygote failed");
+                }
+                Ok(Msg::Child(c)) => {
+                    if tx.blocking_send(c).is_err() {
+                        break; // the Sandbox is gone
+                    }
+                }
+                Ok(Msg::Exited(pid, status)) => {
+                    if let Some(ExitSlot::Waiting(w)) =
+                        shared.exits.lock().expect("exits lock").remove(&pid)
+                    {
+                        let _ = w.send(status);
+                    }
+                }
+                Ok(Msg::Closed) | Err(_) => break,
+            }
+        }
+        shared.control.lock().expect("control lock").take();
+        let _ = zygote.kill();
+        let _ = zygote.wait();
+        if let Some(r) = ready.take() {
+            let _ = r.send(Err(SandboxError::ZygoteGone));
+            return;
+        }
+        if !shared.shutdown.load(Ordering::SeqCst) {
+            tracing::error!("sandbox zygote exited; restarting");
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(10));
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// The sandbox for `python.execute`, re-executing the current binary.
+    pub fn for_python(cfg: &crate::config::PythonConfig) -> Result<Self, SandboxError> {
+        let exe = std::env::current_exe().map_err(|e| SandboxError::SpawnZygote {
+            exe: "current executable".into(),
+            source: e,
+        })?;
+        Ok(Self {
+            exe,
+            zygote: ZygoteConfig {
+                allowed: cfg.allowed_modules(),
+                memory_mb: cfg.memory_mb,
+                require_seccomp: cfg.require_seccomp,
+            },
+            spare_children: cfg.spare_children,
+            max_concurrency: cfg.max_concurrency,
+        })
+    }
+}

@@ -1,0 +1,98 @@
+//! Messages between the server, the zygote and a child.
+//!
+//! Server ⇄ zygote: a `SOCK_SEQPACKET` socket, one message per packet, the
+//! first byte naming it. Server ⇄ child: a stream socket carrying
+//! length-prefixed JSON frames.
+
+use std::io::{self, Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+/// Server → zygote: fork one more warm child.
+pub const SPAWN: u8 = b'S';
+/// Zygote → server: warm and ready; JSON [`Walls`] follows.
+pub const READY: u8 = b'R';
+/// Zygote → server: warm-up failed; a UTF-8 message follows.
+pub const FAILED: u8 = b'E';
+/// Zygote → server: a child; pid (i32 LE) follows, fds ride as SCM_RIGHTS
+/// in the order socket, output memfd, pidfd (when the kernel has pidfds).
+pub const CHILD: u8 = b'C';
+/// Zygote → server: a child was reaped; pid and raw wait status (i32 LE each).
+pub const EXITED: u8 = b'X';
+
+/// Which walls are active around each call, reported by `GET /healthz`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Walls {
+    pub capability_gap: bool,
+    pub scrub: bool,
+    pub process_per_call: bool,
+    pub rlimits: bool,
+    pub seccomp: bool,
+    /// Why seccomp is off, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seccomp_error: Option<String>,
+    pub kill_at_deadline: bool,
+    pub memory_mb: u64,
+}
+
+/// Server → child: the one script this child runs.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ChildRequest {
+    pub code: String,
+    pub timeout_secs: u64,
+}
+
+/// Child → server: how the script ended.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChildReport {
+    Done {
+        exit_code: i64,
+        result: Option<String>,
+    },
+    OutOfMemory,
+    Crashed {
+        message: String,
+    },
+}
+
+/// The out-of-memory frame, prebuilt so that it can be sent without allocating.
+pub const OOM_FRAME: &[u8] = b"\x18\x00\x00\x00{\"kind\":\"out_of_memory\"}";
+
+/// Frames larger than this are refused; a result is capped well below it.
+pub const MAX_FRAME: usize = 64 << 20;
+
+pub fn write_frame(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(body.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(body)
+}
+
+pub fn read_frame(r: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "frame too large",
+        ));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oom_frame_is_a_valid_report() {
+        let mut r = OOM_FRAME;
+        let body = read_frame(&mut r).unwrap();
+        let report: ChildReport = serde_json::from_slice(&body).unwrap();
+        assert_eq!(report, ChildReport::OutOfMemory);
+    }
+}

@@ -1,0 +1,365 @@
+//! The Python layer of the sandbox: a warm RustPython interpreter with the
+//! import guard and the scrub installed, and the run of one script in it.
+//!
+//! Nothing here touches processes or the OS. Isolation (fork, rlimits,
+//! seccomp, the kill at the deadline) is layered around it by `zygote` and
+//! `child`, so that the same runner can serve a runtime without fork.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+use rustpython_vm::{
+    AsObject, Interpreter, InterpreterBuilder, PyObjectRef, PyResult, VirtualMachine,
+    builtins::{PyBaseExceptionRef, PyDictRef, PyInt, PyStrRef},
+    compiler::Mode,
+    scope::Scope,
+};
+
+use super::{guard, scrub};
+
+/// The filename user code is compiled under; tracebacks name it.
+pub const SCRIPT_NAME: &str = "<agent_script>";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+type Sink = Box<dyn FnMut(Stream, &str)>;
+
+thread_local! {
+    /// Where `sys.stdout`/`sys.stderr` writes go during a run.
+    static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
+}
+
+/// Sends text to the current run's sink; text written outside a run is dropped.
+fn emit(stream: Stream, text: &str) {
+    SINK.with(|s| {
+        if let Some(sink) = s.borrow_mut().as_mut() {
+            sink(stream, text);
+        }
+    });
+}
+
+/// How one script ended, apart from its output streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    pub exit_code: i64,
+    /// `json.dumps(result, allow_nan=False)`, or the JSON string of its repr.
+    pub result_json: Option<String>,
+}
+
+/// A result larger than this (as JSON) is replaced by a truncated repr.
+pub const RESULT_LIMIT_BYTES: usize = 1 << 20;
+
+/// The warm interpreter: every allowlisted module imported, stdout and stderr
+/// captured, the guard installed and the scrub done.
+pub struct WarmVm {
+    interp: Interpreter,
+    dumps: PyObjectRef,
+    reseed: Option<PyObjectRef>,
+}
+
+const STREAMS_PY: &str = r#"
+class _Stream:
+    encoding = "utf-8"
+    errors = "strict"
+    def __init__(self, n, name):
+        self._n = n
+        self.name = name
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not " + type(s).__name__)
+        _w(self._n, s)
+        return len(s)
+    def writelines(self, lines):
+        for s in lines:
+            self.write(s)
+    def flush(self):
+        pass
+    def isatty(self):
+        return False
+    def writable(self):
+        return True
+    def readable(self):
+        return False
+stdout = _Stream(1, "<stdout>")
+stderr = _Stream(2, "<stderr>")
+"#;
+
+fn settings() -> rustpython_vm::Settings {
+    let mut s = rustpython_vm::Settings::default();
+    s.install_signal_handlers = false;
+    s.import_site = false;
+    s.isolated = true;
+    s.ignore_environment = true;
+    s.user_site_directory = false;
+    s.write_bytecode = false;
+    s.safe_path = true;
+    s.allow_external_library = false;
+    s
+}
+
+impl WarmVm {
+    /// Builds the interpreter and warms it. `allowed` is the full allowlist;
+    /// a module that cannot be imported is an error naming it.
+    pub fn new(allowed: &[String]) -> Result<Self, String> {
+        let builder = InterpreterBuilder::new().settings(settings());
+        let defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
+        let interp = builder
+            .add_native_modules(&defs)
+            .add_frozen_modules(rustpython_pylib::FROZEN_STDLIB)
+            .build();
+        let (dumps, reseed) = interp.enter(|vm| {
+            warm(vm, allowed).map_err(|e| format!("sandbox warm-up failed: {}", describe(vm, &e)))
+        })?;
+        Ok(Self {
+            interp,
+            dumps,
+            reseed,
+        })
+    }
+
+    /// Gives the process fresh randomness; forked children call this so that
+    /// they do not share the zygote's `random` state. The seed comes from
+    /// getrandom, not from `random.seed()`: that draws on a thread-local RNG
+    /// whose state fork copies too.
+    pub fn reseed(&self) {
+        let Some(seed) = &self.reseed else { return };
+        let mut bytes = [0u8; 16];
+        if getrandom::fill(&mut bytes).is_err() {
+            return;
+        }
+        let value = u128::from_le_bytes(bytes);
+        self.interp.enter(|vm| {
+            let _ = seed.call((vm.ctx.new_int(value),), vm);
+        });
+    }
+
+    /// Runs `source` in a fresh `__main__` namespace, sending output to `sink`.
+    pub fn run(&self, source: &str, sink: impl FnMut(Stream, &str) + 'static) -> RunOutcome {
+        SINK.with(|s| *s.borrow_mut() = Some(Box::new(sink)));
+        let outcome = self.interp.enter(|vm| run_in(vm, source, &self.dumps));
+        SINK.with(|s| *s.borrow_mut() = None);
+        outcome
+    }
+}
+
+fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<(PyObjectRef, Option<PyObjectRef>)> {
+    // `random`, `tempfile`-free `inspect` and friends import `os`; Lib's
+    // `_dummy_os` stands in for it, plus a native `urandom`.
+    let os = vm.import("_dummy_os", 0)?;
+    os.set_attr("urandom", vm.new_function("urandom", urandom), vm)?;
+    // `_dummy_os` answers every unknown name with a function that *returns*
+    // an exception; make them absent instead, so `os.getcwd()` fails.
+    os.set_attr(
+        "__getattr__",
+        vm.new_function("__getattr__", no_os_attr),
+        vm,
+    )?;
+
+    // Capture stdout/stderr through a writer that sends to the run's sink.
+    let ns = vm.ctx.new_dict();
+    ns.set_item("_w", vm.new_function("_w", write_native).into(), vm)?;
+    let code = vm
+        .compile(STREAMS_PY, Mode::Exec, "<toolgate>")
+        .map_err(|e| e.into_pyexception(vm, Some(STREAMS_PY)))?;
+    vm.run_code_obj(code, Scope::with_builtins(None, ns.clone(), vm))?;
+    vm.sys_module
+        .set_attr("stdout", ns.get_item("stdout", vm)?, vm)?;
+    vm.sys_module
+        .set_attr("stderr", ns.get_item("stderr", vm)?, vm)?;
+    vm.sys_module.set_attr("stdin", vm.ctx.none(), vm)?;
+
+    for m in allowed {
+        let name = vm.ctx.new_str(m.as_str());
+        vm.import(&*name, 0).map_err(|e| {
+            vm.new_import_error(
+                format!(
+                    "allowed module {m:?} cannot be imported in the sandbox: {}",
+                    describe(vm, &e)
+                ),
+                vm.ctx.new_str(m.as_str()),
+            )
+        })?;
+    }
+    let json = vm.import("json", 0)?;
+    let dumps = json.get_attr("dumps", vm)?;
+    let reseed = if allowed.iter().any(|m| m == "random") {
+        Some(vm.import("random", 0)?.get_attr("seed", vm)?)
+    } else {
+        None
+    };
+
+    // The scrub imports what it scrubs, so it runs before the guard.
+    scrub::apply(vm)?;
+    guard::install(vm, allowed)?;
+    Ok((dumps, reseed))
+}
+
+fn urandom(n: isize, vm: &VirtualMachine) -> PyResult<Vec<u8>> {
+    let n = usize::try_from(n).map_err(|_| vm.new_value_error("negative argument not allowed"))?;
+    let mut buf = vec![0u8; n];
+    getrandom::fill(&mut buf).map_err(|e| vm.new_os_error(format!("urandom: {e}")))?;
+    Ok(buf)
+}
+
+fn no_os_attr(name: PyStrRef, vm: &VirtualMachine) -> PyResult {
+    Err(vm.new_attribute_error(format!(
+        "module 'os' has no attribute '{}': the sandbox has no operating system",
+        name.to_string_lossy()
+    )))
+}
+
+fn write_native(n: i32, s: PyStrRef) {
+    let stream = if n == 2 {
+        Stream::Stderr
+    } else {
+        Stream::Stdout
+    };
+    let text: Cow<'_, str> = match s.to_str() {
+        Some(t) => Cow::Borrowed(t),
+        None => s.to_string_lossy(),
+    };
+    emit(stream, &text);
+}
+
+/// A one-line description of an exception, for start-up errors.
+fn describe(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
+    let mut s = String::new();
+    let _ = vm.write_exception(&mut s, exc);
+    s.trim_end()
+        .lines()
+        .last()
+        .unwrap_or("unknown error")
+        .to_owned()
+}
+
+fn run_in(vm: &VirtualMachine, source: &str, dumps: &PyObjectRef) -> RunOutcome {
+    let globals: PyDictRef = vm.ctx.new_dict();
+    let _ = globals.set_item("__name__", vm.ctx.new_str("__main__").into(), vm);
+    let scope = Scope::with_builtins(None, globals.clone(), vm);
+
+    let ran = vm
+        .compile(source, Mode::Exec, SCRIPT_NAME)
+        .map_err(|e| e.into_pyexception(vm, Some(source)))
+        .and_then(|code| vm.run_code_obj(code, scope));
+    let exit_code = match ran {
+        Ok(_) => 0,
+        Err(exc) => exit_code_for(vm, &exc, source),
+    };
+    let result_json = match globals.get_item_opt("result", vm) {
+        Ok(Some(v)) if !vm.is_none(&v) => Some(result_to_json(vm, &v, dumps)),
+        _ => None,
+    };
+    RunOutcome {
+        exit_code,
+        result_json,
+    }
+}
+
+/// The SystemExit rules of DESIGN §2; anything else prints a traceback.
+fn exit_code_for(vm: &VirtualMachine, exc: &PyBaseExceptionRef, source: &str) -> i64 {
+    if exc.fast_isinstance(vm.ctx.exceptions.system_exit) {
+        let code = exc
+            .as_object()
+            .get_attr("code", vm)
+            .unwrap_or_else(|_| vm.ctx.none());
+        if vm.is_none(&code) {
+            return 0;
+        }
+        if let Some(i) = code.downcast_ref::<PyInt>() {
+            use num_traits::ToPrimitive;
+            return i.as_bigint().to_i64().unwrap_or(1);
+        }
+        let msg = code
+            .str(vm)
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "<unprintable>".into());
+        emit(Stream::Stderr, &format!("SystemExit: {msg}\n"));
+        return 1;
+    }
+    emit(
+        Stream::Stderr,
+        &with_source_lines(&format_exception(vm, exc), source),
+    );
+    1
+}
+
+/// Adds the script's own line under each `<agent_script>` frame, as CPython
+/// prints source lines (RustPython only does so for files on disk).
+fn with_source_lines(tb: &str, source: &str) -> String {
+    let prefix = format!("  File \"{SCRIPT_NAME}\", line ");
+    let lines: Vec<&str> = source.lines().collect();
+    let mut out = String::with_capacity(tb.len());
+    for l in tb.lines() {
+        out.push_str(l);
+        out.push('\n');
+        let n = l
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse::<usize>().ok());
+        if let Some(text) = n.and_then(|n| lines.get(n.wrapping_sub(1))) {
+            let text = text.trim();
+            if !text.is_empty() {
+                out.push_str("    ");
+                out.push_str(text);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The traceback as CPython prints it, with any build-host path hidden.
+pub fn format_exception(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
+    let mut s = String::new();
+    if vm.write_exception(&mut s, exc).is_err() {
+        s.push_str("<exception could not be formatted>\n");
+    }
+    hide_host_paths(&s)
+}
+
+/// Frozen stdlib frames carry the build machine's path to `Lib/`; show them
+/// as `<stdlib>/...` instead.
+fn hide_host_paths(s: &str) -> String {
+    let lib = rustpython_pylib::LIB_PATH;
+    let mut out = s.replace(lib, "<stdlib>");
+    if let Some(stripped) = lib.strip_suffix("/Lib") {
+        out = out.replace(stripped, "<stdlib>");
+    }
+    out
+}
+
+/// `json.dumps(result, allow_nan=False)` when it accepts the value, else its
+/// `repr` as a JSON string (DESIGN §2, "result").
+fn result_to_json(vm: &VirtualMachine, value: &PyObjectRef, dumps: &PyObjectRef) -> String {
+    let kwargs = rustpython_vm::function::KwArgs::from_iter([(
+        "allow_nan".to_owned(),
+        vm.ctx.new_bool(false).into(),
+    )]);
+    let args = rustpython_vm::function::FuncArgs::new(vec![value.clone()], kwargs);
+    if let Ok(s) = dumps.call(args, vm)
+        && let Some(text) = s
+            .downcast_ref::<rustpython_vm::builtins::PyStr>()
+            .and_then(|s| s.to_str())
+    {
+        if text.len() <= RESULT_LIMIT_BYTES {
+            return text.to_owned();
+        }
+        emit(
+            Stream::Stderr,
+            &format!(
+                "[result was {} bytes of JSON, over the {} byte limit; returning a truncated repr]\n",
+                text.len(),
+                RESULT_LIMIT_BYTES
+            ),
+        );
+    }
+    let repr = match value.repr(vm) {
+        Ok(r) => r.to_string_lossy().into_owned(),
+        Err(e) => format!("<unrepresentable result: {}>", describe(vm, &e)),
+    };
+    serde_json::to_string(&crate::truncate::truncate(&repr)).expect("a string serializes")
+}

@@ -1,0 +1,262 @@
+//! The zygote: a single-threaded process, warmed once, that forks a fresh
+//! child for every call (DESIGN §5).
+//!
+//! The server starts it by re-executing its own binary with [`ZYGOTE_ARG`],
+//! the control socket on fd 3 and an empty environment. Being single-threaded
+//! is what makes `fork` safe here: no lock can be held by a thread that does
+//! not exist in the child.
+
+use std::io::IoSlice;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, sendmsg, socketpair,
+};
+use serde::{Deserialize, Serialize};
+
+use super::proto::{self, Walls};
+use super::vm::WarmVm;
+use super::{child, outbuf, seccomp};
+
+/// argv[1] that turns a hosting binary into the zygote.
+pub const ZYGOTE_ARG: &str = "__toolgate-sandbox-zygote";
+/// The control socket's descriptor in the zygote.
+pub const CONTROL_FD: RawFd = 3;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ZygoteConfig {
+    pub allowed: Vec<String>,
+    pub memory_mb: u64,
+    pub require_seccomp: bool,
+}
+
+/// Call first in `main` of every binary that hosts the sandbox: when the
+/// binary was started as the zygote, this never returns.
+pub fn maybe_run() {
+    let mut args = std::env::args();
+    if args.nth(1).as_deref() == Some(ZYGOTE_ARG) {
+        run(&args.next().unwrap_or_default())
+    }
+}
+
+fn send(kind: u8, payload: &[u8], fds: &[RawFd]) -> nix::Result<usize> {
+    let mut msg = Vec::with_capacity(1 + payload.len());
+    msg.push(kind);
+    msg.extend_from_slice(payload);
+    let iov = [IoSlice::new(&msg)];
+    let cmsg = [ControlMessage::ScmRights(fds)];
+    let cmsgs: &[ControlMessage<'_>] = if fds.is_empty() { &[] } else { &cmsg };
+    sendmsg::<()>(CONTROL_FD, &iov, cmsgs, MsgFlags::empty(), None)
+}
+
+fn fail(message: &str) -> ! {
+    let _ = send(proto::FAILED, message.as_bytes(), &[]);
+    std::process::exit(1)
+}
+
+fn run(config_json: &str) -> ! {
+    // SAFETY: prctl with constant arguments. The server spawns the zygote
+    // from a thread that lives as long as the sandbox, so the death signal
+    // fires only when the server is gone.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    let cfg: ZygoteConfig = match serde_json::from_str(config_json) {
+        Ok(c) => c,
+        Err(e) => fail(&format!("bad zygote config: {e}")),
+    };
+    let warm = match WarmVm::new(&cfg.allowed) {
+        Ok(w) => w,
+        Err(e) => fail(&e),
+    };
+    let (seccomp_on, seccomp_error) = match probe_seccomp() {
+        Ok(()) => (true, None),
+        Err(e) => (false, Some(e)),
+    };
+    if cfg.require_seccomp
+        && let Some(e) = &seccomp_error
+    {
+        fail(&super::error::SandboxError::SeccompRequired(e.clone()).to_string());
+    }
+    let walls = Walls {
+        capability_gap: true,
+        scrub: true,
+        process_per_call: true,
+        rlimits: true,
+        seccomp: seccomp_on,
+        seccomp_error,
+        kill_at_deadline: true,
+        memory_mb: cfg.memory_mb,
+    };
+    let _ = send(
+        proto::READY,
+        &serde_json::to_vec(&walls).unwrap_or_default(),
+        &[],
+    );
+    serve(&warm, seccomp_on, cfg.memory_mb)
+}
+
+/// Installs the filter in a throwaway child: some hosts refuse seccomp.
+fn probe_seccomp() -> Result<(), String> {
+    // SAFETY: getpid has no preconditions.
+    let prog = seccomp::build(unsafe { libc::getpid() }).map_err(|e| e.to_string())?;
+    // SAFETY: the zygote is single-threaded, so fork is safe; the child only
+    // calls apply (no allocation: the program is built) and _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let code = if seccomp::apply(&prog).is_ok() { 0 } else { 1 };
+        // SAFETY: _exit has no preconditions.
+        unsafe { libc::_exit(code) }
+    }
+    let mut status = 0;
+    // SAFETY: waiting on our own child with a valid status pointer.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else {
+        Err("the kernel refused the seccomp filter (prctl or seccomp not permitted)".into())
+    }
+}
+
+fn serve(warm: &WarmVm, seccomp_on: bool, memory_mb: u64) -> ! {
+    // SIGCHLD arrives on a signalfd so one poll loop handles both sources.
+    // SAFETY: sigset operations on a zeroed, then initialized set; signalfd
+    // with a valid set. SIGCHLD is blocked first so it is never lost.
+    let sfd = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
+    };
+    if sfd < 0 {
+        fail("signalfd failed");
+    }
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: CONTROL_FD,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: sfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: `fds` is a valid array of two pollfds for the call's duration.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            continue; // EINTR
+        }
+        if fds[1].revents != 0 {
+            reap(sfd);
+        }
+        if fds[0].revents != 0 {
+            let mut buf = [0u8; 16];
+            // SAFETY: reading into a stack buffer of the given length.
+            let got = unsafe { libc::recv(CONTROL_FD, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if got <= 0 {
+                // The server closed the channel: exit; children die with us.
+                std::process::exit(0);
+            }
+            if buf[0] == proto::SPAWN
+                && let Err(e) = spawn(warm, seccomp_on, memory_mb)
+            {
+                eprintln!("toolgate zygote: cannot fork a child: {e}");
+            }
+        }
+    }
+}
+
+fn reap(sfd: RawFd) {
+    let mut info = [0u8; 128];
+    // SAFETY: draining the signalfd into a buffer of signalfd_siginfo size.
+    while unsafe { libc::read(sfd, info.as_mut_ptr().cast(), info.len()) } > 0 {}
+    loop {
+        let mut status = 0;
+        // SAFETY: reaping any of our children without blocking.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            break;
+        }
+        let mut p = [0u8; 8];
+        p[..4].copy_from_slice(&pid.to_le_bytes());
+        p[4..].copy_from_slice(&status.to_le_bytes());
+        let _ = send(proto::EXITED, &p, &[]);
+    }
+}
+
+fn spawn(warm: &WarmVm, seccomp_on: bool, memory_mb: u64) -> std::io::Result<()> {
+    let err = std::io::Error::last_os_error;
+    // SAFETY: memfd_create with a static C string; the result is checked and
+    // immediately owned.
+    let memfd = unsafe { libc::memfd_create(c"toolgate-out".as_ptr(), libc::MFD_CLOEXEC) };
+    if memfd < 0 {
+        return Err(err());
+    }
+    // SAFETY: memfd is a fresh descriptor we own.
+    let memfd = unsafe { OwnedFd::from_raw_fd(memfd) };
+    // SAFETY: ftruncate on our own memfd.
+    if unsafe { libc::ftruncate(memfd.as_raw_fd(), outbuf::SIZE as libc::off_t) } != 0 {
+        return Err(err());
+    }
+    // SAFETY: a fresh shared mapping of the memfd's full length; checked below.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            outbuf::SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            memfd.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(err());
+    }
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(std::io::Error::from)?;
+
+    // SAFETY: the zygote is single-threaded (see module docs), so the child
+    // gets a consistent copy of every lock and allocator.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        // SAFETY: unmapping the mapping made above.
+        unsafe { libc::munmap(ptr, outbuf::SIZE) };
+        return Err(err());
+    }
+    if pid == 0 {
+        child::run(
+            warm,
+            theirs.into_raw_fd(),
+            ptr.cast(),
+            seccomp_on,
+            memory_mb,
+        );
+    }
+    drop(theirs);
+    // SAFETY: the parent no longer needs its view; the child keeps its own.
+    unsafe { libc::munmap(ptr, outbuf::SIZE) };
+    // SAFETY: pidfd_open on our own live child; -1 (old kernel) is handled.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    let pidfd = (pidfd >= 0).then(|| {
+        // SAFETY: a fresh descriptor from pidfd_open that we now own.
+        unsafe { OwnedFd::from_raw_fd(pidfd) }
+    });
+    let mut fds = vec![ours.as_raw_fd(), memfd.as_raw_fd()];
+    if let Some(p) = &pidfd {
+        fds.push(p.as_raw_fd());
+    }
+    send(proto::CHILD, &pid.to_le_bytes(), &fds).map_err(std::io::Error::from)?;
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! Tool specs in the formats agents read (`GET /tools?format=`).
+
+use serde_json::{Value, json};
+
+use crate::error::ToolError;
+use crate::registry::{Registry, exported_name};
+use crate::tool::ToolSpec;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Native,
+    OpenAi,
+    Anthropic,
+    Mcp,
+}
+
+impl Format {
+    pub const ALL: [&'static str; 4] = ["native", "openai", "anthropic", "mcp"];
+
+    pub fn parse(s: &str) -> Result<Self, ToolError> {
+        match s {
+            "native" => Ok(Self::Native),
+            "openai" => Ok(Self::OpenAi),
+            "anthropic" => Ok(Self::Anthropic),
+            "mcp" => Ok(Self::Mcp),
+            other => Err(ToolError::invalid_input(format!(
+                "Unknown format {other:?}; expected one of: {}",
+                Self::ALL.join(", ")
+            ))),
+        }
+    }
+}
+
+fn one(spec: &ToolSpec, format: Format) -> Value {
+    match format {
+        Format::Native => serde_json::to_value(spec).expect("ToolSpec serializes"),
+        Format::OpenAi => json!({
+            "type": "function",
+            "function": {
+                "name": exported_name(&spec.name),
+                "description": spec.description,
+                "parameters": spec.input_schema,
+            }
+        }),
+        Format::Anthropic => json!({
+            "name": exported_name(&spec.name),
+            "description": spec.description,
+            "input_schema": spec.input_schema,
+        }),
+        // MCP allows dots in names, so it keeps the canonical name.
+        Format::Mcp => json!({
+            "name": spec.name,
+            "description": spec.description,
+            "inputSchema": spec.input_schema,
+            "outputSchema": spec.output_schema,
+        }),
+    }
+}
+
+/// `{"tools": [...]}` in the requested format: the list agents paste as-is.
+pub fn export(registry: &Registry, format: Format) -> Value {
+    let tools: Vec<Value> = registry
+        .tools()
+        .iter()
+        .map(|t| one(t.spec(), format))
+        .collect();
+    json!({ "tools": tools })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::{CallContext, Tool, ToolFuture};
+    use std::sync::Arc;
+
+    struct Fake(ToolSpec);
+    impl Tool for Fake {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn call<'a>(&'a self, args: Value, _: &'a CallContext) -> ToolFuture<'a> {
+            Box::pin(async move { Ok(args) })
+        }
+    }
+
+    fn registry() -> Registry {
+        let mut r = Registry::new();
+        r.add(Arc::new(Fake(ToolSpec {
+            name: "python.execute".into(),
+            description: "runs".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({"type": "object", "title": "out"}),
+        })))
+        .unwrap();
+        r
+    }
+
+    #[test]
+    fn function_calling_formats_use_exported_names() {
+        let r = registry();
+        let oa = export(&r, Format::OpenAi);
+        assert_eq!(oa["tools"][0]["function"]["name"], "python__execute");
+        assert_eq!(oa["tools"][0]["function"]["parameters"]["type"], "object");
+        let an = export(&r, Format::Anthropic);
+        assert_eq!(an["tools"][0]["name"], "python__execute");
+        assert_eq!(an["tools"][0]["input_schema"]["type"], "object");
+        let re = regex_lite_check(an["tools"][0]["name"].as_str().unwrap());
+        assert!(re, "exported name must match ^[a-zA-Z0-9_-]{{1,64}}$");
+    }
+
+    fn regex_lite_check(s: &str) -> bool {
+        (1..=64).contains(&s.len())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    }
+
+    #[test]
+    fn native_and_mcp_keep_canonical_name_and_output_schema() {
+        let r = registry();
+        let n = export(&r, Format::Native);
+        assert_eq!(n["tools"][0]["name"], "python.execute");
+        assert_eq!(n["tools"][0]["output_schema"]["title"], "out");
+        let m = export(&r, Format::Mcp);
+        assert_eq!(m["tools"][0]["name"], "python.execute");
+        assert_eq!(m["tools"][0]["inputSchema"]["type"], "object");
+        assert_eq!(m["tools"][0]["outputSchema"]["title"], "out");
+    }
+
+    #[test]
+    fn both_names_resolve_and_unknown_is_typed() {
+        let r = registry();
+        assert!(r.get("python.execute").is_ok());
+        assert!(r.get("python__execute").is_ok());
+        let e = r.get("python_execute").err().unwrap();
+        assert_eq!(e.code, crate::error::ErrorCode::UnknownTool);
+    }
+
+    #[test]
+    fn unknown_format_is_invalid_input() {
+        let e = Format::parse("xml").unwrap_err();
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidInput);
+        assert!(e.message.contains("native, openai, anthropic, mcp"));
+    }
+
+    #[test]
+    fn duplicate_names_are_refused() {
+        let mut r = registry();
+        let dup = Arc::new(Fake(ToolSpec {
+            name: "python__execute".into(),
+            description: String::new(),
+            input_schema: json!({}),
+            output_schema: json!({}),
+        }));
+        assert!(r.add(dup).is_err());
+    }
+}

@@ -1,0 +1,36 @@
+//! The `Tool` abstraction: a name, a description, JSON Schemas for input and
+//! output, and a call that returns a result or a typed [`ToolError`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::ToolError;
+
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+
+/// What a tool advertises (DESIGN §3: name, description, input and output schema).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Value,
+}
+
+/// Per-call facts from the runtime, not from the caller's arguments.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// A hard deadline imposed by the runtime (Lambda's remaining time).
+    pub deadline: Option<Instant>,
+    /// Who is calling, when the runtime knows (authorizer claims).
+    pub caller: Option<String>,
+}
+
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a>;
+}

@@ -1,0 +1,3 @@
+//! The tools, one module each, holding each tool's whole contract.
+
+pub mod python_execute;

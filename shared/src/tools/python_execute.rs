@@ -1,0 +1,198 @@
+//! `python.execute` (DESIGN §2): runs Python source in the sandbox.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::config::PythonConfig;
+use crate::error::ToolError;
+use crate::sandbox::{ExecOutput, Sandbox};
+use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+
+pub const NOT_AN_OBJECT: &str = "Tool input must be a JSON object (dict)";
+pub const CODE_REQUIRED: &str = "\"code\" is required and must be a non-empty string";
+
+/// Time kept back from a runtime deadline (Lambda) to report the timeout.
+pub const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
+
+pub struct PythonExecute {
+    spec: ToolSpec,
+    timeout: Duration,
+    sandbox: Arc<Sandbox>,
+}
+
+pub fn description(cfg: &PythonConfig) -> String {
+    format!(
+        "Execute Python code in a secure sandbox and return stdout, stderr, exit_code, timed_out \
+         and `result` (the value of a variable named `result`, as JSON when serializable, \
+         otherwise its repr). Each call starts from a clean interpreter. Timeout: {}s. \
+         Allowed imports: {}. All other imports will raise ImportError.",
+        cfg.timeout_secs,
+        cfg.allowed_modules().join(", ")
+    )
+}
+
+pub fn spec(cfg: &PythonConfig) -> ToolSpec {
+    ToolSpec {
+        name: cfg.tool_name(),
+        description: description(cfg),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "code": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Python 3 source to run. Print output or assign `result`."
+                }
+            },
+            "required": ["code"]
+        }),
+        output_schema: json!({
+            "type": "object",
+            "properties": {
+                "stdout": {"type": "string"},
+                "stderr": {"type": "string"},
+                "exit_code": {"type": "integer", "description": "0 on success, 1 on an exception, -1 on timeout; SystemExit(n) gives n"},
+                "timed_out": {"type": "boolean"},
+                "result": {"description": "The script's `result` variable; absent when unset or None"}
+            },
+            "required": ["stdout", "stderr", "exit_code", "timed_out"]
+        }),
+    }
+}
+
+/// Validates the input and returns the code (DESIGN §2's exact messages).
+pub fn parse_input(args: &Value) -> Result<&str, ToolError> {
+    let obj = args
+        .as_object()
+        .ok_or_else(|| ToolError::invalid_input(NOT_AN_OBJECT))?;
+    match obj.get("code").and_then(Value::as_str) {
+        Some(code) if !code.trim().is_empty() => Ok(code),
+        _ => Err(ToolError::invalid_input(CODE_REQUIRED)),
+    }
+}
+
+/// The timeout for one call: the configured one, lowered to fit a runtime
+/// deadline. Returns the timeout and whether it was lowered.
+pub fn effective_timeout(
+    configured: Duration,
+    deadline: Option<Instant>,
+    now: Instant,
+) -> (Duration, bool) {
+    match deadline {
+        Some(d) => {
+            let room = d
+                .saturating_duration_since(now)
+                .saturating_sub(DEADLINE_MARGIN);
+            // Whole seconds, at least one: the contract reports "{N}s".
+            let room = Duration::from_secs(room.as_secs().max(1));
+            if room < configured {
+                (room, true)
+            } else {
+                (configured, false)
+            }
+        }
+        None => (configured, false),
+    }
+}
+
+impl PythonExecute {
+    pub fn new(cfg: &PythonConfig, sandbox: Arc<Sandbox>) -> Self {
+        Self {
+            spec: spec(cfg),
+            timeout: Duration::from_secs(cfg.timeout_secs),
+            sandbox,
+        }
+    }
+
+    pub async fn run(&self, code: &str, ctx: &CallContext) -> Result<ExecOutput, ToolError> {
+        let (timeout, lowered) = effective_timeout(self.timeout, ctx.deadline, Instant::now());
+        let mut out = self.sandbox.execute(code, timeout).await.map_err(|e| {
+            tracing::error!(error = %e, "sandbox failure");
+            ToolError::internal(format!("sandbox unavailable: {e}"))
+        })?;
+        if lowered {
+            out.stderr = crate::truncate::truncate(&format!(
+                "{}{}[timeout lowered to {}s to fit the runtime's remaining time]\n",
+                out.stderr,
+                if out.stderr.is_empty() || out.stderr.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                },
+                timeout.as_secs()
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl Tool for PythonExecute {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let code = parse_input(&args)?;
+            let out = self.run(code, ctx).await?;
+            serde_json::to_value(&out).map_err(|e| ToolError::internal(e.to_string()))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_errors_use_the_contract_strings() {
+        for bad in [json!([1]), json!("x"), json!(null), json!(3)] {
+            assert_eq!(parse_input(&bad).unwrap_err().message, NOT_AN_OBJECT);
+        }
+        for bad in [
+            json!({}),
+            json!({"code": ""}),
+            json!({"code": "  \n"}),
+            json!({"code": 5}),
+            json!({"code": null}),
+        ] {
+            let e = parse_input(&bad).unwrap_err();
+            assert_eq!(e.message, CODE_REQUIRED);
+            assert_eq!(e.code, crate::error::ErrorCode::InvalidInput);
+        }
+        assert_eq!(
+            parse_input(&json!({"code": "print(1)"})).unwrap(),
+            "print(1)"
+        );
+    }
+
+    #[test]
+    fn description_lists_timeout_and_modules() {
+        let cfg = PythonConfig::default();
+        let d = description(&cfg);
+        assert!(d.contains("Timeout: 20s."));
+        assert!(d.contains("Allowed imports: array, base64, bisect,"));
+        assert!(d.ends_with("All other imports will raise ImportError."));
+    }
+
+    #[test]
+    fn runtime_deadline_lowers_the_timeout() {
+        let now = Instant::now();
+        let cfg = Duration::from_secs(20);
+        assert_eq!(effective_timeout(cfg, None, now), (cfg, false));
+        let far = now + Duration::from_secs(100);
+        assert_eq!(effective_timeout(cfg, Some(far), now), (cfg, false));
+        let near = now + Duration::from_millis(5_900);
+        assert_eq!(
+            effective_timeout(cfg, Some(near), now),
+            (Duration::from_secs(5), true)
+        );
+        let past = now;
+        assert_eq!(
+            effective_timeout(cfg, Some(past), now),
+            (Duration::from_secs(1), true)
+        );
+    }
+}

@@ -1,0 +1,301 @@
+//! Harness for end-to-end tests: starts the real `toolgate` binary and talks
+//! raw HTTP/1.1 to it, so that hostile requests can be sent byte for byte.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The `toolgate` binary: `$TOOLGATE_BIN`, else next to this test's `deps/`.
+pub fn toolgate_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("TOOLGATE_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("toolgate");
+    assert!(
+        bin.exists(),
+        "{} not found: run `cargo build --workspace --bins` first (scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
+pub struct Server {
+    child: Child,
+    pub addr: String,
+    logs: Arc<Mutex<String>>,
+}
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "response is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Server {
+    /// Starts `toolgate serve` on a free loopback port with extra env vars.
+    pub fn start(env: &[(&str, &str)]) -> Self {
+        Self::start_with_args(env, &[])
+    }
+
+    pub fn start_with_args(env: &[(&str, &str)], args: &[&str]) -> Self {
+        let mut cmd = Command::new(toolgate_bin());
+        cmd.arg("serve")
+            .arg("--addr")
+            .arg("127.0.0.1:0")
+            .args(args)
+            .env_remove("TOOLGATE_TOKEN")
+            .env("TOOLGATE_LOG", "json")
+            .current_dir(std::env::temp_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn toolgate");
+        let stderr = child.stderr.take().expect("stderr");
+        let logs = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let l = logs.clone();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(i) = line.find("listening on http://") {
+                    let rest = &line[i + "listening on http://".len()..];
+                    let addr: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                        .collect();
+                    if let Some(t) = tx.take() {
+                        let _ = t.send(Ok(addr));
+                    }
+                }
+                let mut g = l.lock().unwrap();
+                g.push_str(&line);
+                g.push('\n');
+            }
+            if let Some(t) = tx.take() {
+                let _ = t.send(Err(()));
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Ok(a)) => a,
+            _ => {
+                let _ = child.kill();
+                panic!("toolgate did not start; logs:\n{}", logs.lock().unwrap());
+            }
+        };
+        Self { child, addr, logs }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
+        raw_request(&self.addr, method, path, headers, body)
+    }
+
+    pub fn post_json(&self, path: &str, body: &Value) -> Response {
+        self.request(
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        )
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.request("GET", path, &[], b"")
+    }
+
+    /// `POST /tools/python.execute` with `code`; asserts 200 and returns the result.
+    pub fn exec(&self, code: &str) -> Value {
+        let r = self.post_json(
+            "/tools/python.execute",
+            &serde_json::json!({ "code": code }),
+        );
+        assert_eq!(r.status, 200, "body: {}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        // SAFETY: signalling our own child process by pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = self.child.try_wait().expect("wait") {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "toolgate did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn raw_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut has_len = false;
+    for (k, v) in headers {
+        has_len |=
+            k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("transfer-encoding");
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !has_len {
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).expect("write head");
+    // The server may answer (413) before reading a large body; ignore EPIPE.
+    let _ = s.write_all(body);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    parse_response(&raw)
+}
+
+fn parse_response(raw: &[u8]) -> Response {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP head in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        body = dechunk(&body);
+    }
+    Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&b[..eol]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = eol + 2;
+        out.extend_from_slice(&b[start..start + size]);
+        b = &b[start + size + 2..];
+    }
+    out
+}
+
+/// Processes whose parent is `pid` (from /proc), to check for leftovers.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat"))
+            && let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r)
+            && rest
+                .split_whitespace()
+                .nth(1)
+                .and_then(|pp| pp.parse::<u32>().ok())
+                == Some(pid)
+        {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// All descendants of `pid`.
+pub fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut all = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for c in children_of(p) {
+            all.push(c);
+            frontier.push(c);
+        }
+    }
+    all
+}
+
+/// A process's state letter and accumulated CPU ticks (utime+stime).
+pub fn proc_state(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let state = f.first()?.chars().next()?;
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some((state, ticks))
+}

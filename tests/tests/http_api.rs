@@ -1,0 +1,328 @@
+//! The HTTP API of DESIGN §3 against the real binary: specs, errors, auth,
+//! limits and logs, with hostile input as well as happy paths.
+
+use serde_json::{Value, json};
+use toolgate_e2e::{Server, toolgate_bin};
+
+fn error_of(r: &toolgate_e2e::Response) -> (u16, String, String) {
+    let v = r.json();
+    (
+        r.status,
+        v["error"]["code"].as_str().unwrap_or_default().to_owned(),
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+#[test]
+fn tools_are_listed_in_every_format() {
+    let s = Server::start(&[]);
+    let native = s.get("/tools").json();
+    let t = &native["tools"][0];
+    assert_eq!(t["name"], "python.execute");
+    assert_eq!(t["input_schema"]["required"], json!(["code"]));
+    assert!(t["output_schema"]["properties"]["exit_code"].is_object());
+    let d = t["description"].as_str().unwrap();
+    assert!(d.contains("Timeout: 20s."), "{d}");
+    assert!(
+        d.contains("Allowed imports: array, base64, bisect, calendar, cmath,"),
+        "{d}"
+    );
+
+    let oa = s.get("/tools?format=openai").json();
+    assert_eq!(oa["tools"][0]["type"], "function");
+    assert_eq!(oa["tools"][0]["function"]["name"], "python__execute");
+    assert_eq!(oa["tools"][0]["function"]["parameters"]["type"], "object");
+    let an = s.get("/tools?format=anthropic").json();
+    assert_eq!(an["tools"][0]["name"], "python__execute");
+    assert!(an["tools"][0]["input_schema"]["properties"]["code"].is_object());
+    let mcp = s.get("/tools?format=mcp").json();
+    assert_eq!(mcp["tools"][0]["name"], "python.execute");
+    assert!(mcp["tools"][0]["outputSchema"].is_object());
+
+    let r = s.get("/tools?format=xml");
+    let (st, code, msg) = error_of(&r);
+    assert_eq!((st, code.as_str()), (400, "invalid_input"));
+    assert!(msg.contains("native, openai, anthropic, mcp"));
+}
+
+#[test]
+fn configuration_shows_in_the_description() {
+    let s = Server::start(&[
+        ("TOOLGATE_PYTHON_TIMEOUT", "7"),
+        ("TOOLGATE_PYTHON_ALLOWED_MODULES", "html"),
+        ("TOOLGATE_PYTHON_NAMESPACE", "py"),
+    ]);
+    let tools = s.get("/tools").json();
+    assert_eq!(tools["tools"][0]["name"], "py.execute");
+    let d = tools["tools"][0]["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(d.contains("Timeout: 7s."), "{d}");
+    assert!(d.contains("hmac, html, itertools"), "{d}");
+    let r = s.post_json(
+        "/tools/py__execute",
+        &json!({"code": "import html; result = html.escape('<')"}),
+    );
+    assert_eq!(r.json()["result"], "&lt;");
+    let r = s.post_json("/tools/python.execute", &json!({"code": "1"}));
+    assert_eq!(error_of(&r).1, "unknown_tool");
+}
+
+#[test]
+fn invalid_input_is_a_400_with_the_contract_message() {
+    let s = Server::start(&[]);
+    let obj_msg = "Tool input must be a JSON object (dict)";
+    let code_msg = "\"code\" is required and must be a non-empty string";
+    let cases: Vec<(Value, &str)> = vec![
+        (json!([1, 2]), obj_msg),
+        (json!("print(1)"), obj_msg),
+        (json!(null), obj_msg),
+        (json!(42), obj_msg),
+        (json!({}), code_msg),
+        (json!({"code": ""}), code_msg),
+        (json!({"code": "   \n\t"}), code_msg),
+        (json!({"code": 1}), code_msg),
+        (json!({"code": ["print(1)"]}), code_msg),
+        (json!({"source": "print(1)"}), code_msg),
+    ];
+    for (body, want) in cases {
+        for name in ["python.execute", "python__execute"] {
+            let r = s.post_json(&format!("/tools/{name}"), &body);
+            assert_eq!(
+                error_of(&r),
+                (400, "invalid_input".into(), want.into()),
+                "{body}"
+            );
+        }
+    }
+    // An empty body is no arguments at all.
+    let r = s.request("POST", "/tools/python.execute", &[], b"");
+    assert_eq!(error_of(&r), (400, "invalid_input".into(), code_msg.into()));
+}
+
+#[test]
+fn malformed_requests_get_json_errors_never_500() {
+    let s = Server::start(&[]);
+    let ct = [("Content-Type", "application/json")];
+    let r = s.request("POST", "/tools/python.execute", &ct, b"{\"code\": ");
+    let (st, code, msg) = error_of(&r);
+    assert_eq!((st, code.as_str()), (400, "invalid_input"));
+    assert!(msg.contains("not valid JSON"), "{msg}");
+
+    let r = s.request("POST", "/tools/python.execute", &ct, b"\xff\xfe\x00garbage");
+    assert_eq!(error_of(&r).0, 400);
+
+    let r = s.request(
+        "POST",
+        "/tools/python.execute",
+        &[("Content-Type", "text/plain")],
+        b"{\"code\": \"print(1)\"}",
+    );
+    let (st, code, msg) = error_of(&r);
+    assert_eq!((st, code.as_str()), (400, "invalid_input"));
+    assert!(msg.contains("application/json"), "{msg}");
+
+    // Over 1 MiB: refused by Content-Length, and when streamed without one.
+    let big = format!("{{\"code\": \"{}\"}}", "x".repeat(1_100_000));
+    let r = s.request("POST", "/tools/python.execute", &ct, big.as_bytes());
+    assert_eq!(error_of(&r).0, 413);
+    assert_eq!(error_of(&r).1, "too_large");
+    let mut chunked = Vec::new();
+    for chunk in big.as_bytes().chunks(64 * 1024) {
+        chunked.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        chunked.extend_from_slice(chunk);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let r = s.request(
+        "POST",
+        "/tools/python.execute",
+        &[
+            ("Content-Type", "application/json"),
+            ("Transfer-Encoding", "chunked"),
+        ],
+        &chunked,
+    );
+    assert!(r.status == 413 || r.status == 400, "status {}", r.status);
+    assert!(r.json()["error"]["code"].is_string());
+
+    // Just under the limit is accepted.
+    let ok = format!(
+        "{{\"code\": \"x = '{}'\\nresult = len(x)\"}}",
+        "y".repeat(1_000_000)
+    );
+    let r = s.request("POST", "/tools/python.execute", &ct, ok.as_bytes());
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"], 1_000_000);
+
+    let r = s.post_json("/tools/nope", &json!({"code": "1"}));
+    assert_eq!(error_of(&r).0, 404);
+    assert_eq!(error_of(&r).1, "unknown_tool");
+    let r = s.get("/nowhere");
+    assert_eq!(error_of(&r).0, 404);
+    let r = s.get("/tools/python.execute");
+    let (st, code, _) = error_of(&r);
+    assert_eq!((st, code.as_str()), (400, "invalid_input"));
+    let r = s.request("DELETE", "/tools", &[], b"");
+    assert_eq!(error_of(&r).0, 400);
+}
+
+#[test]
+fn bearer_token_guards_everything_but_healthz() {
+    let secret = "s3cret-token-value";
+    let s = Server::start_with_args(&[], &["--token", secret]);
+    let body = br#"{"code": "print(1)"}"#;
+    let ct = ("Content-Type", "application/json");
+    let r = s.request("POST", "/tools/python.execute", &[ct], body);
+    assert_eq!(error_of(&r).0, 401);
+    assert_eq!(error_of(&r).1, "unauthorized");
+    let r = s.request(
+        "POST",
+        "/tools/python.execute",
+        &[ct, ("Authorization", "Bearer wrong")],
+        body,
+    );
+    assert_eq!(error_of(&r).0, 401);
+    let r = s.request("GET", "/tools", &[("Authorization", "Basic abc")], b"");
+    assert_eq!(error_of(&r).0, 401);
+    let auth = format!("Bearer {secret}");
+    let r = s.request(
+        "POST",
+        "/tools/python.execute",
+        &[ct, ("Authorization", &auth)],
+        body,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["stdout"], "1\n");
+    assert_eq!(s.get("/healthz").status, 200);
+    assert!(!s.logs().contains(secret), "the token must never be logged");
+
+    // TOOLGATE_TOKEN works the same way.
+    let s = Server::start(&[("TOOLGATE_TOKEN", secret)]);
+    assert_eq!(s.get("/tools").status, 401);
+}
+
+#[test]
+fn healthz_reports_the_walls() {
+    let s = Server::start(&[]);
+    let h = s.get("/healthz").json();
+    assert_eq!(h["status"], "ok");
+    assert_eq!(h["tools"], json!(["python.execute"]));
+    let w = &h["sandbox"]["walls"];
+    for wall in [
+        "capability_gap",
+        "scrub",
+        "process_per_call",
+        "rlimits",
+        "kill_at_deadline",
+    ] {
+        assert_eq!(w[wall], true, "{wall} in {w}");
+    }
+    assert!(w["seccomp"].is_boolean());
+    assert_eq!(w["memory_mb"], 256);
+}
+
+#[test]
+fn every_call_logs_tool_duration_and_outcome_as_json() {
+    let s = Server::start(&[]);
+    s.exec("print('hi')");
+    let _ = s.post_json("/tools/python.execute", &json!({"code": ""}));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let logs = s.logs();
+    let lines: Vec<Value> = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["message"] == "tool call")
+        .collect();
+    assert_eq!(lines.len(), 2, "logs:\n{logs}");
+    assert_eq!(lines[0]["tool"], "python.execute");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[0]["exit_code"], 0);
+    assert!(lines[0]["duration_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(lines[1]["outcome"], "invalid_input");
+    assert!(!logs.contains("print('hi')"), "scripts are not logged");
+}
+
+fn start_fails(env: &[(&str, &str)]) -> String {
+    let out = std::process::Command::new(toolgate_bin())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .envs(env.iter().copied())
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("run toolgate");
+    assert!(!out.status.success(), "toolgate started with {env:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn bad_configuration_refuses_to_start_with_a_clear_error() {
+    let e = start_fails(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", "os")]);
+    assert!(e.contains("\"os\" cannot be allowed"), "{e}");
+    let e = start_fails(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", "html,importlib")]);
+    assert!(e.contains("\"importlib\" cannot be allowed"), "{e}");
+    let e = start_fails(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", "no_such_module_xyz")]);
+    assert!(
+        e.contains("no_such_module_xyz") && e.contains("cannot be imported"),
+        "{e}"
+    );
+    let e = start_fails(&[("TOOLGATE_PYTHON_MEMORY_MB", "lots")]);
+    assert!(e.contains("TOOLGATE_PYTHON_MEMORY_MB"), "{e}");
+}
+
+#[test]
+fn call_and_tools_subcommands_print_json() {
+    let out = std::process::Command::new(toolgate_bin())
+        .args([
+            "call",
+            "python__execute",
+            "--json",
+            r#"{"code": "result = 6 * 7"}"#,
+        ])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"], 42);
+
+    let mut child = std::process::Command::new(toolgate_bin())
+        .args(["call", "python.execute"])
+        .current_dir(std::env::temp_dir())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"code": "print('from stdin')"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stdout"], "from stdin\n");
+
+    let out = std::process::Command::new(toolgate_bin())
+        .args(["call", "python.execute", "--json", "[1]"])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    let e: Value = serde_json::from_str(last).unwrap_or_else(|_| panic!("{stderr}"));
+    assert_eq!(e["error"]["code"], "invalid_input");
+
+    let out = std::process::Command::new(toolgate_bin())
+        .args(["tools", "--format", "openai"])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tools"][0]["function"]["name"], "python__execute");
+}

@@ -1,0 +1,197 @@
+//! The sandbox's process behaviour through the real server: timeouts that
+//! really stop, no leftover processes, concurrency, clean state, shutdown.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolgate_e2e::{Server, descendants_of, proc_state};
+
+/// Descendants of the server: the zygote and its warm children.
+fn sandbox_processes(s: &Server) -> Vec<u32> {
+    descendants_of(s.pid())
+}
+
+/// CPU ticks of each process, then again after `wait`; returns those that ran.
+fn busy_processes(pids: &[u32], wait: Duration) -> Vec<u32> {
+    let before: Vec<_> = pids.iter().map(|p| proc_state(*p)).collect();
+    std::thread::sleep(wait);
+    pids.iter()
+        .zip(before)
+        .filter_map(|(p, b)| {
+            let (_, t0) = b?;
+            let (_, t1) = proc_state(*p)?;
+            (t1 > t0).then_some(*p)
+        })
+        .collect()
+}
+
+#[test]
+fn timed_out_scripts_leave_no_process_and_burn_no_cpu() {
+    let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "1")]);
+    s.exec("print(1)"); // warm
+    let baseline = sandbox_processes(&s).len();
+    for code in [
+        "import re\nresult = bool(re.match(r\"(a+)+$\", \"a\" * 64 + \"b\"))",
+        "result = sum(range(10**13))",
+        "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass",
+        "import time\ntime.sleep(10**6)",
+        "x = 3 ** (10 ** 8)",
+    ] {
+        let started = Instant::now();
+        let out = s.exec(code);
+        let wall = started.elapsed();
+        assert_eq!(out["timed_out"], true, "{code}: {out}");
+        assert_eq!(out["exit_code"], -1);
+        assert_eq!(out["stderr"], "[Execution timed out after 1s]");
+        assert!(wall < Duration::from_millis(2500), "{code} took {wall:?}");
+    }
+    // Let the zygote reap and refill its spares.
+    std::thread::sleep(Duration::from_millis(300));
+    let procs = sandbox_processes(&s);
+    assert_eq!(
+        procs.len(),
+        baseline,
+        "only the zygote and its warm spares remain: {procs:?}"
+    );
+    let busy = busy_processes(&procs, Duration::from_millis(700));
+    assert!(busy.is_empty(), "processes still burning CPU: {busy:?}");
+}
+
+#[test]
+fn a_stuck_script_does_not_slow_eight_concurrent_calls() {
+    let s = std::sync::Arc::new(Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "6")]));
+    s.exec("print(1)");
+    let stuck = {
+        let s = s.clone();
+        std::thread::spawn(move || s.exec("while True: pass"))
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                let out = s.exec(&format!(
+                    "import json\nresult = json.loads('[{i}, 2]')[0] * 10"
+                ));
+                (out, t.elapsed())
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        let (out, took) = h.join().unwrap();
+        assert_eq!(out["exit_code"], 0, "{out}");
+        assert_eq!(out["result"], json!(i * 10));
+        assert!(
+            took < Duration::from_secs(3),
+            "call {i} took {took:?} behind a stuck script"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(4));
+    let out = stuck.join().unwrap();
+    assert_eq!(out["timed_out"], true);
+}
+
+#[test]
+fn state_never_survives_between_calls() {
+    let s = Server::start(&[]);
+    let out = s.exec("import json, math\njson.dumps = None\nmath.pi = 3\nimport builtins_does_not_matter_here_either" );
+    assert_eq!(out["exit_code"], 1);
+    let out = s.exec("import json, math\nresult = [json.dumps([1]), math.pi > 3.14]");
+    assert_eq!(out["result"], json!(["[1]", true]));
+    let out = s.exec("__builtins__.__dict__['print'] = None\nsecret = 1");
+    assert_eq!(out["exit_code"], 0);
+    let out = s.exec("print('ok')\nresult = 'secret' in globals()");
+    assert_eq!(out["stdout"], "ok\n");
+    assert_eq!(out["result"], false);
+    // Randomness is fresh per call, not copied from the warm process.
+    let a = s.exec("import random\nresult = random.random()")["result"].clone();
+    let b = s.exec("import random\nresult = random.random()")["result"].clone();
+    assert_ne!(a, b);
+}
+
+#[test]
+fn memory_bombs_end_cleanly_and_the_server_survives() {
+    let s = Server::start(&[("TOOLGATE_PYTHON_MEMORY_MB", "128")]);
+    for code in [
+        "x = 'a' * (10 ** 11)",
+        "l = []\nwhile True:\n    l.append('x' * 100000)",
+        "d = {}\ni = 0\nwhile True:\n    d[i] = [i] * 100\n    i += 1",
+        "x = bytearray(10**12)",
+    ] {
+        let started = Instant::now();
+        let out = s.exec(code);
+        let ec = out["exit_code"].as_i64().unwrap();
+        assert!(ec == 1 || ec == -1, "{code}: {out}");
+        let err = out["stderr"].as_str().unwrap().to_lowercase();
+        assert!(err.contains("memory"), "{code}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
+    assert_eq!(s.exec("result = 6 * 7")["result"], 42);
+    assert_eq!(s.get("/healthz").status, 200);
+}
+
+#[test]
+fn sigterm_stops_the_server_and_every_sandbox_process() {
+    let s = Server::start(&[
+        ("TOOLGATE_PYTHON_TIMEOUT", "30"),
+        ("TOOLGATE_SHUTDOWN_GRACE_SECS", "1"),
+    ]);
+    s.exec("print(1)");
+    let addr = s.addr.clone();
+    // A call in flight during shutdown must not leave its child behind.
+    let inflight = std::thread::spawn(move || {
+        toolgate_e2e::raw_request(
+            &addr,
+            "POST",
+            "/tools/python.execute",
+            &[("Content-Type", "application/json")],
+            br#"{"code": "while True: pass"}"#,
+        )
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let procs = sandbox_processes(&s);
+    assert!(procs.len() >= 2, "zygote and children expected: {procs:?}");
+    let status = s.terminate();
+    assert!(status.success() || status.code().is_some(), "{status:?}");
+    let _ = inflight.join();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let alive: Vec<_> = procs
+            .iter()
+            .filter(|p| proc_state(**p).is_some_and(|(st, _)| st != 'Z'))
+            .collect();
+        if alive.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "orphans after SIGTERM: {alive:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_zygote_is_restarted_if_it_dies() {
+    let s = Server::start(&[]);
+    s.exec("print(1)");
+    let zygote = toolgate_e2e::children_of(s.pid());
+    assert_eq!(zygote.len(), 1, "{zygote:?}");
+    // SAFETY: signalling a process this test's server started.
+    unsafe { libc::kill(zygote[0] as i32, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = s.post_json("/tools/python.execute", &json!({"code": "result = 1"}));
+        if r.status == 200 && r.json()["result"] == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no recovery: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
