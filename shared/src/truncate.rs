@@ -25,6 +25,20 @@ pub fn truncate(s: &str) -> String {
     ht.render()
 }
 
+/// Head and tail of a string already known to hold `total` > [`LIMIT`]
+/// characters, around the marker; reads only the two ends.
+pub fn cut_long(s: &str, total: u64) -> String {
+    let mark = marker(total);
+    let half = (LIMIT - mark.chars().count()) / 2;
+    let head_end = s.char_indices().nth(half).map_or(s.len(), |(i, _)| i);
+    let tail_start = s
+        .char_indices()
+        .rev()
+        .nth(half.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    format!("{}{mark}{}", &s[..head_end], &s[tail_start..])
+}
+
 /// Bounded storage for one stream: the first [`LIMIT`] characters, and a ring
 /// holding the last [`LIMIT`] characters, plus the total count.
 ///
@@ -129,6 +143,12 @@ mod tests {
         assert_eq!(t.chars().count(), LIMIT);
         assert_eq!(t.find(&m).map(|b| t[..b].chars().count()), Some(25_572));
         assert!(t.ends_with("a\n"));
+    }
+
+    #[test]
+    fn cut_long_matches_truncate() {
+        let s = "é".repeat(30_000) + &"z".repeat(40_000);
+        assert_eq!(cut_long(&s, 70_000), truncate(&s));
     }
 
     #[test]

@@ -11,6 +11,21 @@ fn sandbox_processes(s: &Server) -> Vec<u32> {
     descendants_of(s.pid())
 }
 
+/// The zygote plus the default two warm spares, once calls have settled.
+const IDLE_PROCESSES: usize = 3;
+
+/// Waits until only the zygote and its spares remain; returns them.
+fn settled(s: &Server) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let procs = sandbox_processes(s);
+        if procs.len() == IDLE_PROCESSES || Instant::now() > deadline {
+            return procs;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// CPU ticks of each process, then again after `wait`; returns those that ran.
 fn busy_processes(pids: &[u32], wait: Duration) -> Vec<u32> {
     let before: Vec<_> = pids.iter().map(|p| proc_state(*p)).collect();
@@ -29,7 +44,6 @@ fn busy_processes(pids: &[u32], wait: Duration) -> Vec<u32> {
 fn timed_out_scripts_leave_no_process_and_burn_no_cpu() {
     let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "1")]);
     s.exec("print(1)"); // warm
-    let baseline = sandbox_processes(&s).len();
     for code in [
         "import re\nresult = bool(re.match(r\"(a+)+$\", \"a\" * 64 + \"b\"))",
         "result = sum(range(10**13))",
@@ -45,12 +59,10 @@ fn timed_out_scripts_leave_no_process_and_burn_no_cpu() {
         assert_eq!(out["stderr"], "[Execution timed out after 1s]");
         assert!(wall < Duration::from_millis(2500), "{code} took {wall:?}");
     }
-    // Let the zygote reap and refill its spares.
-    std::thread::sleep(Duration::from_millis(300));
-    let procs = sandbox_processes(&s);
+    let procs = settled(&s);
     assert_eq!(
         procs.len(),
-        baseline,
+        IDLE_PROCESSES,
         "only the zygote and its warm spares remain: {procs:?}"
     );
     let busy = busy_processes(&procs, Duration::from_millis(700));

@@ -280,45 +280,90 @@ fn exit_code_for(vm: &VirtualMachine, exc: &PyBaseExceptionRef, source: &str) ->
         emit(Stream::Stderr, &format!("SystemExit: {msg}\n"));
         return 1;
     }
-    emit(
-        Stream::Stderr,
-        &with_source_lines(&format_exception(vm, exc), source),
-    );
+    let mut w = TracebackWriter::new(source);
+    if vm.write_exception(&mut w, exc).is_err() {
+        emit(Stream::Stderr, "<exception could not be formatted>\n");
+    }
+    w.finish();
     1
 }
 
-/// Adds the script's own line under each `<agent_script>` frame, as CPython
-/// prints source lines (RustPython only does so for files on disk).
-fn with_source_lines(tb: &str, source: &str) -> String {
-    let prefix = format!("  File \"{SCRIPT_NAME}\", line ");
-    let lines: Vec<&str> = source.lines().collect();
-    let mut out = String::with_capacity(tb.len());
-    for l in tb.lines() {
-        out.push_str(l);
-        out.push('\n');
-        let n = l
+/// Streams a traceback to stderr line by line, hiding build-host paths and
+/// adding the script's own line under each `<agent_script>` frame, as CPython
+/// prints source lines (RustPython only does so for files on disk). Long
+/// lines (a 100 MB exception message) pass straight through, uncopied, into
+/// the bounded stream.
+struct TracebackWriter<'a> {
+    source: Vec<&'a str>,
+    line: String,
+}
+
+/// Lines longer than this are not traceback frame lines; flush them as they come.
+const FRAME_LINE_MAX: usize = 4096;
+
+impl<'a> TracebackWriter<'a> {
+    fn new(source: &'a str) -> Self {
+        Self {
+            source: source.lines().collect(),
+            line: String::new(),
+        }
+    }
+
+    fn push(&mut self, piece: &str) {
+        if self.line.len() + piece.len() > FRAME_LINE_MAX {
+            let pending = std::mem::take(&mut self.line);
+            emit(Stream::Stderr, &hide_host_paths(&pending));
+            emit(Stream::Stderr, piece);
+        } else {
+            self.line.push_str(piece);
+        }
+    }
+
+    fn end_line(&mut self) {
+        let line = hide_host_paths(&self.line);
+        emit(Stream::Stderr, &line);
+        emit(Stream::Stderr, "\n");
+        let prefix = format!("  File \"{SCRIPT_NAME}\", line ");
+        let n = line
             .strip_prefix(&prefix)
             .and_then(|rest| rest.split(',').next())
             .and_then(|n| n.parse::<usize>().ok());
-        if let Some(text) = n.and_then(|n| lines.get(n.wrapping_sub(1))) {
+        if let Some(text) = n.and_then(|n| self.source.get(n.wrapping_sub(1))) {
             let text = text.trim();
             if !text.is_empty() {
-                out.push_str("    ");
-                out.push_str(text);
-                out.push('\n');
+                emit(Stream::Stderr, &format!("    {text}\n"));
             }
         }
+        self.line.clear();
     }
-    out
+
+    fn finish(mut self) {
+        if !self.line.is_empty() {
+            let rest = std::mem::take(&mut self.line);
+            emit(Stream::Stderr, &hide_host_paths(&rest));
+        }
+    }
 }
 
-/// The traceback as CPython prints it, with any build-host path hidden.
-pub fn format_exception(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
-    let mut s = String::new();
-    if vm.write_exception(&mut s, exc).is_err() {
-        s.push_str("<exception could not be formatted>\n");
+impl std::fmt::Write for TracebackWriter<'_> {
+    fn write_str(&mut self, mut s: &str) -> std::fmt::Result {
+        while let Some(i) = s.find('\n') {
+            self.push(&s[..i]);
+            self.end_line();
+            s = &s[i + 1..];
+        }
+        if !s.is_empty() {
+            self.push(s);
+        }
+        Ok(())
     }
-    hide_host_paths(&s)
+}
+
+impl rustpython_vm::py_io::Write for TracebackWriter<'_> {
+    type Error = std::fmt::Error;
+    fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) -> std::fmt::Result {
+        std::fmt::Write::write_fmt(self, args)
+    }
 }
 
 /// Frozen stdlib frames carry the build machine's path to `Lib/`; show them
@@ -335,6 +380,22 @@ fn hide_host_paths(s: &str) -> String {
 /// `json.dumps(result, allow_nan=False)` when it accepts the value, else its
 /// `repr` as a JSON string (DESIGN §2, "result").
 fn result_to_json(vm: &VirtualMachine, value: &PyObjectRef, dumps: &PyObjectRef) -> String {
+    // A huge string would be copied twice (dumps, then repr) before being cut:
+    // cut it first, from the original.
+    if let Some(text) = value.downcast_ref::<rustpython_vm::builtins::PyStr>()
+        && text.byte_len() > RESULT_LIMIT_BYTES
+    {
+        let total = text.char_len();
+        emit(
+            Stream::Stderr,
+            &format!(
+                "[result was a string of {total} chars, over the {RESULT_LIMIT_BYTES} byte limit; returning it truncated]\n"
+            ),
+        );
+        let s = text.to_string_lossy();
+        let cut = crate::truncate::cut_long(&s, total as u64);
+        return serde_json::to_string(&cut).expect("a string serializes");
+    }
     let kwargs = rustpython_vm::function::KwArgs::from_iter([(
         "allow_nan".to_owned(),
         vm.ctx.new_bool(false).into(),

@@ -1,0 +1,117 @@
+//! Hosts that refuse seccomp: the call still runs, `/healthz` says seccomp is
+//! off, and `TOOLGATE_PYTHON_REQUIRE_SECCOMP=1` refuses to start.
+//!
+//! No real kernel here refuses seccomp, so the test makes one that does: the
+//! server is started under a parent filter that fails the `seccomp` syscall
+//! with EPERM, as a restricted container would. Filters are inherited by exec
+//! and by every fork, so the zygote's probe meets the refusal for real.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+use toolgate_e2e::toolgate_bin;
+
+fn refusing_filter() -> BpfProgram {
+    let arch = if cfg!(target_arch = "aarch64") {
+        TargetArch::aarch64
+    } else {
+        TargetArch::x86_64
+    };
+    let mut rules = BTreeMap::new();
+    rules.insert(libc::SYS_seccomp, vec![]);
+    SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .unwrap()
+    .try_into()
+    .unwrap()
+}
+
+fn toolgate_without_seccomp(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let prog = refusing_filter();
+    let mut cmd = Command::new(toolgate_bin());
+    cmd.args(args)
+        .envs(env.iter().copied())
+        .current_dir(std::env::temp_dir());
+    // SAFETY: between fork and exec the closure only calls prctl and the
+    // seccomp syscall through seccompiler, on a program built before fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            seccompiler::apply_filter(&prog).map_err(|e| std::io::Error::other(e.to_string()))
+        });
+    }
+    cmd
+}
+
+#[test]
+fn without_seccomp_calls_run_and_health_says_so() {
+    let out = toolgate_without_seccomp(
+        &[
+            "call",
+            "python.execute",
+            "--json",
+            r#"{"code": "result = 2 + 2"}"#,
+        ],
+        &[],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"], 4);
+
+    let mut child = toolgate_without_seccomp(
+        &["serve", "--addr", "127.0.0.1:0"],
+        &[("TOOLGATE_LOG", "json")],
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    use std::io::BufRead;
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut addr = None;
+    for line in stderr.lines().map_while(Result::ok) {
+        if let Some(i) = line.find("listening on http://") {
+            addr = Some(
+                line[i + 20..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                    .collect::<String>(),
+            );
+            break;
+        }
+    }
+    let addr = addr.expect("server started");
+    let h = toolgate_e2e::raw_request(&addr, "GET", "/healthz", &[], b"").json();
+    let _ = child.kill();
+    let _ = child.wait();
+    let walls = &h["sandbox"]["walls"];
+    assert_eq!(walls["seccomp"], false, "{h}");
+    assert!(
+        walls["seccomp_error"].as_str().unwrap().contains("refused"),
+        "{h}"
+    );
+    assert_eq!(walls["rlimits"], true);
+}
+
+#[test]
+fn require_seccomp_refuses_to_start_where_the_kernel_refuses() {
+    let out = toolgate_without_seccomp(
+        &["serve", "--addr", "127.0.0.1:0"],
+        &[("TOOLGATE_PYTHON_REQUIRE_SECCOMP", "1")],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("seccomp is required"), "{err}");
+}
