@@ -43,11 +43,13 @@ fn isolate_fds(sock: RawFd) {
 
 fn report(r: &ChildReport) -> ! {
     let body = serde_json::to_vec(r).unwrap_or_default();
+    let mut frame = Vec::with_capacity(body.len() + 4);
+    let _ = proto::write_frame(&mut frame, &body);
     // SAFETY: CHILD_FD is open (isolate_fds); ManuallyDrop keeps File from
     // closing a descriptor it does not own.
     let mut sock = ManuallyDrop::new(unsafe { File::from_raw_fd(CHILD_FD) });
-    let _ = proto::write_frame(&mut *sock, &body);
-    let _ = sock.flush();
+    // One write: the parent wakes once.
+    let _ = sock.write_all(&frame);
     exit_now(0)
 }
 
@@ -66,6 +68,7 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
     alloc::arm(CHILD_FD);
     std::panic::set_hook(Box::new(|_| {}));
     warm.reseed();
+    warm.prefault();
     let base = rlimit::current_vm_bytes().unwrap_or(0);
     // Built per child: tgkill is allowed only towards this process, so that
     // abort() still works and no other process can be signalled.
@@ -74,7 +77,9 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
 
     // SAFETY: as in `report`.
     let mut sock = ManuallyDrop::new(unsafe { File::from_raw_fd(CHILD_FD) });
-    let Ok(frame) = proto::read_frame(&mut *sock) else {
+    let frame = proto::read_frame(&mut *sock);
+    let received = std::time::Instant::now();
+    let Ok(frame) = frame else {
         // The server dropped this spare (shutdown): nothing to do.
         exit_now(0)
     };
@@ -112,6 +117,7 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
         Ok(o) => ChildReport::Done {
             exit_code: o.exit_code,
             result: o.result_json,
+            child_us: received.elapsed().as_micros() as u64,
         },
         Err(payload) => ChildReport::Crashed {
             message: payload

@@ -45,6 +45,9 @@ pub struct ExecOutput {
     pub timed_out: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Box<RawValue>>,
+    /// Time the child spent from request to report (not part of the contract).
+    #[serde(skip)]
+    pub child_us: u64,
 }
 
 /// A warm child, as the zygote handed it over.
@@ -161,11 +164,7 @@ impl Sandbox {
     async fn take_child(&self) -> Result<Child, SandboxError> {
         let mut rx = self.spares.lock().await;
         match tokio::time::timeout(CHILD_WAIT, rx.recv()).await {
-            Ok(Some(c)) => {
-                // Replace it at once: the next call finds a child ready.
-                self.shared.request_spawn();
-                Ok(c)
-            }
+            Ok(Some(c)) => Ok(c),
             Ok(None) => Err(SandboxError::ZygoteGone),
             Err(_) => Err(SandboxError::NoChild(CHILD_WAIT.as_secs())),
         }
@@ -218,6 +217,9 @@ impl Sandbox {
             .lock()
             .expect("exits lock")
             .remove(&child.pid);
+        // Replace the child only now: forking while the script runs would
+        // compete with it for the CPU. Other spares cover concurrent calls.
+        self.shared.request_spawn();
         result
     }
 
@@ -250,10 +252,17 @@ impl Sandbox {
             exit_code: 0,
             timed_out: false,
             result: None,
+            child_us: 0,
         };
         let mut note = String::new();
         match report {
-            Some(Some(ChildReport::Done { exit_code, result })) => {
+            Some(Some(ChildReport::Done {
+                exit_code,
+                result,
+                child_us,
+            })) => {
+                tracing::debug!(child_us, "child finished");
+                out.child_us = child_us;
                 out.exit_code = exit_code;
                 if let Some(r) = result {
                     match RawValue::from_string(r) {

@@ -49,6 +49,9 @@ pub enum ChildReport {
     Done {
         exit_code: i64,
         result: Option<String>,
+        /// Microseconds from request received to report, measured in the child.
+        #[serde(default)]
+        child_us: u64,
     },
     OutOfMemory,
     Crashed {
