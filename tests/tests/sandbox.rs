@@ -207,3 +207,75 @@ fn the_zygote_is_restarted_if_it_dies() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The child that runs a script, seen from outside through /proc while it
+/// sleeps: an empty environment, cwd `/`, only its report socket open, the
+/// rlimits in force, and seccomp in filter mode.
+#[test]
+fn a_running_child_is_isolated() {
+    let s = std::sync::Arc::new(Server::start(&[
+        ("TOOLGATE_PYTHON_TIMEOUT", "4"),
+        ("TOOLGATE_PYTHON_MEMORY_MB", "200"),
+        ("TOOLGATE_SOME_SECRET", "must-not-leak"),
+    ]));
+    s.exec("print(1)");
+    let runner = {
+        let s = s.clone();
+        std::thread::spawn(move || s.exec("import time\ntime.sleep(3)"))
+    };
+    // Only a child that is running a script has its seccomp filter on.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let child = loop {
+        let found = sandbox_processes(&s).into_iter().find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/status"))
+                .is_ok_and(|st| st.lines().any(|l| l == "Seccomp:\t2"))
+        });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "no running child found");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let environ = std::fs::read(format!("/proc/{child}/environ")).unwrap();
+    assert!(
+        environ.is_empty(),
+        "environment: {:?}",
+        String::from_utf8_lossy(&environ)
+    );
+    let cwd = std::fs::read_link(format!("/proc/{child}/cwd")).unwrap();
+    assert_eq!(cwd, std::path::Path::new("/"));
+    let fds: Vec<String> = std::fs::read_dir(format!("/proc/{child}/fd"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(fds, vec!["3".to_string()], "open descriptors");
+    let limits = std::fs::read_to_string(format!("/proc/{child}/limits")).unwrap();
+    let limit = |name: &str| -> String {
+        let line = limits.lines().find(|l| l.starts_with(name)).unwrap();
+        line[name.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(limit("Max processes"), "0");
+    assert_eq!(limit("Max open files"), "4");
+    assert_eq!(limit("Max file size"), "0");
+    assert_eq!(limit("Max core file size"), "0");
+    assert_eq!(limit("Max cpu time"), "5", "timeout + 1 s");
+    let address_space: u64 = limit("Max address space").parse().unwrap();
+    let vm_kib: u64 = std::fs::read_to_string(format!("/proc/{child}/status"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmSize:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    // The cap is the inherited image plus 200 MB, so the headroom left is at
+    // most 200 MB (less whatever the script has allocated since).
+    let headroom = address_space.saturating_sub(vm_kib * 1024);
+    assert!(headroom <= 200 << 20, "headroom {headroom}");
+    assert!(headroom > 150 << 20, "headroom {headroom}");
+    let out = runner.join().unwrap();
+    assert_eq!(out["exit_code"], 0);
+}
