@@ -59,6 +59,24 @@ struct Child {
 }
 
 impl Child {
+    /// False once the process has exited, e.g. a spare killed with a zygote
+    /// that died. A pidfd becomes readable when its process exits.
+    fn is_alive(&self) -> bool {
+        match &self.pidfd {
+            Some(p) => {
+                let mut fds = [libc::pollfd {
+                    fd: p.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                }];
+                // SAFETY: polling one valid pollfd with a zero timeout.
+                unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) == 0 }
+            }
+            // SAFETY: signal 0 only checks that the pid exists.
+            None => unsafe { libc::kill(self.pid, 0) == 0 },
+        }
+    }
+
     /// SIGKILL, through the pidfd when there is one so that a recycled pid
     /// can never be hit.
     fn kill(&self) {
@@ -83,13 +101,10 @@ impl Child {
     }
 }
 
-enum ExitSlot {
-    Waiting(oneshot::Sender<i32>),
-}
-
 struct Shared {
     control: Mutex<Option<OwnedFd>>,
-    exits: Mutex<HashMap<i32, ExitSlot>>,
+    /// Calls waiting for their child's exit status, by pid.
+    exits: Mutex<HashMap<i32, oneshot::Sender<i32>>>,
     walls: RwLock<Option<Walls>>,
     shutdown: AtomicBool,
     zygote_pid: Mutex<Option<i32>>,
@@ -163,10 +178,16 @@ impl Sandbox {
 
     async fn take_child(&self) -> Result<Child, SandboxError> {
         let mut rx = self.spares.lock().await;
-        match tokio::time::timeout(CHILD_WAIT, rx.recv()).await {
-            Ok(Some(c)) => Ok(c),
-            Ok(None) => Err(SandboxError::ZygoteGone),
-            Err(_) => Err(SandboxError::NoChild(CHILD_WAIT.as_secs())),
+        let deadline = tokio::time::Instant::now() + CHILD_WAIT;
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                // A spare that died with an earlier zygote is skipped (a
+                // write to it would fail too, and be retried, at more cost).
+                Ok(Some(c)) if !c.is_alive() => continue,
+                Ok(Some(c)) => return Ok(c),
+                Ok(None) => return Err(SandboxError::ZygoteGone),
+                Err(_) => return Err(SandboxError::NoChild(CHILD_WAIT.as_secs())),
+            }
         }
     }
 
@@ -209,7 +230,7 @@ impl Sandbox {
             .exits
             .lock()
             .expect("exits lock")
-            .insert(child.pid, ExitSlot::Waiting(exit_tx));
+            .insert(child.pid, exit_tx);
         let result = self.drive(&child, frame, timeout, exit_rx).await;
         child.kill();
         self.shared
@@ -550,9 +571,7 @@ fn supervise(cfg: SandboxConfig, shared: Arc<Shared>, tx: mpsc::Sender<Child>, r
                     }
                 }
                 Ok(Msg::Exited(pid, status)) => {
-                    if let Some(ExitSlot::Waiting(w)) =
-                        shared.exits.lock().expect("exits lock").remove(&pid)
-                    {
+                    if let Some(w) = shared.exits.lock().expect("exits lock").remove(&pid) {
                         let _ = w.send(status);
                     }
                 }
