@@ -32,6 +32,9 @@ pub struct AppState {
     pub token: Option<Arc<str>>,
     /// Extra fields for `/healthz` (the sandbox's walls).
     pub health: HealthFn,
+    /// Refuse requests whose `Host` is not a loopback name: a server bound to
+    /// 127.0.0.1 must not be reachable through DNS rebinding from a browser.
+    pub loopback_hosts_only: bool,
 }
 
 impl IntoResponse for ToolError {
@@ -47,10 +50,48 @@ pub fn router(state: AppState) -> Router {
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
         .route("/healthz", get(healthz))
+        .route("/openapi.json", get(openapi))
+        .nest_service("/mcp", crate::mcp::service(state.registry.clone()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .with_state(state)
+}
+
+/// Every error outside `/mcp` is the contract's JSON, including rejections
+/// that axum's extractors produce as plain text (a malformed query string or
+/// path). `/mcp` keeps rmcp's own answers: MCP clients read those statuses.
+async fn json_errors(req: Request, next: Next) -> Response {
+    let is_mcp = req.uri().path().starts_with("/mcp");
+    let res = next.run(req).await;
+    let status = res.status();
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_mcp || is_json || !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let code = match status.as_u16() {
+        401 => ErrorCode::Unauthorized,
+        403 => ErrorCode::Forbidden,
+        404 => ErrorCode::UnknownTool,
+        413 => ErrorCode::TooLarge,
+        s if s >= 500 => ErrorCode::Internal,
+        _ => ErrorCode::InvalidInput,
+    };
+    let text = to_bytes(res.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let message = String::from_utf8_lossy(&text).trim().to_owned();
+    let message = if message.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        message
+    };
+    ToolError::new(code, message).into_response()
 }
 
 /// Compares without an early exit, so response time does not reveal how
@@ -62,7 +103,29 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// True for `localhost`, `127.x.x.x` and `[::1]`, with or without a port.
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if state.loopback_hosts_only
+        && let Some(host) = req.headers().get(header::HOST)
+        && !host.to_str().is_ok_and(is_loopback_host)
+    {
+        return ToolError::new(
+            ErrorCode::Forbidden,
+            "This server is bound to loopback and only answers Host: localhost or 127.0.0.1",
+        )
+        .into_response();
+    }
     let Some(token) = state.token.as_deref() else {
         return next.run(req).await;
     };
@@ -83,6 +146,35 @@ async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Respon
             "Missing bearer token: send Authorization: Bearer <token>",
         )
         .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn loopback_hosts() {
+        for h in [
+            "localhost",
+            "LOCALHOST:8080",
+            "127.0.0.1",
+            "127.0.0.1:9",
+            "127.1.2.3:80",
+            "[::1]:8080",
+            "[::1]",
+        ] {
+            assert!(super::is_loopback_host(h), "{h}");
+        }
+        for h in [
+            "evil.com",
+            "evil.com:8080",
+            "localhost.evil.com",
+            "10.0.0.1:80",
+            "[::2]",
+            "",
+            "127.0.0.1.nip.io",
+        ] {
+            assert!(!super::is_loopback_host(h), "{h}");
+        }
     }
 }
 
@@ -113,11 +205,18 @@ async fn healthz(State(state): State<AppState>) -> Json<Value> {
     Json(body)
 }
 
+async fn openapi(State(state): State<AppState>) -> Json<Value> {
+    Json(crate::openapi::document(
+        &state.registry,
+        state.token.is_some(),
+    ))
+}
+
 async fn not_found(req: Request) -> ToolError {
     ToolError::new(
         ErrorCode::UnknownTool,
         format!(
-            "No endpoint {} {}. Endpoints: GET /tools, POST /tools/{{name}}, GET /healthz",
+            "No endpoint {} {}. Endpoints: GET /tools, POST /tools/{{name}}, GET /openapi.json, POST /mcp, GET /healthz",
             req.method(),
             req.uri().path()
         ),

@@ -5,6 +5,8 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod logging;
+pub mod mcp;
+pub mod openapi;
 pub mod registry;
 pub mod sandbox;
 pub mod spec_export;

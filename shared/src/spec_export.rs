@@ -136,6 +136,36 @@ mod tests {
     }
 
     #[test]
+    fn the_name_mapping_goes_both_ways() {
+        let mut r = Registry::new();
+        for name in [
+            "python.execute",
+            "py.execute",
+            "aliyun-prod__DescribeInstances",
+        ] {
+            r.add(Arc::new(Fake(ToolSpec {
+                name: name.into(),
+                description: String::new(),
+                input_schema: json!({}),
+                output_schema: json!({}),
+            })))
+            .unwrap();
+        }
+        for t in r.tools() {
+            let canonical = t.spec().name.clone();
+            let exported = exported_name(&canonical);
+            assert!(!exported.contains('.'));
+            assert_eq!(r.get(&exported).unwrap().spec().name, canonical);
+            assert_eq!(r.get(&canonical).unwrap().spec().name, canonical);
+        }
+        assert_eq!(exported_name("py.execute"), "py__execute");
+        assert_eq!(
+            exported_name("aliyun-prod__DescribeInstances"),
+            "aliyun-prod__DescribeInstances"
+        );
+    }
+
+    #[test]
     fn unknown_format_is_invalid_input() {
         let e = Format::parse("xml").unwrap_err();
         assert_eq!(e.code, crate::error::ErrorCode::InvalidInput);

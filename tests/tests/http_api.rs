@@ -169,6 +169,18 @@ fn malformed_requests_get_json_errors_never_500() {
     assert_eq!((st, code.as_str()), (400, "invalid_input"));
     let r = s.request("DELETE", "/tools", &[], b"");
     assert_eq!(error_of(&r).0, 400);
+
+    // Rejections from axum's own extractors are JSON too (found by Schemathesis).
+    let r = s.get("/tools?format=openai&format=mcp");
+    let (st, code, _) = error_of(&r);
+    assert_eq!((st, code.as_str()), (400, "invalid_input"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let r = s.request("POST", "/tools/%FF%FE", &ct, b"{}");
+    assert!(
+        r.header("content-type")
+            .is_some_and(|c| c.starts_with("application/json"))
+    );
+    assert!(r.status == 400 || r.status == 404, "{}", r.status);
 }
 
 #[test]

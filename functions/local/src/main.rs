@@ -183,20 +183,22 @@ async fn serve(cfg: Config) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fatal(&e),
     };
+    let listener = match tokio::net::TcpListener::bind(&cfg.server.addr).await {
+        Ok(l) => l,
+        Err(e) => return fatal(&format!("cannot bind {}: {e}", cfg.server.addr)),
+    };
+    let bound = listener.local_addr().ok();
+    let local = bound
+        .map(|a| a.to_string())
+        .unwrap_or_else(|| cfg.server.addr.clone());
     let sandbox = app.sandbox.clone();
     let state = AppState {
         registry: app.registry.clone(),
         token: cfg.server.token.as_deref().map(Arc::from),
         health: Arc::new(move || json!({ "sandbox": { "walls": sandbox.walls() } })),
+        // Bound to loopback: answer only loopback Host names (DNS rebinding).
+        loopback_hosts_only: bound.is_some_and(|a| a.ip().is_loopback()),
     };
-    let listener = match tokio::net::TcpListener::bind(&cfg.server.addr).await {
-        Ok(l) => l,
-        Err(e) => return fatal(&format!("cannot bind {}: {e}", cfg.server.addr)),
-    };
-    let local = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| cfg.server.addr.clone());
     tracing::info!(
         addr = %local,
         auth = cfg.server.token.is_some(),

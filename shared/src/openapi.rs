@@ -1,0 +1,206 @@
+//! `GET /openapi.json`: an OpenAPI 3.1 document of the HTTP API, generated
+//! from the registry's tool specs so that it cannot drift from them.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::ErrorCode;
+use crate::registry::{Registry, exported_name};
+use crate::spec_export::Format;
+
+const ERRORS: [ErrorCode; 5] = [
+    ErrorCode::InvalidInput,
+    ErrorCode::Unauthorized,
+    ErrorCode::UnknownTool,
+    ErrorCode::TooLarge,
+    ErrorCode::Internal,
+];
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    })
+}
+
+fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
+    codes
+        .iter()
+        .map(|c| {
+            let what = match c {
+                ErrorCode::InvalidInput => {
+                    "Invalid input: not a JSON object, a missing or bad field, a wrong content type"
+                }
+                ErrorCode::Unauthorized => "Missing or wrong bearer token",
+                ErrorCode::Forbidden => "Out of the caller's scope",
+                ErrorCode::UnknownTool => "No such tool",
+                ErrorCode::TooLarge => "Request body over 1 MiB",
+                ErrorCode::Internal => "The service failed (never the script itself)",
+            };
+            (c.status().to_string(), error_response(what))
+        })
+        .collect()
+}
+
+/// The document. `authenticated` adds the bearer scheme to every operation
+/// but `/healthz`.
+pub fn document(registry: &Registry, authenticated: bool) -> Value {
+    let security = if authenticated {
+        json!([{"bearerAuth": []}])
+    } else {
+        json!([])
+    };
+    let mut paths = Map::new();
+    for tool in registry.tools() {
+        let spec = tool.spec();
+        let mut responses = Map::new();
+        responses.insert(
+            "200".into(),
+            json!({
+                "description": "The tool's result",
+                "content": {"application/json": {"schema": spec.output_schema}}
+            }),
+        );
+        responses.extend(error_responses(&ERRORS));
+        paths.insert(
+            format!("/tools/{}", spec.name),
+            json!({"post": {
+                "operationId": exported_name(&spec.name),
+                "summary": format!("Call {}", spec.name),
+                "description": spec.description,
+                "security": security,
+                "requestBody": {
+                    "required": true,
+                    "content": {"application/json": {"schema": spec.input_schema}}
+                },
+                "responses": responses,
+            }}),
+        );
+    }
+    let mut list_responses = Map::new();
+    list_responses.insert(
+        "200".into(),
+        json!({
+            "description": "Tool specs in the requested format",
+            "content": {"application/json": {"schema": {
+                "type": "object",
+                "properties": {"tools": {"type": "array", "items": {"type": "object"}}},
+                "required": ["tools"]
+            }}}
+        }),
+    );
+    list_responses.extend(error_responses(&[
+        ErrorCode::InvalidInput,
+        ErrorCode::Unauthorized,
+    ]));
+    paths.insert(
+        "/tools".into(),
+        json!({"get": {
+            "operationId": "list_tools",
+            "summary": "List the tools with their JSON Schemas",
+            "security": security,
+            "parameters": [{
+                "name": "format", "in": "query", "required": false,
+                "schema": {"type": "string", "enum": Format::ALL, "default": "native"}
+            }],
+            "responses": list_responses,
+        }}),
+    );
+    paths.insert(
+        "/healthz".into(),
+        json!({"get": {
+            "operationId": "healthz",
+            "summary": "Liveness, the tools served, and the sandbox's walls",
+            "security": [],
+            "responses": {"200": {
+                "description": "Healthy",
+                "content": {"application/json": {"schema": {
+                    "type": "object",
+                    "properties": {
+                        "status": {"const": "ok"},
+                        "tools": {"type": "array", "items": {"type": "string"}}
+                    },
+                    "required": ["status", "tools"]
+                }}}
+            }}
+        }}),
+    );
+    let codes: Vec<&str> = ERRORS
+        .iter()
+        .chain([ErrorCode::Forbidden].iter())
+        .map(|c| c.as_str())
+        .collect();
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Toolgate",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments. The same tools are served over MCP at /mcp."
+        },
+        "paths": paths,
+        "components": {
+            "schemas": {"Error": {
+                "type": "object",
+                "properties": {"error": {
+                    "type": "object",
+                    "properties": {
+                        "code": {"type": "string", "enum": codes},
+                        "message": {"type": "string"}
+                    },
+                    "required": ["code", "message"]
+                }},
+                "required": ["error"]
+            }},
+            "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+    use std::sync::Arc;
+
+    struct Fake(ToolSpec);
+    impl Tool for Fake {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn call<'a>(&'a self, args: Value, _: &'a CallContext) -> ToolFuture<'a> {
+            Box::pin(async move { Ok(args) })
+        }
+    }
+
+    #[test]
+    fn one_operation_per_tool_from_its_spec() {
+        let mut r = Registry::new();
+        let input = json!({"type": "object", "properties": {"code": {"type": "string"}}});
+        r.add(Arc::new(Fake(ToolSpec {
+            name: "python.execute".into(),
+            description: "runs".into(),
+            input_schema: input.clone(),
+            output_schema: json!({"type": "object", "title": "out"}),
+        })))
+        .unwrap();
+        let d = document(&r, true);
+        let op = &d["paths"]["/tools/python.execute"]["post"];
+        assert_eq!(op["operationId"], "python__execute");
+        assert_eq!(
+            op["requestBody"]["content"]["application/json"]["schema"],
+            input
+        );
+        assert_eq!(
+            op["responses"]["200"]["content"]["application/json"]["schema"]["title"],
+            "out"
+        );
+        for code in ["400", "401", "404", "413", "500"] {
+            assert!(op["responses"][code].is_object(), "{code}");
+        }
+        assert_eq!(op["security"], json!([{"bearerAuth": []}]));
+        assert_eq!(
+            document(&r, false)["paths"]["/tools/python.execute"]["post"]["security"],
+            json!([])
+        );
+        assert_eq!(d["paths"]["/healthz"]["get"]["security"], json!([]));
+    }
+}

@@ -1,0 +1,257 @@
+//! `/mcp` and `/openapi.json` against the real binary, with clients nobody on
+//! this team wrote: rmcp's client, the MCP Inspector CLI (npm), an OpenAPI
+//! validator and Schemathesis (PyPI). `scripts/test` installs the last three
+//! and points `TOOLGATE_TEST_TOOLS` at them; without it these tests fail and
+//! say so, rather than skip.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use rmcp::{
+    ServiceExt,
+    model::CallToolRequestParams,
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::{Value, json};
+use toolgate_e2e::Server;
+
+fn tools_dir() -> PathBuf {
+    let dir = std::env::var("TOOLGATE_TEST_TOOLS").unwrap_or_else(|_| {
+        panic!("TOOLGATE_TEST_TOOLS is not set: run scripts/test, which installs the MCP Inspector, Schemathesis and openapi-spec-validator")
+    });
+    PathBuf::from(dir)
+}
+
+fn args(map: Value) -> Option<serde_json::Map<String, Value>> {
+    map.as_object().cloned()
+}
+
+async fn mcp_client(
+    url: String,
+    token: Option<&str>,
+) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, String> {
+    let mut cfg = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(t) = token {
+        cfg = cfg.auth_header(t.to_owned());
+    }
+    ().serve(StreamableHttpClientTransport::from_config(cfg))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_lists_and_calls_tools() {
+    let s = Server::start(&[]);
+    let client = mcp_client(format!("http://{}/mcp", s.addr), None)
+        .await
+        .unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let py = tools
+        .iter()
+        .find(|t| t.name == "python.execute")
+        .expect("python.execute listed under its canonical name");
+    assert!(py.input_schema.get("properties").is_some());
+    assert!(py.output_schema.is_some());
+    assert!(
+        py.description
+            .as_deref()
+            .unwrap_or("")
+            .contains("Timeout: 20s.")
+    );
+
+    let mut call = CallToolRequestParams::new("python.execute");
+    call.arguments = args(json!({"code": "print('hi')\nresult = 6 * 7"}));
+    let r = client.call_tool(call).await.unwrap();
+    assert_ne!(r.is_error, Some(true));
+    let structured = r.structured_content.expect("structured content");
+    assert_eq!(structured["result"], 42);
+    assert_eq!(structured["stdout"], "hi\n");
+
+    // A script's own failure is a normal result, exit_code 1.
+    let mut call = CallToolRequestParams::new("python__execute");
+    call.arguments = args(json!({"code": "1/0"}));
+    let r = client.call_tool(call).await.unwrap();
+    assert_eq!(r.structured_content.unwrap()["exit_code"], 1);
+
+    // A failing tool is an MCP tool error (isError), not a protocol error.
+    let mut call = CallToolRequestParams::new("python.execute");
+    call.arguments = args(json!({"code": ""}));
+    let r = client.call_tool(call).await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(
+        r.structured_content.unwrap()["error"]["code"],
+        "invalid_input"
+    );
+
+    // An unknown tool is a protocol error.
+    let call = CallToolRequestParams::new("nope");
+    assert!(client.call_tool(call).await.is_err());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_needs_the_same_bearer_token() {
+    let s = Server::start(&[("TOOLGATE_TOKEN", "mcp-secret")]);
+    let url = format!("http://{}/mcp", s.addr);
+    assert!(mcp_client(url.clone(), None).await.is_err());
+    assert!(mcp_client(url.clone(), Some("wrong")).await.is_err());
+    let client = mcp_client(url, Some("mcp-secret")).await.unwrap();
+    assert!(!client.list_all_tools().await.unwrap().is_empty());
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn mcp_refuses_foreign_host_names_on_loopback() {
+    let s = Server::start(&[]);
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let r = s.request(
+        "POST",
+        "/tools/python.execute",
+        &[
+            ("Host", "attacker.example"),
+            ("Content-Type", "application/json"),
+        ],
+        br#"{"code": "print(1)"}"#,
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"]["code"], "forbidden");
+    let r = s.request(
+        "POST",
+        "/mcp",
+        &[
+            ("Host", "attacker.example:8080"),
+            ("Content-Type", "application/json"),
+        ],
+        body,
+    );
+    assert_eq!(r.status, 403);
+}
+
+fn inspector(s: &Server, extra: &[&str]) -> Value {
+    let bin = tools_dir().join("node_modules/.bin/mcp-inspector");
+    let out = Command::new(&bin)
+        .arg("--cli")
+        .arg(format!("http://{}/mcp", s.addr))
+        .args(["--transport", "http"])
+        .args(extra)
+        .env(
+            "MCP_CATALOG_PATH",
+            std::env::temp_dir().join(format!("mcp-catalog-{}.json", std::process::id())),
+        )
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "inspector failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("inspector output is not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn mcp_inspector_cli_lists_and_calls_python() {
+    let s = Server::start(&[]);
+    let listed = inspector(&s, &["--method", "tools/list"]);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["python.execute"], "{listed}");
+    let called = inspector(
+        &s,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "python.execute",
+            "--tool-arg",
+            "code=result = 6 * 7",
+        ],
+    );
+    assert_eq!(called["structuredContent"]["result"], 42, "{called}");
+    assert_ne!(called["isError"], true);
+}
+
+fn venv_python() -> PathBuf {
+    tools_dir().join("venv/bin/python")
+}
+
+#[test]
+fn openapi_document_is_valid_openapi_3_1() {
+    let s = Server::start(&[("TOOLGATE_TOKEN", "t")]);
+    let r = s.request(
+        "GET",
+        "/openapi.json",
+        &[("Authorization", "Bearer t")],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    let doc = r.json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(
+        doc["paths"]["/tools/python.execute"]["post"]["operationId"],
+        "python__execute"
+    );
+    assert_eq!(
+        doc["paths"]["/tools/python.execute"]["post"]["security"],
+        json!([{"bearerAuth": []}])
+    );
+    let path = std::env::temp_dir().join(format!("toolgate-openapi-{}.json", std::process::id()));
+    std::fs::write(&path, &r.body).unwrap();
+    let out = Command::new(venv_python())
+        .args(["-c", "import sys, json; from openapi_spec_validator import validate; validate(json.load(open(sys.argv[1]))); print('valid')"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A broken document is refused, so the validator is really checking.
+    let bad = json!({"openapi": "3.1.0", "info": {"title": "x"}, "paths": {"/a": {"get": {"responses": 5}}}});
+    let out = Command::new(venv_python())
+        .args(["-c", "import sys, json; from openapi_spec_validator import validate; validate(json.loads(sys.argv[1]))"])
+        .arg(bad.to_string())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn schemathesis_finds_no_server_errors_and_no_drift() {
+    let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "2")]);
+    let bin = tools_dir().join("venv/bin/schemathesis");
+    let out = Command::new(&bin)
+        .args(["run", &format!("http://{}/openapi.json", s.addr)])
+        .args([
+            "--checks",
+            "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+            "--max-examples",
+            "40",
+            "--seed",
+            "1",
+            "--no-color",
+        ])
+        .env("SCHEMATHESIS_HOOKS", "")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "schemathesis found problems:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // All three operations were exercised, not skipped.
+    assert!(stdout.contains("Tested: 3"), "{stdout}");
+    assert!(stdout.contains("No issues found"), "{stdout}");
+}
