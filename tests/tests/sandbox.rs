@@ -208,6 +208,25 @@ fn the_zygote_is_restarted_if_it_dies() {
     assert_ne!(zygotes[0], zygote[0], "a new zygote runs");
 }
 
+#[test]
+fn spares_killed_from_outside_are_replaced() {
+    let s = Server::start(&[]);
+    s.exec("print(1)");
+    let zygote = toolgate_e2e::children_of(s.pid())[0];
+    for round in 0..3 {
+        for spare in toolgate_e2e::children_of(zygote) {
+            // SAFETY: signalling processes this test's server started.
+            unsafe { libc::kill(spare as i32, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let out = s.exec("result = 5");
+        assert_eq!(out["result"], 5, "round {round}: {out}");
+        assert!(started.elapsed() < Duration::from_secs(3), "round {round}");
+    }
+    assert_eq!(settled(&s).len(), IDLE_PROCESSES);
+}
+
 /// The child that runs a script, seen from outside through /proc while it
 /// sleeps: an empty environment, cwd `/`, only its report socket open, the
 /// rlimits in force, and seccomp in filter mode.

@@ -136,6 +136,8 @@ pub struct Sandbox {
 }
 
 const CHILD_WAIT: Duration = Duration::from_secs(10);
+/// While a call waits for a child this long, it asks the zygote for another.
+const SPAWN_NUDGE: Duration = Duration::from_secs(1);
 /// After a kill, how long to wait for the exit status before giving up.
 const REAP_WAIT: Duration = Duration::from_secs(2);
 
@@ -180,13 +182,20 @@ impl Sandbox {
         let mut rx = self.spares.lock().await;
         let deadline = tokio::time::Instant::now() + CHILD_WAIT;
         loop {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                // A spare that died with an earlier zygote is skipped (a
-                // write to it would fail too, and be retried, at more cost).
-                Ok(Some(c)) if !c.is_alive() => continue,
+            // Wait in short slices and ask for a child at each: a spawn can be
+            // lost (a fork that failed, a zygote that died), and the pool
+            // must never shrink to nothing with no fork pending.
+            let slice = (tokio::time::Instant::now() + SPAWN_NUDGE).min(deadline);
+            match tokio::time::timeout_at(slice, rx.recv()).await {
+                // A spare that died (with an earlier zygote, or killed from
+                // outside) is skipped and replaced.
+                Ok(Some(c)) if !c.is_alive() => self.shared.request_spawn(),
                 Ok(Some(c)) => return Ok(c),
                 Ok(None) => return Err(SandboxError::ZygoteGone),
-                Err(_) => return Err(SandboxError::NoChild(CHILD_WAIT.as_secs())),
+                Err(_) if tokio::time::Instant::now() >= deadline => {
+                    return Err(SandboxError::NoChild(CHILD_WAIT.as_secs()));
+                }
+                Err(_) => self.shared.request_spawn(),
             }
         }
     }
