@@ -242,18 +242,21 @@ fn a_running_child_is_isolated() {
         let s = s.clone();
         std::thread::spawn(move || s.exec("import time\ntime.sleep(3)"))
     };
-    // Only a child that is running a script has its seccomp filter on.
+    // Only a child that is running a script has its seccomp filter on. The
+    // previous call's child may still be exiting: take the one that is still
+    // there a moment later (the sleeping script lasts 3 s).
+    let filtered = |p: &u32| {
+        std::fs::read_to_string(format!("/proc/{p}/status"))
+            .is_ok_and(|st| st.lines().any(|l| l == "Seccomp:\t2"))
+    };
     let deadline = Instant::now() + Duration::from_secs(3);
     let child = loop {
-        let found = sandbox_processes(&s).into_iter().find(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/status"))
-                .is_ok_and(|st| st.lines().any(|l| l == "Seccomp:\t2"))
-        });
-        if let Some(p) = found {
+        let candidates: Vec<u32> = sandbox_processes(&s).into_iter().filter(filtered).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(p) = candidates.into_iter().find(filtered) {
             break p;
         }
         assert!(Instant::now() < deadline, "no running child found");
-        std::thread::sleep(Duration::from_millis(20));
     };
     let environ = std::fs::read(format!("/proc/{child}/environ")).unwrap();
     assert!(
