@@ -20,7 +20,6 @@ use rmcp::{
 };
 use serde_json::Value;
 
-use crate::error::ErrorCode;
 use crate::registry::Registry;
 use crate::tool::{CallContext, ToolSpec};
 
@@ -98,19 +97,10 @@ impl ServerHandler for McpServer {
                 r.structured_content = Some(v);
                 r
             }
-            // A failing tool is an MCP tool error (isError), not a protocol error.
-            Err(e) => {
-                let body = e.body();
-                let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
-                    "{}: {}",
-                    e.code.as_str(),
-                    e.message
-                ))]);
-                if e.code != ErrorCode::Internal {
-                    r.structured_content = Some(body);
-                }
-                r
-            }
+            // A failing tool is an MCP tool error (isError), not a protocol
+            // error. The error body goes in the text only: structured content
+            // must match the tool's output schema, and an error does not.
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.body().to_string())]),
         }
         .into())
     }

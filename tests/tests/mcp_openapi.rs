@@ -80,10 +80,13 @@ async fn rmcp_client_lists_and_calls_tools() {
     call.arguments = args(json!({"code": ""}));
     let r = client.call_tool(call).await.unwrap();
     assert_eq!(r.is_error, Some(true));
-    assert_eq!(
-        r.structured_content.unwrap()["error"]["code"],
-        "invalid_input"
+    assert!(
+        r.structured_content.is_none(),
+        "an error does not fit the output schema"
     );
+    let text = r.content[0].as_text().expect("text content").text.clone();
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["code"], "invalid_input");
 
     // An unknown tool is a protocol error.
     let call = CallToolRequestParams::new("nope");
