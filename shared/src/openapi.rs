@@ -158,18 +158,9 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+    use crate::tool::ToolSpec;
+    use crate::tool::testing::Echo as Fake;
     use std::sync::Arc;
-
-    struct Fake(ToolSpec);
-    impl Tool for Fake {
-        fn spec(&self) -> &ToolSpec {
-            &self.0
-        }
-        fn call<'a>(&'a self, args: Value, _: &'a CallContext) -> ToolFuture<'a> {
-            Box::pin(async move { Ok(args) })
-        }
-    }
 
     #[test]
     fn one_operation_per_tool_from_its_spec() {

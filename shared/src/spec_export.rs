@@ -70,18 +70,8 @@ pub fn export(registry: &Registry, format: Format) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{CallContext, Tool, ToolFuture};
+    use crate::tool::testing::Echo as Fake;
     use std::sync::Arc;
-
-    struct Fake(ToolSpec);
-    impl Tool for Fake {
-        fn spec(&self) -> &ToolSpec {
-            &self.0
-        }
-        fn call<'a>(&'a self, args: Value, _: &'a CallContext) -> ToolFuture<'a> {
-            Box::pin(async move { Ok(args) })
-        }
-    }
 
     fn registry() -> Registry {
         let mut r = Registry::new();

@@ -34,3 +34,20 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a>;
 }
+
+/// A tool that echoes its arguments, for unit tests of the machinery around tools.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    pub struct Echo(pub ToolSpec);
+
+    impl Tool for Echo {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn call<'a>(&'a self, args: Value, _: &'a CallContext) -> ToolFuture<'a> {
+            Box::pin(async move { Ok(args) })
+        }
+    }
+}
