@@ -14,6 +14,14 @@ pub fn marker(total: u64) -> String {
     format!("\n\n... [truncated \u{2014} {total} chars total, limit {LIMIT}] ...\n\n")
 }
 
+/// The marker for `total` characters, and how many characters of head and of
+/// tail stand around it: `half = (LIMIT - len(marker)) // 2`.
+fn marker_and_half(total: u64) -> (String, usize) {
+    let mark = marker(total);
+    let half = (LIMIT - mark.chars().count()) / 2;
+    (mark, half)
+}
+
 /// Truncates a complete string by the contract's rule.
 pub fn truncate(s: &str) -> String {
     let total = s.chars().count();
@@ -28,8 +36,7 @@ pub fn truncate(s: &str) -> String {
 /// Head and tail of a string already known to hold `total` > [`LIMIT`]
 /// characters, around the marker; reads only the two ends.
 pub fn cut_long(s: &str, total: u64) -> String {
-    let mark = marker(total);
-    let half = (LIMIT - mark.chars().count()) / 2;
+    let (mark, half) = marker_and_half(total);
     let head_end = s.char_indices().nth(half).map_or(s.len(), |(i, _)| i);
     let tail_start = s
         .char_indices()
@@ -113,8 +120,7 @@ impl<'a> HeadTail<'a> {
         if total <= LIMIT as u64 {
             return self.head[..total as usize].iter().map(decode).collect();
         }
-        let mark = marker(total);
-        let half = (LIMIT - mark.chars().count()) / 2;
+        let (mark, half) = marker_and_half(total);
         let mut out = String::with_capacity(LIMIT + 8);
         out.extend(self.head[..half].iter().map(decode));
         out.push_str(&mark);

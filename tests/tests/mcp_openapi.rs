@@ -24,6 +24,20 @@ fn tools_dir() -> PathBuf {
     PathBuf::from(dir)
 }
 
+/// Runs a third-party tool; fails the test, with its output, unless it succeeds.
+fn run_ok(cmd: &mut Command, what: &str) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 fn args(map: Value) -> Option<serde_json::Map<String, Value>> {
     map.as_object().cloned()
 }
@@ -134,22 +148,17 @@ fn mcp_refuses_foreign_host_names_on_loopback() {
 
 fn inspector(s: &Server, extra: &[&str]) -> Value {
     let bin = tools_dir().join("node_modules/.bin/mcp-inspector");
-    let out = Command::new(&bin)
-        .arg("--cli")
-        .arg(format!("http://{}/mcp", s.addr))
-        .args(["--transport", "http"])
-        .args(extra)
-        .env(
-            "MCP_CATALOG_PATH",
-            std::env::temp_dir().join(format!("mcp-catalog-{}.json", std::process::id())),
-        )
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "inspector failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run_ok(
+        Command::new(&bin)
+            .arg("--cli")
+            .arg(format!("http://{}/mcp", s.addr))
+            .args(["--transport", "http"])
+            .args(extra)
+            .env(
+                "MCP_CATALOG_PATH",
+                std::env::temp_dir().join(format!("mcp-catalog-{}.json", std::process::id())),
+            ),
+        "the MCP Inspector",
     );
     serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("inspector output is not JSON ({e}): {stdout}"))
@@ -207,18 +216,13 @@ fn openapi_document_is_valid_openapi_3_1() {
     );
     let path = std::env::temp_dir().join(format!("toolgate-openapi-{}.json", std::process::id()));
     std::fs::write(&path, &r.body).unwrap();
-    let out = Command::new(venv_python())
-        .args(["-c", "import sys, json; from openapi_spec_validator import validate; validate(json.load(open(sys.argv[1]))); print('valid')"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new(venv_python())
+            .args(["-c", "import sys, json; from openapi_spec_validator import validate; validate(json.load(open(sys.argv[1]))); print('valid')"])
+            .arg(&path),
+        "openapi-spec-validator",
     );
+    let _ = std::fs::remove_file(&path);
 
     // A broken document is refused, so the validator is really checking.
     let bad = json!({"openapi": "3.1.0", "info": {"title": "x"}, "paths": {"/a": {"get": {"responses": 5}}}});
@@ -234,27 +238,22 @@ fn openapi_document_is_valid_openapi_3_1() {
 fn schemathesis_finds_no_server_errors_and_no_drift() {
     let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "2")]);
     let bin = tools_dir().join("venv/bin/schemathesis");
-    let out = Command::new(&bin)
-        .args(["run", &format!("http://{}/openapi.json", s.addr)])
-        .args([
-            "--checks",
-            "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
-            "--max-examples",
-            "40",
-            "--seed",
-            "1",
-            "--no-color",
-        ])
-        .env("SCHEMATHESIS_HOOKS", "")
-        // Schemathesis keeps a cache in its working directory: not the repo.
-        .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "schemathesis found problems:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run_ok(
+        Command::new(&bin)
+            .args(["run", &format!("http://{}/openapi.json", s.addr)])
+            .args([
+                "--checks",
+                "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+                "--max-examples",
+                "40",
+                "--seed",
+                "1",
+                "--no-color",
+            ])
+            .env("SCHEMATHESIS_HOOKS", "")
+            // Schemathesis keeps a cache in its working directory: not the repo.
+            .current_dir(std::env::temp_dir()),
+        "schemathesis (it found problems)",
     );
     // All three operations were exercised, not skipped.
     assert!(stdout.contains("Tested: 3"), "{stdout}");
