@@ -6,7 +6,7 @@ use std::time::Instant;
 use axum::{
     Json, Router,
     body::{Body, to_bytes},
-    extract::{Path, Query, Request, State},
+    extract::{Extension, Path, Query, Request, State},
     http::{HeaderMap, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
@@ -277,14 +277,17 @@ pub async fn read_json_body(headers: &HeaderMap, body: Body) -> Result<Value, To
 async fn call_tool(
     State(state): State<AppState>,
     Path(name): Path<String>,
+    ctx: Option<Extension<CallContext>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let started = Instant::now();
+    // A runtime (Lambda) may add a deadline and the caller's identity.
+    let ctx = ctx.map(|Extension(c)| c).unwrap_or_default();
     let outcome = async {
         let tool = state.registry.get(&name)?.clone();
         let args = read_json_body(&headers, body).await?;
-        tool.call(args, &CallContext::default()).await
+        tool.call(args, &ctx).await
     }
     .await;
     log_call(&name, started, &outcome);

@@ -4,6 +4,8 @@
 pub mod config;
 pub mod error;
 pub mod http;
+#[cfg(feature = "lambda")]
+pub mod lambda;
 pub mod logging;
 pub mod mcp;
 pub mod openapi;
@@ -12,4 +14,5 @@ pub mod sandbox;
 pub mod spec_export;
 pub mod tool;
 pub mod tools;
+pub mod toolset;
 pub mod truncate;

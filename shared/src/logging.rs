@@ -1,22 +1,31 @@
-//! Structured logs through `tracing`: JSON when `TOOLGATE_LOG=json` (deployed),
-//! compact text otherwise. Level from `TOOLGATE_LOG_LEVEL`, else the caller's default.
+//! Structured logs through `tracing`: JSON when deployed (`TOOLGATE_LOG=json`,
+//! or on Lambda), compact text otherwise. Level from `TOOLGATE_LOG_LEVEL`,
+//! else the caller's default. On Lambda lines carry no timestamp, since
+//! CloudWatch stamps each line itself.
 
 use tracing_subscriber::EnvFilter;
 
 pub fn init(default_level: &str) {
     let filter = EnvFilter::try_from_env("TOOLGATE_LOG_LEVEL")
         .unwrap_or_else(|_| EnvFilter::new(default_level));
-    let json = std::env::var("TOOLGATE_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    let on_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    let json =
+        on_lambda || std::env::var("TOOLGATE_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    let _ = if json {
-        builder
+    let _ = match (json, on_lambda) {
+        (true, true) => builder
             .json()
             .flatten_event(true)
             .with_current_span(false)
-            .try_init()
-    } else {
-        builder.compact().try_init()
+            .without_time()
+            .try_init(),
+        (true, false) => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+        _ => builder.compact().try_init(),
     };
 }

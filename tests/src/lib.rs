@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod peer;
+
 /// The `toolgate` binary: `$TOOLGATE_BIN`, else next to this test's `deps/`.
 pub fn toolgate_bin() -> PathBuf {
     if let Ok(p) = std::env::var("TOOLGATE_BIN") {

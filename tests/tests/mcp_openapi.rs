@@ -16,27 +16,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use toolgate_e2e::Server;
-
-fn tools_dir() -> PathBuf {
-    let dir = std::env::var("TOOLGATE_TEST_TOOLS").unwrap_or_else(|_| {
-        panic!("TOOLGATE_TEST_TOOLS is not set: run scripts/test, which installs the MCP Inspector, Schemathesis and openapi-spec-validator")
-    });
-    PathBuf::from(dir)
-}
-
-/// Runs a third-party tool; fails the test, with its output, unless it succeeds.
-fn run_ok(cmd: &mut Command, what: &str) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
+use toolgate_e2e::peer::{run_ok, tools_dir};
 
 fn args(map: Value) -> Option<serde_json::Map<String, Value>> {
     map.as_object().cloned()

@@ -3,19 +3,17 @@
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use toolgate_shared::{
     config::Config,
     error::ToolError,
-    http::{AppState, router},
-    registry::Registry,
-    sandbox::{Sandbox, SandboxConfig, alloc::SandboxAlloc},
+    http::router,
+    sandbox::alloc::SandboxAlloc,
     spec_export::{Format, export},
     tool::CallContext,
-    tools::python_execute::PythonExecute,
+    toolset::Toolset,
 };
 
 // Reports out-of-memory from sandbox children instead of a bare abort.
@@ -62,20 +60,9 @@ enum Cmd {
     },
 }
 
-struct App {
-    registry: Arc<Registry>,
-    sandbox: Arc<Sandbox>,
-}
-
-fn build(cfg: &Config) -> Result<App, String> {
-    let sandbox_cfg = SandboxConfig::for_python(&cfg.python).map_err(|e| e.to_string())?;
-    let sandbox = Arc::new(Sandbox::start(sandbox_cfg).map_err(|e| e.to_string())?);
-    let mut registry = Registry::new();
-    registry.add(Arc::new(PythonExecute::new(&cfg.python, sandbox.clone())))?;
-    Ok(App {
-        registry: Arc::new(registry),
-        sandbox,
-    })
+/// Every tool this machine can serve.
+fn build(cfg: &Config) -> Result<Toolset, String> {
+    Toolset::new().with_python(cfg)
 }
 
 fn main() -> ExitCode {
@@ -191,14 +178,11 @@ async fn serve(cfg: Config) -> ExitCode {
     let local = bound
         .map(|a| a.to_string())
         .unwrap_or_else(|| cfg.server.addr.clone());
-    let sandbox = app.sandbox.clone();
-    let state = AppState {
-        registry: app.registry.clone(),
-        token: cfg.server.token.as_deref().map(Arc::from),
-        health: Arc::new(move || json!({ "sandbox": { "walls": sandbox.walls() } })),
-        // Bound to loopback: answer only loopback Host names (DNS rebinding).
-        loopback_hosts_only: bound.is_some_and(|a| a.ip().is_loopback()),
-    };
+    // Bound to loopback: answer only loopback Host names (DNS rebinding).
+    let state = app.app_state(
+        cfg.server.token.as_deref(),
+        bound.is_some_and(|a| a.ip().is_loopback()),
+    );
     tracing::info!(
         addr = %local,
         auth = cfg.server.token.is_some(),
@@ -224,6 +208,7 @@ async fn serve(cfg: Config) -> ExitCode {
             Ok(())
         }
     };
+    // Dropping the tools kills the sandbox's children.
     drop(app);
     match served {
         Ok(()) => {

@@ -1,0 +1,254 @@
+//! AWS Lambda glue shared by every function binary. One handler takes:
+//! - API Gateway HTTP API (payload v2), REST API (v1) and Function URL
+//!   events, served by the same axum router as `toolgate serve`;
+//! - direct invocations (Step Functions, the SDK), whose payload is the
+//!   tool's arguments (single-tool functions) or `{"tool", "arguments"}`.
+//!   A bad call fails as a function error whose `errorType` names the code
+//!   (`InvalidInput`, ...), so a state machine can `Catch` it; a tool's own
+//!   outcome, even `exit_code: 1`, is a normal return.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::{Router, extract::Request, middleware::Next, response::Response};
+use lambda_http::lambda_runtime::{self, Diagnostic, LambdaEvent};
+use lambda_http::request::{LambdaRequest, RequestContext};
+use lambda_http::{Adapter, Context, Service};
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::error::{ErrorCode, ToolError};
+use crate::registry::Registry;
+use crate::tool::CallContext;
+use crate::toolset::Toolset;
+
+/// One function's tools and its HTTP router.
+pub struct Function {
+    registry: Arc<Registry>,
+    router: Router,
+}
+
+impl Function {
+    /// API Gateway authenticates (JWT or IAM authorizer), so the router has
+    /// no bearer token of its own and answers any `Host`.
+    pub fn new(tools: &Toolset) -> Self {
+        let state = tools.app_state(None, false);
+        let registry = state.registry.clone();
+        let router = crate::http::router(state).layer(axum::middleware::from_fn(call_context));
+        Self { registry, router }
+    }
+
+    /// Handles one invocation: an HTTP event or a direct call.
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
+        let LambdaEvent { payload, context } = event;
+        if is_http_event(&payload) {
+            return self.http(payload, context).await;
+        }
+        let ctx = CallContext {
+            deadline: deadline(&context),
+            caller: None,
+        };
+        self.direct(payload, &ctx).await.map_err(|e| diagnostic(&e))
+    }
+
+    async fn http(&self, payload: Value, context: Context) -> Result<Value, Diagnostic> {
+        let request: LambdaRequest = serde_json::from_value(payload).map_err(|e| Diagnostic {
+            error_type: "InvalidEvent".into(),
+            error_message: format!("unreadable HTTP event: {e}"),
+        })?;
+        let mut adapter = Adapter::from(self.router.clone());
+        let response = match adapter.call(LambdaEvent::new(request, context)).await {
+            Ok(r) => r,
+            Err(never) => match never {},
+        };
+        serde_json::to_value(response).map_err(|e| Diagnostic {
+            error_type: "Internal".into(),
+            error_message: format!("cannot encode the response: {e}"),
+        })
+    }
+
+    /// A direct invocation: lookup, call and the per-call log line.
+    pub async fn direct(&self, payload: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        let started = Instant::now();
+        let (name, args) = match self.dispatch(payload) {
+            Ok(v) => v,
+            Err(e) => {
+                crate::http::log_call("-", started, &Err(e.clone()));
+                return Err(e);
+            }
+        };
+        let outcome = async {
+            let tool = self.registry.get(&name)?.clone();
+            tool.call(args, ctx).await
+        }
+        .await;
+        crate::http::log_call(&name, started, &outcome);
+        outcome
+    }
+
+    /// Splits a payload into the tool's name and its arguments.
+    fn dispatch(&self, payload: Value) -> Result<(String, Value), ToolError> {
+        let tools = self.registry.tools();
+        let envelope = payload.as_object().is_some_and(|o| {
+            o.contains_key("tool") && o.keys().all(|k| k == "tool" || k == "arguments")
+        });
+        if envelope {
+            let Value::Object(mut o) = payload else {
+                unreachable!("checked above")
+            };
+            let name = match o.remove("tool") {
+                Some(Value::String(s)) => s,
+                other => {
+                    return Err(ToolError::invalid_input(format!(
+                        "\"tool\" must be a tool name (string), got {}",
+                        other.unwrap_or(Value::Null)
+                    )));
+                }
+            };
+            let args = o.remove("arguments").unwrap_or_else(|| json!({}));
+            if !args.is_object() {
+                return Err(ToolError::invalid_input(
+                    "\"arguments\" must be a JSON object",
+                ));
+            }
+            // An unknown name is a bad payload, which a state machine catches
+            // as InvalidInput like any other.
+            if self.registry.get(&name).is_err() {
+                let known: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+                return Err(ToolError::invalid_input(format!(
+                    "Unknown tool: {name:?}. This function serves: {}",
+                    known.join(", ")
+                )));
+            }
+            return Ok((name, args));
+        }
+        match tools {
+            [only] => Ok((only.spec().name.clone(), payload)),
+            _ => {
+                let known: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+                Err(ToolError::invalid_input(format!(
+                    "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
+                    known.join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// Events from API Gateway (v1 and v2) and Function URLs carry a
+/// `requestContext` and a path; a tool's arguments never need one.
+fn is_http_event(payload: &Value) -> bool {
+    payload.get("requestContext").is_some_and(Value::is_object)
+        && (payload.get("rawPath").is_some() || payload.get("httpMethod").is_some())
+}
+
+/// The function error a direct call fails with: `errorType` is the error
+/// code in PascalCase (`InvalidInput`, `Forbidden`, `Internal`, ...).
+pub fn diagnostic(e: &ToolError) -> Diagnostic {
+    let error_type = match e.code {
+        ErrorCode::InvalidInput => "InvalidInput",
+        ErrorCode::Unauthorized => "Unauthorized",
+        ErrorCode::Forbidden => "Forbidden",
+        ErrorCode::UnknownTool => "UnknownTool",
+        ErrorCode::TooLarge => "TooLarge",
+        ErrorCode::Internal => "Internal",
+    };
+    Diagnostic {
+        error_type: error_type.into(),
+        error_message: e.message.clone(),
+    }
+}
+
+/// Deadlines below this (2001-09-09 in ms since the epoch) are not wall-clock
+/// times: `cargo lambda watch` sends a fixed 600000, which would otherwise
+/// read as "already expired" and cut every call to the minimum timeout.
+const PLAUSIBLE_DEADLINE_MS: u64 = 1_000_000_000_000;
+
+/// Lambda's deadline (wall clock) as an `Instant`, for the tools' timeouts.
+fn deadline(context: &Context) -> Option<Instant> {
+    if context.deadline < PLAUSIBLE_DEADLINE_MS {
+        return None;
+    }
+    let left = context
+        .deadline()
+        .duration_since(SystemTime::now())
+        .unwrap_or(Duration::ZERO);
+    Some(Instant::now() + left)
+}
+
+/// API Gateway answers 503 to the client when an integration takes longer
+/// than this, whatever the function's own timeout; Function URLs do not.
+const API_GATEWAY_LIMIT: Duration = Duration::from_secs(30);
+
+/// Puts the invocation's deadline and the authorizer's identity where the
+/// router's tool handler finds them.
+async fn call_context(mut req: Request, next: Next) -> Response {
+    let mut deadline = req.extensions().get::<Context>().and_then(deadline);
+    let request_context = req.extensions().get::<RequestContext>();
+    let via_api_gateway = match request_context {
+        Some(RequestContext::ApiGatewayV2(c)) => c
+            .domain_name
+            .as_deref()
+            .is_none_or(|d| !d.contains(".lambda-url.")),
+        Some(RequestContext::ApiGatewayV1(_)) => true,
+        _ => false,
+    };
+    if via_api_gateway {
+        let gateway = Instant::now() + API_GATEWAY_LIMIT;
+        deadline = Some(deadline.map_or(gateway, |d| d.min(gateway)));
+    }
+    let caller = request_context
+        .and_then(RequestContext::authorizer)
+        .and_then(|a| {
+            a.jwt
+                .as_ref()
+                .and_then(|j| j.claims.get("sub").cloned())
+                .or_else(|| a.iam.as_ref().and_then(|i| i.user_arn.clone()))
+        });
+    req.extensions_mut()
+        .insert(CallContext { deadline, caller });
+    next.run(req).await
+}
+
+/// A function binary's `main`: logs, config, the tools (built during
+/// Lambda's init phase, so the sandbox is warm before the first event),
+/// then the Runtime API loop.
+pub fn main(assemble: impl FnOnce(&Config) -> Result<Toolset, String>) -> ExitCode {
+    crate::logging::init("info");
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    rt.block_on(async move {
+        let cfg = match Config::from_env_and_file(None) {
+            Ok(c) => c,
+            Err(e) => return fail(&e.to_string()),
+        };
+        let tools = match assemble(&cfg) {
+            Ok(t) => t,
+            Err(e) => return fail(&e),
+        };
+        let function = Arc::new(Function::new(&tools));
+        tracing::info!(
+            tools = ?tools.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
+            "function ready"
+        );
+        let handler = lambda_runtime::service_fn(move |event: LambdaEvent<Value>| {
+            let function = function.clone();
+            async move { function.handle(event).await }
+        });
+        match lambda_runtime::run(handler).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&format!("Lambda runtime loop failed: {e}")),
+        }
+    })
+}
+
+fn fail(msg: &str) -> ExitCode {
+    tracing::error!(error = msg, "function cannot start");
+    ExitCode::from(2)
+}

@@ -1,0 +1,163 @@
+//! Third-party programs the tests run against: installed tools (found under
+//! `TOOLGATE_TEST_TOOLS`, which `scripts/test` fills) and background
+//! services on loopback, each in its own process group and stopped by PID.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where `scripts/install-test-tools` put the third-party tools.
+pub fn tools_dir() -> PathBuf {
+    let dir = std::env::var("TOOLGATE_TEST_TOOLS").unwrap_or_else(|_| {
+        panic!("TOOLGATE_TEST_TOOLS is not set: run scripts/test, which installs the third-party tools these tests drive")
+    });
+    PathBuf::from(dir)
+}
+
+/// `PATH` with the installed tools' bin folders first.
+pub fn tools_path() -> String {
+    let dir = tools_dir();
+    let mut parts = vec![
+        dir.join("aws/bin").display().to_string(),
+        dir.join("node_modules/.bin").display().to_string(),
+        dir.join("venv/bin").display().to_string(),
+    ];
+    parts.extend(std::env::var("PATH").ok());
+    parts.join(":")
+}
+
+/// Runs a third-party tool; fails the test, with its output, unless it succeeds.
+pub fn run_ok(cmd: &mut Command, what: &str) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A loopback port nobody is listening on (there is a small race until the
+/// service binds it; the services here take no port 0).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+/// A background service, killed with its whole process group on drop.
+pub struct Peer {
+    child: Child,
+    name: String,
+    logs: Arc<Mutex<String>>,
+}
+
+impl Peer {
+    /// Starts `cmd` in a new process group, capturing stdout and stderr.
+    pub fn spawn(name: &str, cmd: &mut Command) -> Self {
+        use std::os::unix::process::CommandExt;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let logs = Arc::new(Mutex::new(String::new()));
+        for pipe in [
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let logs = logs.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    let mut g = logs.lock().unwrap();
+                    g.push_str(&line);
+                    g.push('\n');
+                }
+            });
+        }
+        Self {
+            child,
+            name: name.to_owned(),
+            logs,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+
+    /// Waits until `port` on loopback accepts connections.
+    pub fn wait_for_port(&mut self, port: u16, within: Duration) {
+        let deadline = Instant::now() + within;
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!(
+                    "{} exited ({st}) before listening:\n{}",
+                    self.name,
+                    self.logs()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not listen on {port} within {within:?}:\n{}",
+                self.name,
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the service's output contains `needle`.
+    pub fn wait_for_log(&mut self, needle: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.logs().contains(needle) {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("{} exited ({st}):\n{}", self.name, self.logs());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not log {needle:?} within {within:?}:\n{}",
+                self.name,
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kills the process group now (also done on drop).
+    pub fn kill(&mut self) {
+        // SAFETY: the child leads its own process group (process_group(0)),
+        // so -pid signals only it and what it started.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,131 @@
+//! Each Lambda function binary under `cargo lambda watch` (the real Lambda
+//! Runtime API loop: next-invocation, response and error endpoints),
+//! invoked with `cargo lambda invoke` on the committed event fixtures.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolgate_e2e::peer::{Peer, free_port, tools_path};
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+}
+
+/// `cargo lambda watch` on a free loopback port, serving the workspace's
+/// function binaries (built with the same target dir as the tests).
+fn watch() -> (Peer, u16) {
+    let port = free_port();
+    let mut peer = Peer::spawn(
+        "cargo lambda watch",
+        Command::new("cargo")
+            .args(["lambda", "watch", "--ignore-changes", "--timeout", "60"])
+            .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
+            .arg(port.to_string())
+            .env("PATH", tools_path())
+            .current_dir(workspace()),
+    );
+    peer.wait_for_port(port, Duration::from_secs(60));
+    (peer, port)
+}
+
+enum Outcome {
+    /// The function returned this payload.
+    Returned(Value),
+    /// The function failed with this `errorType` and message.
+    Failed(String),
+}
+
+fn invoke(port: u16, function: &str, fixture: &str) -> Outcome {
+    let data = workspace().join("tests/fixtures/lambda").join(fixture);
+    let out = Command::new("cargo")
+        .args(["lambda", "invoke", function, "--output-format", "json"])
+        .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
+        .arg(port.to_string())
+        .arg("--data-file")
+        .arg(&data)
+        .env("PATH", tools_path())
+        .current_dir(workspace())
+        .output()
+        .expect("run cargo lambda invoke");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() {
+        Outcome::Returned(
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{fixture}: {e}: {stdout}")),
+        )
+    } else {
+        Outcome::Failed(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// An API Gateway / Function URL response: status and parsed JSON body.
+fn http(fixture: &str, outcome: Outcome) -> (u64, Value) {
+    let Outcome::Returned(resp) = outcome else {
+        panic!("{fixture}: HTTP events always get a response")
+    };
+    let status = resp["statusCode"].as_u64().expect("statusCode");
+    assert_eq!(
+        resp["headers"]["content-type"], "application/json",
+        "{fixture}"
+    );
+    let body = serde_json::from_str(resp["body"].as_str().expect("body")).expect("JSON body");
+    (status, body)
+}
+
+#[test]
+fn python_execute_function_answers_every_event_kind() {
+    let (watch, port) = watch();
+    let f = "python-execute";
+
+    let (status, body) = http("list", invoke(port, f, "apigw_v2_list_tools.json"));
+    assert_eq!(status, 200, "{body}\n{}", watch.logs());
+    assert_eq!(body["tools"][0]["function"]["name"], "python__execute");
+
+    let (status, body) = http("call", invoke(port, f, "apigw_v2_call.json"));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["stdout"], "hi from lambda\n");
+    assert_eq!(body["result"], json!({"sum": 45}));
+    // 60 s of function time and API Gateway's 30 s both leave the default
+    // 20 s timeout alone, so nothing is said about lowering it.
+    assert_eq!(body["stderr"], "", "{body}");
+
+    let (status, body) = http("base64", invoke(port, f, "apigw_v2_call_base64.json"));
+    assert_eq!((status, body["stdout"].clone()), (200, json!("é ✓\n")));
+
+    let (status, body) = http("bad json", invoke(port, f, "apigw_v2_bad_json.json"));
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], "invalid_input");
+
+    let (status, body) = http("unknown", invoke(port, f, "apigw_v2_unknown_tool.json"));
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["code"], "unknown_tool");
+
+    let (status, body) = http("healthz", invoke(port, f, "apigw_v2_healthz.json"));
+    assert_eq!(status, 200);
+    assert_eq!(body["sandbox"]["walls"]["seccomp"], true, "{body}");
+
+    let (status, body) = http("url", invoke(port, f, "function_url_call.json"));
+    assert_eq!(
+        (status, body["exit_code"].clone()),
+        (200, json!(1)),
+        "{body}"
+    );
+
+    match invoke(port, f, "direct_arguments.json") {
+        Outcome::Returned(v) => assert_eq!(v["result"], json!({"answer": 42}), "{v}"),
+        Outcome::Failed(e) => panic!("direct call failed: {e}"),
+    }
+    match invoke(port, f, "direct_envelope.json") {
+        Outcome::Returned(v) => assert_eq!(v["exit_code"], 3, "a script's exit is a result: {v}"),
+        Outcome::Failed(e) => panic!("direct call failed: {e}"),
+    }
+    for bad in ["direct_invalid.json", "direct_unknown_tool.json"] {
+        match invoke(port, f, bad) {
+            Outcome::Failed(e) => assert!(e.contains("InvalidInput"), "{bad}: {e}"),
+            Outcome::Returned(v) => panic!("{bad} must fail the invocation, got {v}"),
+        }
+    }
+}
