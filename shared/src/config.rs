@@ -144,6 +144,38 @@ impl Default for ServerConfig {
 pub struct Config {
     pub server: ServerConfig,
     pub python: PythonConfig,
+    pub cloud: CloudConfig,
+}
+
+/// Cloud accounts (DESIGN §2): `[clouds.NAME]` tables, or SSM when
+/// `TOOLGATE_CLOUD_SSM_PREFIX` is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudConfig {
+    pub accounts: Vec<crate::cloud::Account>,
+    /// Read accounts from SSM Parameter Store under this path instead.
+    pub ssm_prefix: Option<String>,
+    /// Seconds a tool listing is cached (`TOOLGATE_CLOUD_TTL_SECS`, default 300).
+    pub ttl_secs: u64,
+    /// Seconds allowed per request to an account (`TOOLGATE_CLOUD_TIMEOUT_SECS`, default 10).
+    pub timeout_secs: u64,
+}
+
+impl Default for CloudConfig {
+    fn default() -> Self {
+        Self {
+            accounts: Vec::new(),
+            ssm_prefix: None,
+            ttl_secs: 300,
+            timeout_secs: 10,
+        }
+    }
+}
+
+impl CloudConfig {
+    /// Whether any cloud account is configured at all.
+    pub fn is_configured(&self) -> bool {
+        !self.accounts.is_empty() || self.ssm_prefix.is_some()
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -160,6 +192,8 @@ pub enum ConfigError {
     BadModuleName(String),
     #[error("namespace {0:?} must match ^[a-zA-Z0-9_-]{{1,40}}$")]
     BadNamespace(String),
+    #[error("[clouds.{account}]: {reason}")]
+    BadCloud { account: String, reason: String },
     #[error("{name} must be {what}, got {value:?}")]
     BadValue {
         name: &'static str,
@@ -179,10 +213,27 @@ struct FileConfig {
     // file configures everything, while a misspelt table is still an error.
     #[serde(default, rename = "servers")]
     _servers: Option<toml::Value>,
-    #[serde(default, rename = "clouds")]
-    _clouds: Option<toml::Value>,
+    #[serde(default)]
+    clouds: std::collections::BTreeMap<String, FileCloud>,
     #[serde(default, rename = "clarify")]
     _clarify: Option<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCloud {
+    url: String,
+    #[serde(default = "enabled_by_default")]
+    enabled: bool,
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
+    /// The name of an environment variable holding the bearer token, so
+    /// that the file itself holds no secret.
+    token_env: Option<String>,
+}
+
+fn enabled_by_default() -> bool {
+    true
 }
 
 #[derive(Deserialize, Default)]
@@ -342,6 +393,52 @@ impl Config {
         }
         if let Some(n) = file.python.max_concurrency {
             p.max_concurrency = n;
+        }
+
+        for (id, c) in file.clouds {
+            let bad = |reason: String| ConfigError::BadCloud {
+                account: id.clone(),
+                reason,
+            };
+            crate::cloud::validate_account_id(&id).map_err(bad)?;
+            if !(c.url.starts_with("http://") || c.url.starts_with("https://")) {
+                return Err(bad(format!("url must be http(s)://..., got {:?}", c.url)));
+            }
+            let token =
+                match &c.token_env {
+                    Some(var) => Some(env(var).filter(|t| !t.is_empty()).ok_or_else(|| {
+                        bad(format!("token_env names {var:?}, which is not set"))
+                    })?),
+                    None => None,
+                };
+            cfg.cloud.accounts.push(crate::cloud::Account {
+                id: id.clone(),
+                url: c.url,
+                enabled: c.enabled,
+                headers: c.headers,
+                token,
+            });
+        }
+        if let Some(v) = env("TOOLGATE_CLOUD_SSM_PREFIX").filter(|v| !v.trim().is_empty()) {
+            cfg.cloud.ssm_prefix = Some(v.trim().to_owned());
+        }
+        if let Some(v) = env("TOOLGATE_CLOUD_TTL_SECS") {
+            cfg.cloud.ttl_secs =
+                env_number("TOOLGATE_CLOUD_TTL_SECS", &v, "a whole number of seconds")?;
+        }
+        if let Some(v) = env("TOOLGATE_CLOUD_TIMEOUT_SECS") {
+            cfg.cloud.timeout_secs = env_number(
+                "TOOLGATE_CLOUD_TIMEOUT_SECS",
+                &v,
+                "a whole number of seconds",
+            )?;
+            if cfg.cloud.timeout_secs == 0 {
+                return Err(ConfigError::BadValue {
+                    name: "TOOLGATE_CLOUD_TIMEOUT_SECS",
+                    what: "at least 1",
+                    value: v,
+                });
+            }
         }
 
         if let Some(v) = env("TOOLGATE_ADDR") {

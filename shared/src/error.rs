@@ -12,6 +12,8 @@ pub enum ErrorCode {
     UnknownTool,
     TooLarge,
     Internal,
+    /// A cloud account's MCP server is down, slow past its timeout, or failed.
+    UpstreamUnavailable,
 }
 
 impl ErrorCode {
@@ -23,6 +25,7 @@ impl ErrorCode {
             Self::UnknownTool => 404,
             Self::TooLarge => 413,
             Self::Internal => 500,
+            Self::UpstreamUnavailable => 502,
         }
     }
 
@@ -34,6 +37,7 @@ impl ErrorCode {
             Self::UnknownTool => "unknown_tool",
             Self::TooLarge => "too_large",
             Self::Internal => "internal",
+            Self::UpstreamUnavailable => "upstream_unavailable",
         }
     }
 }

@@ -79,6 +79,7 @@ async fn json_errors(req: Request, next: Next) -> Response {
         403 => ErrorCode::Forbidden,
         404 => ErrorCode::UnknownTool,
         413 => ErrorCode::TooLarge,
+        502 => ErrorCode::UpstreamUnavailable,
         s if s >= 500 => ErrorCode::Internal,
         _ => ErrorCode::InvalidInput,
     };
@@ -192,11 +193,11 @@ async fn list_tools(
 }
 
 async fn healthz(State(state): State<AppState>) -> Json<Value> {
-    let tools: Vec<&str> = state
+    let tools: Vec<String> = state
         .registry
         .tools()
         .iter()
-        .map(|t| t.spec().name.as_str())
+        .map(|t| t.spec().name.clone())
         .collect();
     let mut body = json!({"status": "ok", "tools": tools});
     if let (Some(obj), Value::Object(extra)) = (body.as_object_mut(), (state.health)()) {

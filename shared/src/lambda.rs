@@ -123,7 +123,7 @@ impl Function {
             }
             return Ok((name, args));
         }
-        match tools {
+        match tools.as_slice() {
             [only] => Ok((only.spec().name.clone(), payload)),
             _ => {
                 let known: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
@@ -153,6 +153,7 @@ pub fn diagnostic(e: &ToolError) -> Diagnostic {
         ErrorCode::UnknownTool => "UnknownTool",
         ErrorCode::TooLarge => "TooLarge",
         ErrorCode::Internal => "Internal",
+        ErrorCode::UpstreamUnavailable => "UpstreamUnavailable",
     };
     Diagnostic {
         error_type: error_type.into(),
@@ -214,7 +215,11 @@ async fn call_context(mut req: Request, next: Next) -> Response {
 /// A function binary's `main`: logs, config, the tools (built during
 /// Lambda's init phase, so the sandbox is warm before the first event),
 /// then the Runtime API loop.
-pub fn main(assemble: impl FnOnce(&Config) -> Result<Toolset, String>) -> ExitCode {
+pub fn main<F, Fut>(assemble: F) -> ExitCode
+where
+    F: FnOnce(Config) -> Fut,
+    Fut: std::future::Future<Output = Result<Toolset, String>>,
+{
     crate::logging::init("info");
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -228,7 +233,7 @@ pub fn main(assemble: impl FnOnce(&Config) -> Result<Toolset, String>) -> ExitCo
             Ok(c) => c,
             Err(e) => return fail(&e.to_string()),
         };
-        let tools = match assemble(&cfg) {
+        let tools = match assemble(cfg).await {
             Ok(t) => t,
             Err(e) => return fail(&e),
         };

@@ -7,12 +7,13 @@ use crate::error::ErrorCode;
 use crate::registry::{Registry, exported_name};
 use crate::spec_export::Format;
 
-const ERRORS: [ErrorCode; 5] = [
+const ERRORS: [ErrorCode; 6] = [
     ErrorCode::InvalidInput,
     ErrorCode::Unauthorized,
     ErrorCode::UnknownTool,
     ErrorCode::TooLarge,
     ErrorCode::Internal,
+    ErrorCode::UpstreamUnavailable,
 ];
 
 fn error_response(description: &str) -> Value {
@@ -35,6 +36,9 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
                 ErrorCode::UnknownTool => "No such tool",
                 ErrorCode::TooLarge => "Request body over 1 MiB",
                 ErrorCode::Internal => "The service failed (never the script itself)",
+                ErrorCode::UpstreamUnavailable => {
+                    "A cloud account's MCP server is down or too slow (cloud tools only)"
+                }
             };
             (c.status().to_string(), error_response(what))
         })

@@ -1,4 +1,6 @@
-//! The set of tools one runtime serves, looked up by canonical or exported name.
+//! The set of tools one runtime serves, looked up by canonical or exported
+//! name: tools fixed at start-up, plus sources whose tools come and go
+//! (each cloud account's MCP server).
 
 use std::sync::Arc;
 
@@ -12,9 +14,20 @@ pub fn exported_name(canonical: &str) -> String {
     canonical.replace('.', "__")
 }
 
+/// Tools that are discovered at run time.
+pub trait ToolSource: Send + Sync {
+    /// The tools available now, from a cache: never waits on the network.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// Resolves a name this source owns. `None` when the name is not this
+    /// source's; an error when it is but cannot be served now (an account
+    /// that is down), so the caller learns why.
+    fn resolve(&self, name: &str) -> Option<Result<Arc<dyn Tool>, ToolError>>;
+}
+
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl Registry {
@@ -32,15 +45,31 @@ impl Registry {
         Ok(())
     }
 
-    pub fn tools(&self) -> &[Arc<dyn Tool>] {
-        &self.tools
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
+    /// Every tool served now: the fixed ones, then each source's.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for s in &self.sources {
+            all.extend(s.tools());
+        }
+        all
     }
 
     /// Finds a tool by its canonical name or its exported name.
-    pub fn get(&self, name: &str) -> Result<&Arc<dyn Tool>, ToolError> {
-        self.tools
+    pub fn get(&self, name: &str) -> Result<Arc<dyn Tool>, ToolError> {
+        if let Some(t) = self
+            .tools
             .iter()
             .find(|t| t.spec().name == name || exported_name(&t.spec().name) == name)
-            .ok_or_else(|| ToolError::unknown_tool(name))
+        {
+            return Ok(t.clone());
+        }
+        self.sources
+            .iter()
+            .find_map(|s| s.resolve(name))
+            .unwrap_or_else(|| Err(ToolError::unknown_tool(name)))
     }
 }

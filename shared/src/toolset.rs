@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::cloud::account::ConfigAccounts;
+use crate::cloud::{CloudSettings, CloudTools};
 use crate::config::Config;
 use crate::http::{AppState, HealthFn};
 use crate::registry::Registry;
@@ -18,6 +20,7 @@ type HealthPart = Arc<dyn Fn() -> Value + Send + Sync>;
 pub struct Toolset {
     pub registry: Registry,
     health: Vec<(&'static str, HealthPart)>,
+    cloud: Option<Arc<CloudTools>>,
 }
 
 impl Toolset {
@@ -47,6 +50,49 @@ impl Toolset {
             Arc::new(move || serde_json::json!({ "walls": sandbox.walls() })),
         ));
         Ok(self)
+    }
+
+    /// The cloud accounts' tools, when any account is configured (`[clouds.*]`
+    /// tables, or `TOOLGATE_CLOUD_SSM_PREFIX` with the `aws` feature). Lists
+    /// every account's tools now, each within the configured timeout.
+    pub async fn with_cloud(mut self, cfg: &Config) -> Result<Self, String> {
+        let c = &cfg.cloud;
+        if !c.is_configured() {
+            return Ok(self);
+        }
+        let settings = CloudSettings {
+            ttl: std::time::Duration::from_secs(c.ttl_secs),
+            timeout: std::time::Duration::from_secs(c.timeout_secs),
+        };
+        let cloud = match &c.ssm_prefix {
+            #[cfg(feature = "aws")]
+            Some(prefix) => {
+                let source = crate::cloud::ssm::SsmAccounts::from_env(prefix).await;
+                CloudTools::start(&source, settings).await?
+            }
+            #[cfg(not(feature = "aws"))]
+            Some(_) => {
+                return Err(
+                    "TOOLGATE_CLOUD_SSM_PREFIX is set, but this build has no AWS support (feature `aws`)"
+                        .into(),
+                );
+            }
+            None => CloudTools::start(&ConfigAccounts(c.accounts.clone()), settings).await?,
+        };
+        let cloud = Arc::new(cloud);
+        self.registry.add_source(cloud.clone());
+        let health = cloud.clone();
+        self.health
+            .push(("cloud", Arc::new(move || health.health())));
+        self.cloud = Some(cloud);
+        Ok(self)
+    }
+
+    /// Ends upstream sessions (the cloud accounts' MCP sessions).
+    pub async fn shutdown(&self) {
+        if let Some(c) = &self.cloud {
+            c.close().await;
+        }
     }
 
     /// The `/healthz` extras: one field per component.

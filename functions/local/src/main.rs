@@ -61,8 +61,8 @@ enum Cmd {
 }
 
 /// Every tool this machine can serve.
-fn build(cfg: &Config) -> Result<Toolset, String> {
-    Toolset::new().with_python(cfg)
+async fn build(cfg: &Config) -> Result<Toolset, String> {
+    Toolset::new().with_python(cfg)?.with_cloud(cfg).await
 }
 
 fn main() -> ExitCode {
@@ -110,7 +110,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(f) => f,
                 Err(e) => return fatal(&e.message),
             };
-            let app = match build(&cfg) {
+            let app = match build(&cfg).await {
                 Ok(a) => a,
                 Err(e) => return fatal(&e),
             };
@@ -125,7 +125,7 @@ fn print_json(v: &Value) {
 }
 
 async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
-    let app = match build(&cfg) {
+    let app = match build(&cfg).await {
         Ok(a) => a,
         Err(e) => return fatal(&e),
     };
@@ -166,7 +166,7 @@ async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
 }
 
 async fn serve(cfg: Config) -> ExitCode {
-    let app = match build(&cfg) {
+    let app = match build(&cfg).await {
         Ok(a) => a,
         Err(e) => return fatal(&e),
     };
@@ -208,7 +208,8 @@ async fn serve(cfg: Config) -> ExitCode {
             Ok(())
         }
     };
-    // Dropping the tools kills the sandbox's children.
+    // Close upstream sessions; dropping the tools kills the sandbox's children.
+    app.shutdown().await;
     drop(app);
     match served {
         Ok(()) => {

@@ -1,0 +1,15 @@
+//! Lambda function (in a VPC) proxying each cloud account's MCP server; the
+//! accounts are read from SSM under `TOOLGATE_CLOUD_SSM_PREFIX`.
+
+use std::process::ExitCode;
+
+use toolgate_shared::{lambda, toolset::Toolset};
+
+fn main() -> ExitCode {
+    lambda::main(|cfg| async move {
+        if cfg.cloud.ssm_prefix.is_none() {
+            return Err("TOOLGATE_CLOUD_SSM_PREFIX is not set (e.g. /toolgate/clouds/)".into());
+        }
+        Toolset::new().with_cloud(&cfg).await
+    })
+}

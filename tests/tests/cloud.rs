@@ -1,0 +1,374 @@
+//! Cloud tools against two instances of the MCP reference server
+//! (`@modelcontextprotocol/server-everything`, streamable HTTP) on loopback,
+//! as two accounts; accounts from the config file, and from moto's SSM.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolgate_e2e::Server;
+use toolgate_e2e::peer::{Peer, free_port, tools_dir};
+
+/// One reference MCP server on a free loopback port.
+fn everything() -> (Peer, u16) {
+    let port = free_port();
+    let preload = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("support/loopback.cjs");
+    let entry =
+        tools_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut peer = Peer::spawn(
+        "mcp server-everything",
+        Command::new("node")
+            .arg("-r")
+            .arg(preload)
+            .arg(entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string()),
+    );
+    peer.wait_for_port(port, Duration::from_secs(30));
+    (peer, port)
+}
+
+fn config_file(accounts: &[(&str, u16)]) -> tempfile_path::TempPath {
+    let mut text = String::new();
+    for (id, port) in accounts {
+        text.push_str(&format!(
+            "[clouds.{id}]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+        ));
+    }
+    tempfile_path::write("toolgate-cloud", &text)
+}
+
+/// A small temp-file helper (the harness has no tempfile crate).
+mod tempfile_path {
+    use std::path::PathBuf;
+
+    pub struct TempPath(pub PathBuf);
+    impl Drop for TempPath {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    pub fn write(stem: &str, text: &str) -> TempPath {
+        let p = std::env::temp_dir().join(format!(
+            "{stem}-{}-{}.toml",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::write(&p, text).expect("write temp config");
+        TempPath(p)
+    }
+}
+
+fn names(s: &Server, format: &str) -> Vec<String> {
+    let r = s.get(&format!("/tools?format={format}"));
+    assert_eq!(r.status, 200);
+    r.json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t.get("function")
+                .map(|f| f["name"].clone())
+                .unwrap_or_else(|| t["name"].clone())
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no content: {result}"))
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn two_accounts_listed_called_and_isolated() {
+    let (_alpha, pa) = everything();
+    let (mut beta, pb) = everything();
+    let cfg = config_file(&[("alpha", pa), ("beta-2", pb)]);
+    let s = Server::start_with_args(&[], &["--config", cfg.0.to_str().unwrap()]);
+
+    // Listing with prefixes, in every format; python.execute is still there.
+    for format in ["native", "openai", "anthropic", "mcp"] {
+        let n = names(&s, format);
+        for want in [
+            "alpha__echo",
+            "beta-2__echo",
+            "alpha__get-sum",
+            "beta-2__get-sum",
+        ] {
+            assert!(
+                n.iter().any(|x| x == want),
+                "{format}: {want} missing from {n:?}"
+            );
+        }
+        assert!(n.iter().all(|x| x.len() <= 64));
+    }
+    let native = s.get("/tools").json();
+    let echo = native["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "alpha__echo")
+        .unwrap()
+        .clone();
+    assert_eq!(echo["description"], "Echoes back the input string");
+    assert_eq!(
+        echo["input_schema"]["properties"]["message"]["type"],
+        "string"
+    );
+
+    // A forwarded call, result checked.
+    let r = s.post_json(
+        "/tools/alpha__echo",
+        &json!({"message": "hello through the proxy"}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let out = r.json();
+    assert!(text_of(&out).contains("hello through the proxy"), "{out}");
+    assert_ne!(out["isError"], true);
+    let r = s.post_json("/tools/beta-2__get-sum", &json!({"a": 2, "b": 40}));
+    assert_eq!(r.status, 200);
+    assert!(text_of(&r.json()).contains("42"), "{}", r.json());
+
+    // The tool's own error comes back as a result, not a failed call.
+    let r = s.post_json("/tools/alpha__get-sum", &json!({"a": "two", "b": 1}));
+    let out = r.json();
+    assert_eq!(r.status, 200, "{out}");
+    assert_eq!(out["isError"], true, "{out}");
+
+    // Unknown prefixed names.
+    let r = s.post_json("/tools/alpha__no-such-tool", &json!({}));
+    assert_eq!(r.status, 404);
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("alpha") && msg.contains("alpha__echo"),
+        "{msg}"
+    );
+    let r = s.post_json("/tools/gamma__echo", &json!({"message": "x"}));
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["code"], "unknown_tool");
+    let r = s.post_json("/tools/alpha__echo", &json!(["not", "an", "object"]));
+    assert_eq!(r.status, 400);
+
+    // One account dies: the other keeps working, the dead one says so.
+    beta.kill();
+    let r = s.post_json("/tools/beta-2__echo", &json!({"message": "anyone?"}));
+    assert_eq!(r.status, 502, "{}", String::from_utf8_lossy(&r.body));
+    let e = r.json();
+    assert_eq!(e["error"]["code"], "upstream_unavailable");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"beta-2\""),
+        "{e}"
+    );
+    let r = s.post_json("/tools/alpha__echo", &json!({"message": "still here"}));
+    assert_eq!(r.status, 200);
+    assert!(text_of(&r.json()).contains("still here"));
+
+    // The listing is cached: many calls and listings, one tools/list per account.
+    for _ in 0..5 {
+        s.get("/tools");
+        s.post_json("/tools/alpha__echo", &json!({"message": "again"}));
+    }
+    let listed = s
+        .logs()
+        .lines()
+        .filter(|l| l.contains("cloud account listed") && l.contains("\"alpha\""))
+        .count();
+    assert_eq!(listed, 1, "{}", s.logs());
+    let health = s.get("/healthz").json();
+    assert_eq!(health["cloud"]["accounts"]["alpha"]["ok"], true, "{health}");
+}
+
+#[test]
+fn listing_is_refreshed_after_its_ttl() {
+    let (_alpha, pa) = everything();
+    let cfg = config_file(&[("alpha", pa)]);
+    let s = Server::start_with_args(
+        &[("TOOLGATE_CLOUD_TTL_SECS", "1")],
+        &["--config", cfg.0.to_str().unwrap()],
+    );
+    let count = |s: &Server| s.logs().matches("cloud account listed").count();
+    assert_eq!(count(&s), 1);
+    std::thread::sleep(Duration::from_millis(1200));
+    s.get("/tools"); // due: refreshed in the background, served from cache now
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while count(&s) < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", s.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_account_down_at_start_does_not_stop_the_others() {
+    let (_alpha, pa) = everything();
+    let dead = free_port();
+    let cfg = config_file(&[("alpha", pa), ("gone", dead)]);
+    let s = Server::start_with_args(&[], &["--config", cfg.0.to_str().unwrap()]);
+    let n = names(&s, "native");
+    assert!(n.iter().any(|x| x == "alpha__echo"));
+    assert!(!n.iter().any(|x| x.starts_with("gone__")));
+    let r = s.post_json("/tools/gone__echo", &json!({"message": "x"}));
+    assert_eq!(r.status, 502);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"gone\"")
+    );
+    assert_eq!(
+        s.get("/healthz").json()["cloud"]["accounts"]["gone"]["ok"],
+        false
+    );
+}
+
+#[test]
+fn bad_account_ids_are_refused_at_start() {
+    let cfg = tempfile_path::write(
+        "toolgate-cloud-bad",
+        "[clouds.a__b]\nurl = \"http://127.0.0.1:9/mcp\"\n",
+    );
+    let out = Command::new(toolgate_e2e::toolgate_bin())
+        .args(["tools", "--config", cfg.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a__b") && err.contains("must match"), "{err}");
+}
+
+/// moto server (PyPI `moto[server]`) on a free loopback port.
+fn moto() -> (Peer, String) {
+    let port = free_port();
+    let mut peer = Peer::spawn(
+        "moto_server",
+        Command::new(tools_dir().join("aws/bin/moto_server"))
+            .args(["-H", "127.0.0.1", "-p"])
+            .arg(port.to_string()),
+    );
+    peer.wait_for_port(port, Duration::from_secs(60));
+    (peer, format!("http://127.0.0.1:{port}"))
+}
+
+const AWS_ENV: [(&str, &str); 3] = [
+    ("AWS_ACCESS_KEY_ID", "testing"),
+    ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ("AWS_REGION", "us-east-1"),
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn accounts_come_from_ssm_through_the_sdk() {
+    let (_moto, endpoint) = moto();
+    let (_alpha, pa) = everything();
+    let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(&endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
+            "testing", "testing", None, None, "test",
+        ))
+        .load()
+        .await;
+    let ssm = aws_sdk_ssm::Client::new(&conf);
+    let put = |name: &str, value: String, secure: bool| {
+        let ssm = ssm.clone();
+        let name = name.to_owned();
+        async move {
+            ssm.put_parameter()
+                .name(name)
+                .value(value)
+                .r#type(if secure {
+                    aws_sdk_ssm::types::ParameterType::SecureString
+                } else {
+                    aws_sdk_ssm::types::ParameterType::String
+                })
+                .send()
+                .await
+                .expect("put_parameter");
+        }
+    };
+    put("/toolgate/clouds/alpha/token", "s3cret-token".into(), true).await;
+    put(
+        "/toolgate/clouds/alpha",
+        json!({"url": format!("http://127.0.0.1:{pa}/mcp"), "token_parameter": "/toolgate/clouds/alpha/token", "headers": {"X-Tenant": "t1"}}).to_string(),
+        false,
+    )
+    .await;
+    put(
+        "/toolgate/clouds/off",
+        json!({"url": format!("http://127.0.0.1:{pa}/mcp"), "enabled": false}).to_string(),
+        false,
+    )
+    .await;
+    put(
+        "/toolgate/clouds/bad_id",
+        json!({"url": "http://127.0.0.1:9/mcp"}).to_string(),
+        false,
+    )
+    .await;
+    put(
+        "/toolgate/clouds/no-token",
+        json!({"url": "http://127.0.0.1:9/mcp", "token_parameter": "/toolgate/secrets/missing"})
+            .to_string(),
+        false,
+    )
+    .await;
+
+    let mut env: Vec<(&str, &str)> = AWS_ENV.to_vec();
+    env.push(("AWS_ENDPOINT_URL", &endpoint));
+    env.push(("TOOLGATE_CLOUD_SSM_PREFIX", "/toolgate/clouds"));
+    let s = Server::start(&env);
+    let n = names(&s, "openai");
+    assert!(n.iter().any(|x| x == "alpha__echo"), "{n:?}\n{}", s.logs());
+    assert!(
+        !n.iter()
+            .any(|x| x.starts_with("off__") || x.starts_with("bad"))
+    );
+    let r = s.post_json("/tools/alpha__echo", &json!({"message": "via ssm"}));
+    assert_eq!(r.status, 200);
+    assert!(text_of(&r.json()).contains("via ssm"));
+    let logs = s.logs();
+    assert!(
+        logs.contains("bad_id") && logs.contains("must match"),
+        "{logs}"
+    );
+    assert!(logs.contains("/toolgate/secrets/missing"), "{logs}");
+    assert!(!logs.contains("s3cret-token"), "a secret reached the log");
+}
+
+#[test]
+fn sessions_are_closed_with_a_delete_on_shutdown() {
+    let (alpha, pa) = everything();
+    let cfg = config_file(&[("alpha", pa)]);
+    let s = Server::start_with_args(&[], &["--config", cfg.0.to_str().unwrap()]);
+    let r = s.post_json("/tools/alpha__echo", &json!({"message": "one call"}));
+    assert_eq!(r.status, 200);
+    let sessions = alpha.logs().matches("Session initialized").count();
+    assert_eq!(
+        sessions,
+        1,
+        "one session for listing and calls:\n{}",
+        alpha.logs()
+    );
+    assert!(!alpha.logs().contains("Received session termination"));
+    assert!(s.terminate().success());
+    assert!(
+        alpha
+            .logs()
+            .contains("Received session termination request"),
+        "no DELETE:\n{}",
+        alpha.logs()
+    );
+}
