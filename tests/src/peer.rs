@@ -161,3 +161,37 @@ impl Drop for Peer {
         self.kill();
     }
 }
+
+/// The MCP reference server (`@modelcontextprotocol/server-everything`,
+/// streamable HTTP) on a free loopback port; `support/loopback.cjs` keeps it
+/// off other interfaces.
+pub fn everything() -> (Peer, u16) {
+    let port = free_port();
+    let preload = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("support/loopback.cjs");
+    let entry =
+        tools_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut peer = Peer::spawn(
+        "mcp server-everything",
+        Command::new("node")
+            .arg("-r")
+            .arg(preload)
+            .arg(entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string()),
+    );
+    peer.wait_for_port(port, Duration::from_secs(30));
+    (peer, port)
+}
+
+/// moto server (PyPI `moto[server]`) on a free loopback port; returns its URL.
+pub fn moto() -> (Peer, String) {
+    let port = free_port();
+    let mut peer = Peer::spawn(
+        "moto_server",
+        Command::new(tools_dir().join("aws/bin/moto_server"))
+            .args(["-H", "127.0.0.1", "-p"])
+            .arg(port.to_string()),
+    );
+    peer.wait_for_port(port, Duration::from_secs(60));
+    (peer, format!("http://127.0.0.1:{port}"))
+}

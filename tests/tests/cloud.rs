@@ -2,32 +2,12 @@
 //! (`@modelcontextprotocol/server-everything`, streamable HTTP) on loopback,
 //! as two accounts; accounts from the config file, and from moto's SSM.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_e2e::Server;
-use toolgate_e2e::peer::{Peer, free_port, tools_dir};
-
-/// One reference MCP server on a free loopback port.
-fn everything() -> (Peer, u16) {
-    let port = free_port();
-    let preload = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("support/loopback.cjs");
-    let entry =
-        tools_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let mut peer = Peer::spawn(
-        "mcp server-everything",
-        Command::new("node")
-            .arg("-r")
-            .arg(preload)
-            .arg(entry)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string()),
-    );
-    peer.wait_for_port(port, Duration::from_secs(30));
-    (peer, port)
-}
+use toolgate_e2e::peer::{everything, free_port, moto};
 
 fn config_file(accounts: &[(&str, u16)]) -> tempfile_path::TempPath {
     let mut text = String::new();
@@ -248,19 +228,6 @@ fn bad_account_ids_are_refused_at_start() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("a__b") && err.contains("must match"), "{err}");
-}
-
-/// moto server (PyPI `moto[server]`) on a free loopback port.
-fn moto() -> (Peer, String) {
-    let port = free_port();
-    let mut peer = Peer::spawn(
-        "moto_server",
-        Command::new(tools_dir().join("aws/bin/moto_server"))
-            .args(["-H", "127.0.0.1", "-p"])
-            .arg(port.to_string()),
-    );
-    peer.wait_for_port(port, Duration::from_secs(60));
-    (peer, format!("http://127.0.0.1:{port}"))
 }
 
 const AWS_ENV: [(&str, &str); 3] = [

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate_e2e::peer::{Peer, free_port, tools_path};
+use toolgate_e2e::peer::{Peer, everything, free_port, moto, run_ok, tools_dir, tools_path};
 
 fn workspace() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -17,17 +17,17 @@ fn workspace() -> &'static Path {
 
 /// `cargo lambda watch` on a free loopback port, serving the workspace's
 /// function binaries (built with the same target dir as the tests).
-fn watch() -> (Peer, u16) {
+fn watch(env: &[(&str, &str)]) -> (Peer, u16) {
     let port = free_port();
-    let mut peer = Peer::spawn(
-        "cargo lambda watch",
-        Command::new("cargo")
-            .args(["lambda", "watch", "--ignore-changes", "--timeout", "60"])
-            .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
-            .arg(port.to_string())
-            .env("PATH", tools_path())
-            .current_dir(workspace()),
-    );
+    let mut cmd = Command::new("cargo");
+    cmd.args(["lambda", "watch", "--ignore-changes", "--timeout", "60"])
+        .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
+        .arg(port.to_string())
+        .env("PATH", tools_path())
+        .current_dir(workspace());
+    // The functions it starts inherit this environment.
+    cmd.envs(env.iter().copied());
+    let mut peer = Peer::spawn("cargo lambda watch", &mut cmd);
     peer.wait_for_port(port, Duration::from_secs(60));
     (peer, port)
 }
@@ -77,7 +77,7 @@ fn http(fixture: &str, outcome: Outcome) -> (u64, Value) {
 
 #[test]
 fn python_execute_function_answers_every_event_kind() {
-    let (watch, port) = watch();
+    let (watch, port) = watch(&[]);
     let f = "python-execute";
 
     let (status, body) = http("list", invoke(port, f, "apigw_v2_list_tools.json"));
@@ -127,5 +127,50 @@ fn python_execute_function_answers_every_event_kind() {
             Outcome::Failed(e) => assert!(e.contains("InvalidInput"), "{bad}: {e}"),
             Outcome::Returned(v) => panic!("{bad} must fail the invocation, got {v}"),
         }
+    }
+}
+
+#[test]
+fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
+    let (_moto, endpoint) = moto();
+    let (_mcp, mcp_port) = everything();
+    // The inventory goes in through boto3 (moto's own dependency); the
+    // function reads it back through the Rust SDK.
+    let doc = json!({"url": format!("http://127.0.0.1:{mcp_port}/mcp")}).to_string();
+    run_ok(
+        Command::new(tools_dir().join("aws/bin/python"))
+            .arg("-c")
+            .arg("import boto3, sys; boto3.client('ssm', endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing').put_parameter(Name='/toolgate/clouds/ref', Type='String', Value=sys.argv[2])")
+            .arg(&endpoint)
+            .arg(&doc),
+        "put the account into moto's SSM",
+    );
+    let (watch, port) = watch(&[
+        ("AWS_ENDPOINT_URL", &endpoint),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("TOOLGATE_CLOUD_SSM_PREFIX", "/toolgate/clouds"),
+    ]);
+    match invoke(port, "cloud", "direct_cloud_echo.json") {
+        Outcome::Returned(v) => {
+            assert_eq!(
+                v["content"][0]["text"],
+                "Echo: from a state machine",
+                "{v}\n{}",
+                watch.logs()
+            )
+        }
+        Outcome::Failed(e) => panic!("cloud call failed: {e}\n{}", watch.logs()),
+    }
+    // A cloud function serves many tools: bare arguments are refused.
+    match invoke(port, "cloud", "direct_arguments.json") {
+        Outcome::Failed(e) => {
+            assert!(
+                e.contains("InvalidInput") && e.contains("several tools"),
+                "{e}"
+            )
+        }
+        Outcome::Returned(v) => panic!("bare arguments must fail, got {v}"),
     }
 }
