@@ -90,6 +90,13 @@ impl Function {
     /// Splits a payload into the tool's name and its arguments.
     fn dispatch(&self, payload: Value) -> Result<(String, Value), ToolError> {
         let tools = self.registry.tools();
+        let known = || {
+            tools
+                .iter()
+                .map(|t| t.spec().name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let envelope = payload.as_object().is_some_and(|o| {
             o.contains_key("tool") && o.keys().all(|k| k == "tool" || k == "arguments")
         });
@@ -115,23 +122,19 @@ impl Function {
             // An unknown name is a bad payload, which a state machine catches
             // as InvalidInput like any other.
             if self.registry.get(&name).is_err() {
-                let known: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
                 return Err(ToolError::invalid_input(format!(
                     "Unknown tool: {name:?}. This function serves: {}",
-                    known.join(", ")
+                    known()
                 )));
             }
             return Ok((name, args));
         }
         match tools.as_slice() {
             [only] => Ok((only.spec().name.clone(), payload)),
-            _ => {
-                let known: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
-                Err(ToolError::invalid_input(format!(
-                    "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
-                    known.join(", ")
-                )))
-            }
+            _ => Err(ToolError::invalid_input(format!(
+                "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
+                known()
+            ))),
         }
     }
 }

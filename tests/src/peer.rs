@@ -111,35 +111,34 @@ impl Peer {
 
     /// Waits until `port` on loopback accepts connections.
     pub fn wait_for_port(&mut self, port: u16, within: Duration) {
+        self.wait_until(&format!("listen on {port}"), within, || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+    }
+
+    /// Waits until the service's output contains `needle`.
+    pub fn wait_for_log(&mut self, needle: &str, within: Duration) {
+        let logs = self.logs.clone();
+        self.wait_until(&format!("log {needle:?}"), within, || {
+            logs.lock().unwrap().contains(needle)
+        });
+    }
+
+    /// Polls `ready`, failing with the service's output if it exits or
+    /// `within` passes first.
+    fn wait_until(&mut self, what: &str, within: Duration, mut ready: impl FnMut() -> bool) {
         let deadline = Instant::now() + within;
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !ready() {
             if let Ok(Some(st)) = self.child.try_wait() {
                 panic!(
-                    "{} exited ({st}) before listening:\n{}",
+                    "{} exited ({st}) before it would {what}:\n{}",
                     self.name,
                     self.logs()
                 );
             }
             assert!(
                 Instant::now() < deadline,
-                "{} did not listen on {port} within {within:?}:\n{}",
-                self.name,
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Waits until the service's output contains `needle`.
-    pub fn wait_for_log(&mut self, needle: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        while !self.logs().contains(needle) {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("{} exited ({st}):\n{}", self.name, self.logs());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not log {needle:?} within {within:?}:\n{}",
+                "{} did not {what} within {within:?}:\n{}",
                 self.name,
                 self.logs()
             );

@@ -312,15 +312,15 @@ impl Upstream {
     }
 
     fn proxies(self: &Arc<Self>, tools: Vec<rmcp::model::Tool>) -> Vec<Arc<ProxyTool>> {
-        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut seen = std::collections::HashSet::new();
         let mut out = Vec::with_capacity(tools.len());
         for t in tools {
             let remote = t.name.to_string();
             let mut name = names::exported(&self.account.id, &remote);
-            if seen.contains_key(&name) {
+            if seen.contains(&name) {
                 name = names::with_hash(&name, &remote);
             }
-            seen.insert(name.clone(), out.len());
+            seen.insert(name.clone());
             let description = t
                 .description
                 .as_deref()
