@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::ssh::doc::{Secret, ServerDoc};
+
 pub const DEFAULT_TIMEOUT_SECS: u64 = 20;
 pub const MIN_TIMEOUT_SECS: u64 = 1;
 pub const MAX_TIMEOUT_SECS: u64 = 1200;
@@ -145,6 +147,46 @@ pub struct Config {
     pub server: ServerConfig,
     pub python: PythonConfig,
     pub cloud: CloudConfig,
+    pub ssh: SshConfig,
+}
+
+/// SSH servers (DESIGN §2): `[servers.NAME]` tables with `key_file`, or
+/// SSM when `TOOLGATE_SSH_SSM_PREFIX` is set; `[ssh]` holds the limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshConfig {
+    /// Name, document and private key, as read at startup.
+    pub servers: Vec<(String, ServerDoc, Secret)>,
+    /// Read servers from SSM Parameter Store under this path instead.
+    pub ssm_prefix: Option<String>,
+    /// Seconds the inventory is cached (`TOOLGATE_SSH_TTL_SECS`, default 300).
+    pub ttl_secs: u64,
+    /// The largest timeout a call may ask for (`TOOLGATE_SSH_MAX_TIMEOUT`, default 600).
+    pub max_timeout_secs: u64,
+    /// Seconds allowed for TCP connect and handshake (`TOOLGATE_SSH_CONNECT_TIMEOUT`, default 10).
+    pub connect_timeout_secs: u64,
+    /// Output bytes read before a flooding command is stopped
+    /// (`TOOLGATE_SSH_MAX_OUTPUT_BYTES`, default 8 MiB).
+    pub max_output_bytes: u64,
+}
+
+impl Default for SshConfig {
+    fn default() -> Self {
+        Self {
+            servers: Vec::new(),
+            ssm_prefix: None,
+            ttl_secs: 300,
+            max_timeout_secs: 600,
+            connect_timeout_secs: 10,
+            max_output_bytes: 8 << 20,
+        }
+    }
+}
+
+impl SshConfig {
+    /// Whether any server source is configured at all.
+    pub fn is_configured(&self) -> bool {
+        !self.servers.is_empty() || self.ssm_prefix.is_some()
+    }
 }
 
 /// Cloud accounts (DESIGN §2): `[clouds.NAME]` tables, or SSM when
@@ -194,6 +236,8 @@ pub enum ConfigError {
     BadNamespace(String),
     #[error("[clouds.{account}]: {reason}")]
     BadCloud { account: String, reason: String },
+    #[error("[servers.{server}]: {reason}")]
+    BadServer { server: String, reason: String },
     #[error("{name} must be {what}, got {value:?}")]
     BadValue {
         name: &'static str,
@@ -211,8 +255,10 @@ struct FileConfig {
     python: FilePython,
     // Tables that other tools read (DESIGN §2); accepted here so that one
     // file configures everything, while a misspelt table is still an error.
-    #[serde(default, rename = "servers")]
-    _servers: Option<toml::Value>,
+    #[serde(default)]
+    servers: std::collections::BTreeMap<String, ServerDoc>,
+    #[serde(default)]
+    ssh: FileSsh,
     #[serde(default)]
     clouds: std::collections::BTreeMap<String, FileCloud>,
     #[serde(default, rename = "clarify")]
@@ -234,6 +280,33 @@ struct FileCloud {
 
 fn enabled_by_default() -> bool {
     true
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileSsh {
+    ttl_secs: Option<u64>,
+    max_timeout: Option<u64>,
+    connect_timeout: Option<u64>,
+    max_output_bytes: Option<u64>,
+}
+
+/// Reads a server's `key_file`: `~/` is the home directory, a relative
+/// path is relative to the config file.
+fn read_key_file(raw: &str, config_path: &str) -> Result<Secret, String> {
+    let path = match raw.strip_prefix("~/") {
+        Some(rest) => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(rest),
+        None => {
+            let p = PathBuf::from(raw);
+            match Path::new(config_path).parent() {
+                Some(dir) if p.is_relative() => dir.join(p),
+                _ => p,
+            }
+        }
+    };
+    std::fs::read_to_string(&path)
+        .map(|k| Secret(k.into()))
+        .map_err(|e| format!("key_file {}: {e}", path.display()))
 }
 
 #[derive(Deserialize, Default)]
@@ -419,6 +492,61 @@ impl Config {
                 token,
             });
         }
+        for (name, mut doc) in file.servers {
+            let bad = |reason: String| ConfigError::BadServer {
+                server: name.clone(),
+                reason,
+            };
+            crate::ssh::doc::validate_server_name(&name).map_err(bad)?;
+            let key_file = doc.key_file.take().ok_or_else(|| {
+                bad("key_file is required (the private key to log in with)".into())
+            })?;
+            let key = read_key_file(&key_file, path_for_errors).map_err(bad)?;
+            cfg.ssh.servers.push((name, doc, key));
+        }
+        let s = &mut cfg.ssh;
+        if let Some(v) = file.ssh.ttl_secs {
+            s.ttl_secs = v;
+        }
+        if let Some(v) = file.ssh.max_timeout {
+            s.max_timeout_secs = v;
+        }
+        if let Some(v) = file.ssh.connect_timeout {
+            s.connect_timeout_secs = v;
+        }
+        if let Some(v) = file.ssh.max_output_bytes {
+            s.max_output_bytes = v;
+        }
+        if let Some(v) = env("TOOLGATE_SSH_SSM_PREFIX").filter(|v| !v.trim().is_empty()) {
+            s.ssm_prefix = Some(v.trim().to_owned());
+        }
+        for (var, field, what) in [
+            (
+                "TOOLGATE_SSH_TTL_SECS",
+                &mut s.ttl_secs,
+                "a whole number of seconds",
+            ),
+            (
+                "TOOLGATE_SSH_MAX_TIMEOUT",
+                &mut s.max_timeout_secs,
+                "a whole number of seconds",
+            ),
+            (
+                "TOOLGATE_SSH_CONNECT_TIMEOUT",
+                &mut s.connect_timeout_secs,
+                "a whole number of seconds",
+            ),
+            (
+                "TOOLGATE_SSH_MAX_OUTPUT_BYTES",
+                &mut s.max_output_bytes,
+                "a whole number of bytes",
+            ),
+        ] {
+            if let Some(v) = env(var) {
+                *field = env_number(var, &v, what)?;
+            }
+        }
+
         if let Some(v) = env("TOOLGATE_CLOUD_SSM_PREFIX").filter(|v| !v.trim().is_empty()) {
             cfg.cloud.ssm_prefix = Some(v.trim().to_owned());
         }
@@ -493,6 +621,31 @@ impl Config {
                 what: "between 1 and 1024",
                 value: p.max_concurrency.to_string(),
             });
+        }
+        let s = &self.ssh;
+        for (name, value, min) in [
+            ("ssh max_timeout", s.max_timeout_secs, 1),
+            ("ssh connect_timeout", s.connect_timeout_secs, 1),
+            ("ssh max_output_bytes", s.max_output_bytes, 65_536),
+        ] {
+            if value < min {
+                return Err(ConfigError::BadValue {
+                    name,
+                    what: "larger (see README, SSH tools)",
+                    value: value.to_string(),
+                });
+            }
+        }
+        // The whole server entry is checked now (host key, policy, key), so
+        // a typo fails at startup rather than at the first call.
+        #[cfg(feature = "ssh")]
+        for (name, doc, key) in &s.servers {
+            doc.clone()
+                .into_server(name, key.0.clone())
+                .map_err(|reason| ConfigError::BadServer {
+                    server: name.clone(),
+                    reason,
+                })?;
         }
         if p.spare_children > 64 {
             return Err(ConfigError::BadValue {
@@ -624,12 +777,79 @@ mod tests {
         assert!(e.to_string().contains("f.toml"));
         let e = Config::from_parts("[pyhton]\n", "f.toml", &with_env(&[])).unwrap_err();
         assert!(e.to_string().contains("pyhton"), "{e}");
-        let ok = Config::from_parts("[servers.web]\nhost = \"h\"\n", "f.toml", &with_env(&[]));
+        let ok = Config::from_parts("[clarify]\n", "f.toml", &with_env(&[]));
         assert!(ok.is_ok(), "other tools' tables are accepted");
         let e = Config::from_parts("[python]\ntimout = 3\n", "f.toml", &with_env(&[])).unwrap_err();
         assert!(e.to_string().contains("timout"));
         let e = Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_MEMORY_MB", "lots")]))
             .unwrap_err();
         assert!(e.to_string().contains("TOOLGATE_PYTHON_MEMORY_MB"));
+    }
+
+    #[test]
+    fn server_tables_are_checked_at_load() {
+        let dir = std::env::temp_dir().join(format!("toolgate-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A throwaway ed25519 key, generated for this test only.
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+QyNTUxOQAAACDjqux70ylHyacqbt3+L/Xc8e/1M3tdKd8tlJTn/de9JAAAAIiKXDo0ilw6
+NAAAAAtzc2gtZWQyNTUxOQAAACDjqux70ylHyacqbt3+L/Xc8e/1M3tdKd8tlJTn/de9JA
+AAAECpXrnlppClY/PkrhQGsx4VmnlE3b/Rp/qWoz8ubaJ55OOq7HvTKUfJpypu3f4v9dzx
+7/Uze10p3y2UlOf9170kAAAABHRlc3QB
+-----END OPENSSH PRIVATE KEY-----
+";
+        std::fs::write(dir.join("id"), key).unwrap();
+        let cfg_path = dir.join("toolgate.toml");
+        let cfg_path = cfg_path.to_str().unwrap();
+        let table = |extra: &str| {
+            format!(
+                "[servers.web]\nhost = \"10.0.0.5\"\nusername = \"ops\"\nhost_key = \"{}\"\n{extra}",
+                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOOq7HvTKUfJpypu3f4v9dzx7/Uze10p3y2UlOf9170k"
+            )
+        };
+        // key_file relative to the config file.
+        let c =
+            Config::from_parts(&table("key_file = \"id\"\n"), cfg_path, &with_env(&[])).unwrap();
+        assert_eq!(c.ssh.servers.len(), 1);
+        assert_eq!(c.ssh.servers[0].1.port, 22);
+        assert!(
+            !format!("{c:?}").contains("PRIVATE KEY"),
+            "the key never shows in Debug"
+        );
+        for (text, says) in [
+            (table(""), "key_file is required"),
+            (table("key_file = \"nope\"\n"), "key_file"),
+            (
+                table("key_file = \"id\"\n[servers.web.policy]\npreset = \"strict\"\n"),
+                "preset",
+            ),
+            (
+                table("key_file = \"id\"\n[servers.web.policy]\ndeny = [\"(\"]\n"),
+                "not a valid regex",
+            ),
+            (
+                table("key_file = \"id\"\n").replace("AAAAC3", "AAAAC4"),
+                "host_key",
+            ),
+            (
+                table("key_file = \"id\"\n").replace("[servers.web]", "[servers.\"a b\"]"),
+                "server name",
+            ),
+            (
+                table("key_file = \"id\"\nmax_sessions = 0\n"),
+                "max_sessions",
+            ),
+        ] {
+            let e = Config::from_parts(&text, cfg_path, &with_env(&[])).unwrap_err();
+            assert!(e.to_string().contains(says), "{text}\n=> {e}");
+        }
+        let e = Config::from_parts("[servers.web]\nhost = \"h\"\n", "f.toml", &with_env(&[]))
+            .unwrap_err();
+        assert!(e.to_string().contains("username"), "{e}");
+        let e = Config::from_parts("", "", &with_env(&[("TOOLGATE_SSH_MAX_TIMEOUT", "0")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("max_timeout"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -283,8 +283,7 @@ async fn call_tool(
     body: Body,
 ) -> Response {
     let started = Instant::now();
-    // A runtime (Lambda) may add a deadline and the caller's identity.
-    let ctx = ctx.map(|Extension(c)| c).unwrap_or_default();
+    let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
     let outcome = async {
         let tool = state.registry.get(&name)?.clone();
         let args = read_json_body(&headers, body).await?;
@@ -296,6 +295,27 @@ async fn call_tool(
         Ok(v) => (StatusCode::OK, Json(v)).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+/// The call's context: what a runtime (Lambda) put in the request's
+/// extensions (deadline, caller, the claims' scope), else the scope header.
+pub fn call_context(from_runtime: Option<CallContext>, headers: &HeaderMap) -> CallContext {
+    from_runtime.unwrap_or_else(|| CallContext {
+        servers: header_scope(headers),
+        ..Default::default()
+    })
+}
+
+/// The `X-Toolgate-Servers` header's scope, when present.
+pub fn header_scope(headers: &HeaderMap) -> Option<Vec<String>> {
+    let raw = headers.get(crate::scope::HEADER)?;
+    // A header that is not text narrows to nothing rather than to everything.
+    Some(
+        raw.to_str()
+            .ok()
+            .and_then(crate::scope::parse)
+            .unwrap_or_default(),
+    )
 }
 
 /// One structured line per tool call: tool, duration and outcome.

@@ -47,7 +47,7 @@ impl Function {
         }
         let ctx = CallContext {
             deadline: deadline(&context),
-            caller: None,
+            ..Default::default()
         };
         self.direct(payload, &ctx).await.map_err(|e| diagnostic(&e))
     }
@@ -71,24 +71,29 @@ impl Function {
     /// A direct invocation: lookup, call and the per-call log line.
     pub async fn direct(&self, payload: Value, ctx: &CallContext) -> Result<Value, ToolError> {
         let started = Instant::now();
-        let (name, args) = match self.dispatch(payload) {
+        let (name, args, servers) = match self.dispatch(payload) {
             Ok(v) => v,
             Err(e) => {
                 crate::http::log_call("-", started, &Err(e.clone()));
                 return Err(e);
             }
         };
+        let mut ctx = ctx.clone();
+        if servers.is_some() {
+            ctx.servers = servers;
+        }
         let outcome = async {
             let tool = self.registry.get(&name)?.clone();
-            tool.call(args, ctx).await
+            tool.call(args, &ctx).await
         }
         .await;
         crate::http::log_call(&name, started, &outcome);
         outcome
     }
 
-    /// Splits a payload into the tool's name and its arguments.
-    fn dispatch(&self, payload: Value) -> Result<(String, Value), ToolError> {
+    /// Splits a payload into the tool's name, its arguments and the
+    /// envelope's `scope.servers`, when given.
+    fn dispatch(&self, payload: Value) -> Result<Dispatched, ToolError> {
         let tools = self.registry.tools();
         let known = || {
             tools
@@ -98,7 +103,9 @@ impl Function {
                 .join(", ")
         };
         let envelope = payload.as_object().is_some_and(|o| {
-            o.contains_key("tool") && o.keys().all(|k| k == "tool" || k == "arguments")
+            o.contains_key("tool")
+                && o.keys()
+                    .all(|k| k == "tool" || k == "arguments" || k == "scope")
         });
         if envelope {
             let Value::Object(mut o) = payload else {
@@ -127,16 +134,37 @@ impl Function {
                     known()
                 )));
             }
-            return Ok((name, args));
+            let scope = match o.remove("scope") {
+                None => None,
+                Some(s) => Some(parse_scope(&s)?),
+            };
+            return Ok((name, args, scope));
         }
         match tools.as_slice() {
-            [only] => Ok((only.spec().name.clone(), payload)),
+            [only] => Ok((only.spec().name.clone(), payload, None)),
             _ => Err(ToolError::invalid_input(format!(
                 "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
                 known()
             ))),
         }
     }
+}
+
+type Dispatched = (String, Value, Option<Vec<String>>);
+
+/// `{"servers": ["a", "b"]}`: the servers this invocation may use.
+fn parse_scope(scope: &Value) -> Result<Vec<String>, ToolError> {
+    let bad = || ToolError::invalid_input("\"scope\" must be {\"servers\": [names]}");
+    let obj = scope.as_object().ok_or_else(bad)?;
+    if obj.keys().any(|k| k != "servers") {
+        return Err(bad());
+    }
+    obj.get("servers")
+        .and_then(Value::as_array)
+        .ok_or_else(bad)?
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned).ok_or_else(bad))
+        .collect()
 }
 
 /// Events from API Gateway (v1 and v2) and Function URLs carry a
@@ -202,16 +230,21 @@ async fn call_context(mut req: Request, next: Next) -> Response {
         let gateway = Instant::now() + API_GATEWAY_LIMIT;
         deadline = Some(deadline.map_or(gateway, |d| d.min(gateway)));
     }
-    let caller = request_context
-        .and_then(RequestContext::authorizer)
-        .and_then(|a| {
-            a.jwt
-                .as_ref()
-                .and_then(|j| j.claims.get("sub").cloned())
-                .or_else(|| a.iam.as_ref().and_then(|i| i.user_arn.clone()))
-        });
-    req.extensions_mut()
-        .insert(CallContext { deadline, caller });
+    let authorizer = request_context.and_then(RequestContext::authorizer);
+    let claims = authorizer.and_then(|a| a.jwt.as_ref()).map(|j| &j.claims);
+    let caller = claims
+        .and_then(|c| c.get("sub").cloned())
+        .or_else(|| authorizer.and_then(|a| a.iam.as_ref()?.user_arn.clone()));
+    // A claim set by the identity provider outranks the caller's header.
+    let servers = match claims.and_then(|c| c.get(crate::scope::CLAIM)) {
+        Some(raw) => crate::scope::parse(raw),
+        None => crate::http::header_scope(req.headers()),
+    };
+    req.extensions_mut().insert(CallContext {
+        deadline,
+        caller,
+        servers,
+    });
     next.run(req).await
 }
 

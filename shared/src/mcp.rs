@@ -78,7 +78,7 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let tool = self
@@ -88,7 +88,14 @@ impl ServerHandler for McpServer {
             .clone();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let started = Instant::now();
-        let outcome = tool.call(args, &CallContext::default()).await;
+        let ctx = match context.extensions.get::<axum::http::request::Parts>() {
+            Some(parts) => crate::http::call_context(
+                parts.extensions.get::<CallContext>().cloned(),
+                &parts.headers,
+            ),
+            None => CallContext::default(),
+        };
+        let outcome = tool.call(args, &ctx).await;
         crate::http::log_call(&name, started, &outcome);
         Ok(match outcome {
             Ok(v) => {

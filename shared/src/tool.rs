@@ -28,6 +28,9 @@ pub struct CallContext {
     pub deadline: Option<Instant>,
     /// Who is calling, when the runtime knows (authorizer claims).
     pub caller: Option<String>,
+    /// The servers this caller may use, when something narrows them
+    /// (`scope` module); `None` means all that configuration allows.
+    pub servers: Option<Vec<String>>,
 }
 
 pub trait Tool: Send + Sync {

@@ -21,6 +21,8 @@ pub struct Toolset {
     pub registry: Registry,
     health: Vec<(&'static str, HealthPart)>,
     cloud: Option<Arc<CloudTools>>,
+    #[cfg(feature = "ssh")]
+    ssh: Option<Arc<crate::ssh::Ssh>>,
 }
 
 impl Toolset {
@@ -88,10 +90,72 @@ impl Toolset {
         Ok(self)
     }
 
-    /// Ends upstream sessions (the cloud accounts' MCP sessions).
+    /// `list_servers` and `ssh_run`, when any server is configured
+    /// (`[servers.*]` tables, or `TOOLGATE_SSH_SSM_PREFIX` with `aws`).
+    #[cfg(feature = "ssh")]
+    pub async fn with_ssh(mut self, cfg: &Config) -> Result<Self, String> {
+        use crate::ssh::inventory::{ConfigServers, Inventory, ServerSource};
+        use crate::tools::{list_servers::ListServers, ssh_run::SshRun};
+        use std::time::Duration;
+
+        let c = &cfg.ssh;
+        if !c.is_configured() {
+            return Ok(self);
+        }
+        let source: Box<dyn ServerSource> = match &c.ssm_prefix {
+            #[cfg(feature = "aws")]
+            Some(prefix) => Box::new(crate::ssh::ssm::SsmServers::from_env(prefix).await),
+            #[cfg(not(feature = "aws"))]
+            Some(_) => {
+                return Err(
+                    "TOOLGATE_SSH_SSM_PREFIX is set, but this build has no AWS support (feature `aws`)"
+                        .into(),
+                );
+            }
+            None => {
+                let servers = c
+                    .servers
+                    .iter()
+                    .map(|(name, doc, key)| doc.clone().into_server(name, key.0.clone()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Box::new(ConfigServers(servers))
+            }
+        };
+        let inventory = Inventory::new(source, Duration::from_secs(c.ttl_secs));
+        // Read once now (Lambda init), so a broken inventory shows at start.
+        match inventory.servers().await {
+            Ok(s) => {
+                tracing::info!(source = %inventory.describe(), servers = s.len(), "SSH inventory loaded")
+            }
+            Err(e) => {
+                tracing::error!(source = %inventory.describe(), error = %e, "SSH inventory unreadable; will retry per call")
+            }
+        }
+        let ssh = Arc::new(crate::ssh::Ssh::new(
+            inventory,
+            crate::ssh::SshSettings {
+                max_timeout: Duration::from_secs(c.max_timeout_secs),
+                connect_timeout: Duration::from_secs(c.connect_timeout_secs),
+                max_output_bytes: c.max_output_bytes,
+            },
+        ));
+        self.registry.add(Arc::new(ListServers::new(ssh.clone())))?;
+        self.registry.add(Arc::new(SshRun::new(ssh.clone())))?;
+        let health = ssh.clone();
+        self.health.push(("ssh", Arc::new(move || health.health())));
+        self.ssh = Some(ssh);
+        Ok(self)
+    }
+
+    /// Ends upstream sessions (the cloud accounts' MCP sessions, SSH
+    /// connections).
     pub async fn shutdown(&self) {
         if let Some(c) = &self.cloud {
             c.close().await;
+        }
+        #[cfg(feature = "ssh")]
+        if let Some(s) = &self.ssh {
+            s.close().await;
         }
     }
 

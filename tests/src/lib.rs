@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod peer;
+pub mod sshd;
 
 /// The `toolgate` binary: `$TOOLGATE_BIN`, else next to this test's `deps/`.
 pub fn toolgate_bin() -> PathBuf {
@@ -315,4 +316,27 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// A file removed on drop (the harness has no tempfile crate).
+pub struct TempPath(pub PathBuf);
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Writes `text` to a fresh `.toml` file in the temp folder.
+pub fn temp_file(stem: &str, text: &str) -> TempPath {
+    let p = std::env::temp_dir().join(format!(
+        "{stem}-{}-{}.toml",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::write(&p, text).expect("write temp file");
+    TempPath(p)
 }

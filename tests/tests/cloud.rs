@@ -6,41 +6,17 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate_e2e::Server;
 use toolgate_e2e::peer::{everything, free_port, moto};
+use toolgate_e2e::{Server, TempPath, temp_file};
 
-fn config_file(accounts: &[(&str, u16)]) -> tempfile_path::TempPath {
+fn config_file(accounts: &[(&str, u16)]) -> TempPath {
     let mut text = String::new();
     for (id, port) in accounts {
         text.push_str(&format!(
             "[clouds.{id}]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
         ));
     }
-    tempfile_path::write("toolgate-cloud", &text)
-}
-
-/// A small temp-file helper (the harness has no tempfile crate).
-mod tempfile_path {
-    use std::path::PathBuf;
-
-    pub struct TempPath(pub PathBuf);
-    impl Drop for TempPath {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
-    pub fn write(stem: &str, text: &str) -> TempPath {
-        let p = std::env::temp_dir().join(format!(
-            "{stem}-{}-{}.toml",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::write(&p, text).expect("write temp config");
-        TempPath(p)
-    }
+    temp_file("toolgate-cloud", &text)
 }
 
 fn names(s: &Server, format: &str) -> Vec<String> {
@@ -217,7 +193,7 @@ fn an_account_down_at_start_does_not_stop_the_others() {
 
 #[test]
 fn bad_account_ids_are_refused_at_start() {
-    let cfg = tempfile_path::write(
+    let cfg = temp_file(
         "toolgate-cloud-bad",
         "[clouds.a__b]\nurl = \"http://127.0.0.1:9/mcp\"\n",
     );

@@ -62,7 +62,12 @@ enum Cmd {
 
 /// Every tool this machine can serve.
 async fn build(cfg: &Config) -> Result<Toolset, String> {
-    Toolset::new().with_python(cfg)?.with_cloud(cfg).await
+    Toolset::new()
+        .with_python(cfg)?
+        .with_cloud(cfg)
+        .await?
+        .with_ssh(cfg)
+        .await
 }
 
 fn main() -> ExitCode {

@@ -1,0 +1,73 @@
+//! The inventory's documents as written (an SSM parameter's JSON, a
+//! `[servers.NAME]` table): plain data, checked by `inventory` when built.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+/// The document describing a server (SSM parameter value, or a config
+/// table minus `key_file`).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerDoc {
+    /// Config file only: where the private key is read from at startup.
+    #[serde(default)]
+    pub key_file: Option<String>,
+    pub host: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    pub username: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub host_key: String,
+    #[serde(default)]
+    pub policy: Option<PolicySpec>,
+    #[serde(default)]
+    pub max_sessions: Option<usize>,
+}
+
+fn default_port() -> u16 {
+    22
+}
+
+/// Server names appear in SSM paths, URLs and log lines.
+pub fn validate_server_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "server name {name:?} must match ^[a-zA-Z0-9._-]{{1,64}}$"
+        ))
+    }
+}
+
+/// The policy as written in the inventory.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    /// `"readonly"` denies common mutating commands.
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// When non-empty, a command must match one of these.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// A command matching any of these is refused.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// A private key: compared and cloned, never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub Arc<str>);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}

@@ -1,0 +1,161 @@
+//! SSH operations (DESIGN §2, `list_servers` / `ssh_run`): an inventory of
+//! servers with pinned host keys, pooled connections, and one command run
+//! per call under a remote `timeout`.
+//!
+//! - `doc`: the inventory's documents as written (always compiled, so the
+//!   config file can hold `[servers.*]` in every build);
+//! - `hostkey`, `policy`: the pin and the command guard rail;
+//! - `inventory`: servers ready to use, their sources, the TTL cache;
+//! - `ssm`: servers from SSM Parameter Store (feature `aws`);
+//! - `connection`: the connection pool; `exec`: one command on a channel.
+
+#[cfg(feature = "ssh")]
+pub mod connection;
+pub mod doc;
+#[cfg(feature = "ssh")]
+pub mod exec;
+#[cfg(feature = "ssh")]
+pub mod hostkey;
+#[cfg(feature = "ssh")]
+pub mod inventory;
+#[cfg(feature = "ssh")]
+pub mod policy;
+#[cfg(all(feature = "ssh", feature = "aws"))]
+pub mod ssm;
+
+#[cfg(feature = "ssh")]
+pub use service::{Request, Ssh, SshSettings};
+
+#[cfg(feature = "ssh")]
+mod service {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::connection::Pool;
+    use super::exec;
+    use super::inventory::{Inventory, Server};
+    use crate::error::{ErrorCode, ToolError};
+
+    #[derive(Clone, Debug)]
+    pub struct SshSettings {
+        /// The largest `timeout` a call may ask for.
+        pub max_timeout: Duration,
+        pub connect_timeout: Duration,
+        /// Output bytes read before a flooding command is stopped.
+        pub max_output_bytes: u64,
+    }
+
+    /// What a call asked for, after validation.
+    pub struct Request<'a> {
+        pub server: &'a Server,
+        pub command: &'a str,
+        pub timeout: Duration,
+    }
+
+    pub struct Ssh {
+        inventory: Inventory,
+        pool: Pool,
+        pub settings: SshSettings,
+    }
+
+    impl Ssh {
+        pub fn new(inventory: Inventory, settings: SshSettings) -> Self {
+            Self {
+                pool: Pool::new(settings.connect_timeout),
+                inventory,
+                settings,
+            }
+        }
+
+        /// The servers this caller may use: the inventory, narrowed by scope.
+        pub async fn visible(&self, scope: Option<&[String]>) -> Result<Vec<Server>, ToolError> {
+            let all = self.servers().await?;
+            Ok(all
+                .values()
+                .filter(|s| scope.is_none_or(|sc| sc.iter().any(|n| n == &s.name)))
+                .cloned()
+                .collect())
+        }
+
+        async fn servers(&self) -> Result<Arc<BTreeMap<String, Server>>, ToolError> {
+            self.inventory.servers().await.map_err(|e| {
+                ToolError::new(
+                    ErrorCode::UpstreamUnavailable,
+                    format!("the server inventory cannot be read: {e}"),
+                )
+            })
+        }
+
+        /// The named server, if the caller may use it. Out of scope is
+        /// `forbidden` whether or not the server exists, so a scope does
+        /// not reveal the rest of the inventory.
+        pub async fn resolve(
+            &self,
+            name: &str,
+            scope: Option<&[String]>,
+        ) -> Result<Server, ToolError> {
+            if let Some(sc) = scope
+                && !sc.iter().any(|n| n == name)
+            {
+                return Err(ToolError::new(
+                    ErrorCode::Forbidden,
+                    format!("Server {name:?} is not in this caller's scope"),
+                ));
+            }
+            let all = self.servers().await?;
+            all.get(name).cloned().ok_or_else(|| {
+                let known: Vec<&str> = all
+                    .keys()
+                    .filter(|n| scope.is_none_or(|sc| sc.iter().any(|s| s == *n)))
+                    .map(String::as_str)
+                    .collect();
+                ToolError::invalid_input(if known.is_empty() {
+                    format!("Unknown server {name:?}: no servers are available to this caller")
+                } else {
+                    format!("Unknown server {name:?}; available: {}", known.join(", "))
+                })
+            })
+        }
+
+        /// Connects (or reuses), runs, and reports.
+        pub async fn run(&self, req: Request<'_>) -> Result<(exec::Outcome, bool), ToolError> {
+            let started = Instant::now();
+            // The wait for a session counts against the call's own time.
+            let session = self
+                .pool
+                .open(req.server, req.timeout.max(self.settings.connect_timeout))
+                .await?;
+            let reused = session.reused;
+            // Whole seconds for the remote `timeout`: a connect of a few ms
+            // must not turn "2 s" into "1 s".
+            let left = req.timeout.saturating_sub(started.elapsed());
+            let left = Duration::from_secs(left.as_secs_f64().ceil() as u64).min(req.timeout);
+            let outcome = exec::run(
+                session.channel,
+                req.command,
+                left.max(Duration::from_secs(1)),
+                self.settings.max_output_bytes,
+            )
+            .await
+            .map_err(|e| {
+                ToolError::new(
+                    ErrorCode::UpstreamUnavailable,
+                    format!("server {:?}: {e}", req.server.name),
+                )
+            })?;
+            Ok((outcome, reused))
+        }
+
+        pub fn health(&self) -> serde_json::Value {
+            serde_json::json!({
+                "inventory": self.inventory.describe(),
+                "connections": self.pool.open_connections(),
+            })
+        }
+
+        pub async fn close(&self) {
+            self.pool.close().await;
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! `list_servers` (DESIGN §2): the servers in the caller's scope, with tags.
+//! No input. Output `{"servers": [{name, address, tags}], "message"?}`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::error::ToolError;
+use crate::ssh::Ssh;
+use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+use crate::tools::python_execute::NOT_AN_OBJECT;
+
+pub const NAME: &str = "list_servers";
+
+pub struct ListServers {
+    spec: ToolSpec,
+    ssh: Arc<Ssh>,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.into(),
+        description: "List the SSH servers you may run commands on with ssh_run: each \
+                      server's name, user@host:port and tags. Takes no input."
+            .into(),
+        input_schema: json!({"type": "object", "properties": {}}),
+        output_schema: json!({
+            "type": "object",
+            "properties": {
+                "servers": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string"},
+                            "address": {"type": "string", "description": "user@host:port"},
+                            "tags": {"type": "array", "items": {"type": "string"}}
+                        },
+                        "required": ["name", "address", "tags"]
+                    }
+                },
+                "message": {"type": "string", "description": "Present when there are no servers"}
+            },
+            "required": ["servers"]
+        }),
+    }
+}
+
+impl ListServers {
+    pub fn new(ssh: Arc<Ssh>) -> Self {
+        Self { spec: spec(), ssh }
+    }
+}
+
+impl Tool for ListServers {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            if !args.is_object() {
+                return Err(ToolError::invalid_input(NOT_AN_OBJECT));
+            }
+            let servers = self.ssh.visible(ctx.servers.as_deref()).await?;
+            let list: Vec<Value> = servers
+                .iter()
+                .map(|s| json!({"name": s.name, "address": s.address(), "tags": s.tags}))
+                .collect();
+            if list.is_empty() {
+                let why = if ctx.servers.is_some() {
+                    "none of the configured servers is in this caller's scope"
+                } else {
+                    "none is configured (add [servers.NAME] to toolgate.toml, or parameters under the SSM prefix)"
+                };
+                return Ok(
+                    json!({"servers": [], "message": format!("No servers are available: {why}.")}),
+                );
+            }
+            Ok(json!({ "servers": list }))
+        })
+    }
+}
