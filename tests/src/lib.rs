@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod lambda_events;
 pub mod peer;
 pub mod sshd;
 

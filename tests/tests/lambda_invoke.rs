@@ -174,3 +174,53 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
         Outcome::Returned(v) => panic!("bare arguments must fail, got {v}"),
     }
 }
+
+#[test]
+fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
+    let sshd = toolgate_e2e::sshd::Sshd::start();
+    let (_moto, endpoint) = moto();
+    let doc = json!({
+        "host": "127.0.0.1", "port": sshd.port, "username": sshd.user,
+        "host_key": sshd.host_key_line(), "tags": ["lambda"]
+    })
+    .to_string();
+    let key = std::fs::read_to_string(sshd.client_key_path()).unwrap();
+    run_ok(
+        Command::new(tools_dir().join("aws/bin/python"))
+            .arg("-c")
+            .arg("import boto3, sys; c = boto3.client('ssm', endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing'); c.put_parameter(Name='/toolgate/servers/box', Type='String', Value=sys.argv[2]); c.put_parameter(Name='/toolgate/servers/box/private-key', Type='SecureString', Value=sys.argv[3])")
+            .arg(&endpoint)
+            .arg(&doc)
+            .arg(&key),
+        "put the server into moto's SSM",
+    );
+    let (watch, port) = watch(&[
+        ("AWS_ENDPOINT_URL", &endpoint),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+    ]);
+    match invoke(port, "ssh", "direct_ssh_run.json") {
+        Outcome::Returned(v) => {
+            assert_eq!(
+                v["stdout"],
+                "from a state machine\n",
+                "{v}\n{}",
+                watch.logs()
+            );
+            assert_eq!(v["exit_code"], 0);
+        }
+        Outcome::Failed(e) => panic!("ssh call failed: {e}\n{}", watch.logs()),
+    }
+    match invoke(port, "ssh", "direct_ssh_out_of_scope.json") {
+        Outcome::Failed(e) => assert!(e.contains("Forbidden") && e.contains("scope"), "{e}"),
+        Outcome::Returned(v) => panic!("out of scope must fail, got {v}"),
+    }
+    // The audit line went to the function's log, as JSON.
+    let logs = watch.logs();
+    assert!(
+        logs.contains("\"target\":\"toolgate::audit\"") && logs.contains("workflow step"),
+        "{logs}"
+    );
+}

@@ -1,0 +1,15 @@
+//! Lambda function (in a VPC) serving list_servers and ssh_run; the
+//! servers are read from SSM under `TOOLGATE_SSH_SSM_PREFIX`.
+
+use std::process::ExitCode;
+
+use toolgate_shared::{lambda, toolset::Toolset};
+
+fn main() -> ExitCode {
+    lambda::main(|cfg| async move {
+        if cfg.ssh.ssm_prefix.is_none() {
+            return Err("TOOLGATE_SSH_SSM_PREFIX is not set (e.g. /toolgate/servers)".into());
+        }
+        Toolset::new().with_ssh(&cfg).await
+    })
+}

@@ -1,0 +1,41 @@
+//! Lambda events for in-process tests of `toolgate_shared::lambda::Function`:
+//! the committed fixtures, an invocation context, and response parsing.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lambda_http::Context;
+use lambda_http::lambda_runtime::LambdaEvent;
+use serde_json::Value;
+use toolgate_shared::lambda::Function;
+
+/// A committed event from `fixtures/lambda/`.
+pub fn fixture(name: &str) -> Value {
+    let path = format!("{}/fixtures/lambda/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// An invocation context as the Runtime API gives it: `deadline_in` from now.
+pub fn context(deadline_in: Duration) -> Context {
+    let mut ctx = Context::default();
+    ctx.request_id = "8f5c2c1e-7b7e-4a0e-9d36-2f1d4c1b2a90".into();
+    ctx.deadline = (SystemTime::now() + deadline_in)
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as u64;
+    ctx
+}
+
+pub async fn invoke(f: &Function, payload: Value) -> Result<Value, (String, String)> {
+    f.handle(LambdaEvent::new(payload, context(Duration::from_secs(60))))
+        .await
+        .map_err(|d| (d.error_type, d.error_message))
+}
+
+/// An HTTP response event: status, headers and the body parsed as JSON.
+pub fn http_parts(resp: &Value) -> (u64, Value, Value) {
+    let status = resp["statusCode"].as_u64().expect("statusCode");
+    let body = resp["body"].as_str().expect("text body");
+    let parsed = serde_json::from_str(body).unwrap_or_else(|e| panic!("{body}: {e}"));
+    (status, resp["headers"].clone(), parsed)
+}
