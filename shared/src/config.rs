@@ -148,6 +148,9 @@ pub struct Config {
     pub python: PythonConfig,
     pub cloud: CloudConfig,
     pub ssh: SshConfig,
+    /// Lambda functions whose tools this one lists and forwards to
+    /// (`TOOLGATE_PEER_FUNCTIONS`, comma-separated names or ARNs).
+    pub peer_functions: Vec<String>,
 }
 
 /// SSH servers (DESIGN §2): `[servers.NAME]` tables with `key_file`, or
@@ -547,6 +550,14 @@ impl Config {
             }
         }
 
+        if let Some(v) = env("TOOLGATE_PEER_FUNCTIONS") {
+            cfg.peer_functions = v
+                .split(',')
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
         if let Some(v) = env("TOOLGATE_CLOUD_SSM_PREFIX").filter(|v| !v.trim().is_empty()) {
             cfg.cloud.ssm_prefix = Some(v.trim().to_owned());
         }

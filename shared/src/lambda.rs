@@ -23,6 +23,9 @@ use crate::registry::Registry;
 use crate::tool::CallContext;
 use crate::toolset::Toolset;
 
+/// `{"toolgate": "describe"}` asks a function for its own tools (`peers`).
+pub const DESCRIBE: &str = "describe";
+
 /// One function's tools and its HTTP router.
 pub struct Function {
     registry: Arc<Registry>,
@@ -44,6 +47,16 @@ impl Function {
         let LambdaEvent { payload, context } = event;
         if is_http_event(&payload) {
             return self.http(payload, context).await;
+        }
+        if payload == json!({ "toolgate": DESCRIBE }) {
+            // A gateway function asking for this function's tools.
+            let tools: Vec<_> = self
+                .registry
+                .own_tools()
+                .iter()
+                .map(|t| t.spec().clone())
+                .collect();
+            return Ok(json!({ "tools": tools }));
         }
         let ctx = CallContext {
             deadline: deadline(&context),
@@ -71,7 +84,7 @@ impl Function {
     /// A direct invocation: lookup, call and the per-call log line.
     pub async fn direct(&self, payload: Value, ctx: &CallContext) -> Result<Value, ToolError> {
         let started = Instant::now();
-        let (name, args, servers) = match self.dispatch(payload) {
+        let (name, args, servers, caller) = match self.dispatch(payload) {
             Ok(v) => v,
             Err(e) => {
                 crate::http::log_call("-", started, &Err(e.clone()));
@@ -81,6 +94,9 @@ impl Function {
         let mut ctx = ctx.clone();
         if servers.is_some() {
             ctx.servers = servers;
+        }
+        if caller.is_some() {
+            ctx.caller = caller;
         }
         let outcome = async {
             let tool = self.registry.get(&name)?.clone();
@@ -105,7 +121,7 @@ impl Function {
         let envelope = payload.as_object().is_some_and(|o| {
             o.contains_key("tool")
                 && o.keys()
-                    .all(|k| k == "tool" || k == "arguments" || k == "scope")
+                    .all(|k| ["tool", "arguments", "scope", "caller"].contains(&k.as_str()))
         });
         if envelope {
             let Value::Object(mut o) = payload else {
@@ -138,10 +154,16 @@ impl Function {
                 None => None,
                 Some(s) => Some(parse_scope(&s)?),
             };
-            return Ok((name, args, scope));
+            // Who the caller is, as a gateway function forwarding a call saw it.
+            let caller = match o.remove("caller") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(c)) => Some(c),
+                Some(_) => return Err(ToolError::invalid_input("\"caller\" must be a string")),
+            };
+            return Ok((name, args, scope, caller));
         }
         match tools.as_slice() {
-            [only] => Ok((only.spec().name.clone(), payload, None)),
+            [only] => Ok((only.spec().name.clone(), payload, None, None)),
             _ => Err(ToolError::invalid_input(format!(
                 "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
                 known()
@@ -150,7 +172,8 @@ impl Function {
     }
 }
 
-type Dispatched = (String, Value, Option<Vec<String>>);
+/// Tool name, arguments, the envelope's scope and caller.
+type Dispatched = (String, Value, Option<Vec<String>>, Option<String>);
 
 /// `{"servers": ["a", "b"]}`: the servers this invocation may use.
 fn parse_scope(scope: &Value) -> Result<Vec<String>, ToolError> {

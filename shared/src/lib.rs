@@ -10,6 +10,8 @@ pub mod lambda;
 pub mod logging;
 pub mod mcp;
 pub mod openapi;
+#[cfg(all(feature = "aws", feature = "lambda"))]
+pub mod peers;
 pub mod registry;
 pub mod sandbox;
 pub mod scope;

@@ -22,6 +22,11 @@ pub trait ToolSource: Send + Sync {
     /// source's; an error when it is but cannot be served now (an account
     /// that is down), so the caller learns why.
     fn resolve(&self, name: &str) -> Option<Result<Arc<dyn Tool>, ToolError>>;
+    /// Whether the tools are another function's (`peers`), so that a
+    /// function describing itself leaves them out.
+    fn is_remote(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Clone, Default)]
@@ -53,6 +58,15 @@ impl Registry {
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut all = self.tools.clone();
         for s in &self.sources {
+            all.extend(s.tools());
+        }
+        all
+    }
+
+    /// This runtime's own tools, without those of peer functions.
+    pub fn own_tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for s in self.sources.iter().filter(|s| !s.is_remote()) {
             all.extend(s.tools());
         }
         all

@@ -147,6 +147,26 @@ impl Toolset {
         Ok(self)
     }
 
+    /// The tools of other Lambda functions (`TOOLGATE_PEER_FUNCTIONS`),
+    /// listed now and forwarded to through the Invoke API.
+    #[cfg(all(feature = "aws", feature = "lambda"))]
+    pub async fn with_peers(mut self, cfg: &Config) -> Result<Self, String> {
+        if cfg.peer_functions.is_empty() {
+            return Ok(self);
+        }
+        let peers = Arc::new(
+            crate::peers::PeerTools::start(
+                &cfg.peer_functions,
+                std::time::Duration::from_secs(cfg.cloud.ttl_secs),
+            )
+            .await,
+        );
+        self.registry.add_source(peers.clone());
+        self.health
+            .push(("peers", Arc::new(move || peers.health())));
+        Ok(self)
+    }
+
     /// Ends upstream sessions (the cloud accounts' MCP sessions, SSH
     /// connections).
     pub async fn shutdown(&self) {

@@ -18,7 +18,10 @@ fn workspace() -> &'static Path {
 /// `cargo lambda watch` on a free loopback port, serving the workspace's
 /// function binaries (built with the same target dir as the tests).
 fn watch(env: &[(&str, &str)]) -> (Peer, u16) {
-    let port = free_port();
+    watch_on(free_port(), env)
+}
+
+fn watch_on(port: u16, env: &[(&str, &str)]) -> (Peer, u16) {
     let mut cmd = Command::new("cargo");
     cmd.args(["lambda", "watch", "--ignore-changes", "--timeout", "60"])
         .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
@@ -223,4 +226,80 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         logs.contains("\"target\":\"toolgate::audit\"") && logs.contains("workflow step"),
         "{logs}"
     );
+}
+
+#[test]
+fn gateway_lists_every_function_and_forwards_mcp_calls() {
+    let sshd = toolgate_e2e::sshd::Sshd::start();
+    let (_moto, endpoint) = moto();
+    let (_mcp, mcp_port) = everything();
+    let server = json!({
+        "host": "127.0.0.1", "port": sshd.port, "username": sshd.user,
+        "host_key": sshd.host_key_line()
+    })
+    .to_string();
+    let account = json!({"url": format!("http://127.0.0.1:{mcp_port}/mcp")}).to_string();
+    let key = std::fs::read_to_string(sshd.client_key_path()).unwrap();
+    run_ok(
+        Command::new(tools_dir().join("aws/bin/python"))
+            .arg("-c")
+            .arg("import boto3, sys; c = boto3.client('ssm', endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing'); c.put_parameter(Name='/toolgate/servers/box', Type='String', Value=sys.argv[2]); c.put_parameter(Name='/toolgate/servers/box/private-key', Type='SecureString', Value=sys.argv[3]); c.put_parameter(Name='/toolgate/clouds/ref', Type='String', Value=sys.argv[4])")
+            .arg(&endpoint)
+            .arg(&server)
+            .arg(&key)
+            .arg(&account),
+        "put the inventory into moto's SSM",
+    );
+    // The gateway reaches its peers through `cargo lambda watch`'s own
+    // Invoke API; SSM is moto's.
+    let port = free_port();
+    let lambda_api = format!("http://127.0.0.1:{port}");
+    let (watch, port) = watch_on(
+        port,
+        &[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_ENDPOINT_URL_LAMBDA", &lambda_api),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+            ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+            ("TOOLGATE_CLOUD_SSM_PREFIX", "/toolgate/clouds"),
+            ("TOOLGATE_PEER_FUNCTIONS", "python-execute,ssh,cloud"),
+        ],
+    );
+    let (status, body) = http(
+        "apigw_v2_list_tools.json",
+        invoke(port, "gateway", "apigw_v2_list_tools.json"),
+    );
+    assert_eq!(status, 200, "{body}\n{}", watch.logs());
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    for want in ["python__execute", "list_servers", "ssh_run", "ref__echo"] {
+        assert!(
+            names.contains(&want),
+            "{want} missing from {names:?}\n{}",
+            watch.logs()
+        );
+    }
+
+    // An MCP call through the gateway runs on the ssh function, with the
+    // JWT's scope and caller passed along.
+    let (status, body) = http(
+        "apigw_v2_mcp_call_ssh.json",
+        invoke(port, "gateway", "apigw_v2_mcp_call_ssh.json"),
+    );
+    assert_eq!(status, 200, "{body}\n{}", watch.logs());
+    let result = &body["result"];
+    assert_eq!(result["isError"], false, "{body}");
+    assert_eq!(result["structuredContent"]["stdout"], "via mcp\n", "{body}");
+    let logs = watch.logs();
+    let audit = logs
+        .lines()
+        .find(|l| l.contains("toolgate::audit") && l.contains("mcp through the gateway"))
+        .unwrap_or_else(|| panic!("no audit line:\n{logs}"));
+    assert!(audit.contains("\"caller\":\"agent-7f3a\""), "{audit}");
 }

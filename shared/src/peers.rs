@@ -1,0 +1,236 @@
+//! Tools served by sibling Lambda functions, listed and called from this
+//! one. On AWS every function serves only its own tools, but API Gateway
+//! sends `GET /tools`, `/openapi.json` and `/mcp` to one of them; this
+//! source lets that function list the others' tools (each peer describes
+//! itself when invoked with `{"toolgate": "describe"}`) and forward MCP
+//! calls to them (`{"tool", "arguments", "scope", "caller"}`), through the
+//! Lambda Invoke API. Listings are cached for a TTL; a peer that fails is
+//! retried soon, and the others keep working.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use aws_sdk_lambda::primitives::Blob;
+use serde_json::{Value, json};
+
+use crate::error::{ErrorCode, ToolError};
+use crate::registry::{ToolSource, exported_name};
+use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+
+use crate::lambda::DESCRIBE;
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+
+pub struct PeerTools {
+    peers: Vec<Arc<Peer>>,
+    runtime: tokio::runtime::Handle,
+}
+
+struct Peer {
+    function: String,
+    client: aws_sdk_lambda::Client,
+    ttl: Duration,
+    listing: RwLock<Listing>,
+    refreshing: AtomicBool,
+}
+
+#[derive(Default)]
+struct Listing {
+    tools: Vec<Arc<RemoteTool>>,
+    next_due: Option<Instant>,
+    error: Option<String>,
+}
+
+struct RemoteTool {
+    spec: ToolSpec,
+    function: String,
+    client: aws_sdk_lambda::Client,
+}
+
+fn unavailable(function: &str, why: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        ErrorCode::UpstreamUnavailable,
+        format!("function {function:?} is unavailable: {why}"),
+    )
+}
+
+/// A function error's `errorType` back to the contract's code (the inverse
+/// of `lambda::diagnostic`).
+fn code_of(error_type: &str) -> ErrorCode {
+    match error_type {
+        "InvalidInput" => ErrorCode::InvalidInput,
+        "Unauthorized" => ErrorCode::Unauthorized,
+        "Forbidden" => ErrorCode::Forbidden,
+        "UnknownTool" => ErrorCode::UnknownTool,
+        "TooLarge" => ErrorCode::TooLarge,
+        "UpstreamUnavailable" => ErrorCode::UpstreamUnavailable,
+        _ => ErrorCode::Internal,
+    }
+}
+
+async fn invoke(
+    client: &aws_sdk_lambda::Client,
+    function: &str,
+    payload: &Value,
+) -> Result<Value, ToolError> {
+    let out = client
+        .invoke()
+        .function_name(function)
+        .payload(Blob::new(payload.to_string()))
+        .send()
+        .await
+        .map_err(|e| unavailable(function, aws_sdk_lambda::error::DisplayErrorContext(e)))?;
+    let body = out.payload().map(|b| b.as_ref()).unwrap_or_default();
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| unavailable(function, format!("unreadable response: {e}")))?;
+    if out.function_error().is_some() {
+        let kind = value["errorType"].as_str().unwrap_or("Internal");
+        let message = value["errorMessage"].as_str().unwrap_or("function error");
+        return Err(ToolError::new(code_of(kind), message));
+    }
+    Ok(value)
+}
+
+impl Tool for RemoteTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let mut payload = json!({"tool": self.spec.name, "arguments": args});
+            if let Some(servers) = &ctx.servers {
+                payload["scope"] = json!({ "servers": servers });
+            }
+            if let Some(caller) = &ctx.caller {
+                payload["caller"] = json!(caller);
+            }
+            invoke(&self.client, &self.function, &payload).await
+        })
+    }
+}
+
+impl Peer {
+    async fn refresh(&self) {
+        let outcome = invoke(&self.client, &self.function, &json!({"toolgate": DESCRIBE}))
+            .await
+            .and_then(|v| {
+                serde_json::from_value::<Vec<ToolSpec>>(v["tools"].clone())
+                    .map_err(|e| unavailable(&self.function, format!("unreadable tool list: {e}")))
+            });
+        let mut l = self.listing.write().unwrap_or_else(|p| p.into_inner());
+        match outcome {
+            Ok(specs) => {
+                l.tools = specs
+                    .into_iter()
+                    .map(|spec| {
+                        Arc::new(RemoteTool {
+                            spec,
+                            function: self.function.clone(),
+                            client: self.client.clone(),
+                        })
+                    })
+                    .collect();
+                l.error = None;
+                l.next_due = Some(Instant::now() + self.ttl);
+            }
+            Err(e) => {
+                tracing::error!(function = %self.function, error = %e.message, "peer function listing failed");
+                l.error = Some(e.message);
+                l.next_due = Some(Instant::now() + RETRY_AFTER_FAILURE.min(self.ttl));
+            }
+        }
+    }
+}
+
+impl PeerTools {
+    /// Lists every peer now, concurrently (during Lambda's init phase).
+    pub async fn start(functions: &[String], ttl: Duration) -> Self {
+        let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let client = aws_sdk_lambda::Client::new(&conf);
+        let peers: Vec<Arc<Peer>> = functions
+            .iter()
+            .map(|f| {
+                Arc::new(Peer {
+                    function: f.clone(),
+                    client: client.clone(),
+                    ttl,
+                    listing: RwLock::default(),
+                    refreshing: AtomicBool::new(false),
+                })
+            })
+            .collect();
+        let mut tasks = Vec::new();
+        for p in &peers {
+            let p = p.clone();
+            tasks.push(tokio::spawn(async move { p.refresh().await }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        Self {
+            peers,
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
+    fn refresh_if_due(&self, peer: &Arc<Peer>) {
+        let due = peer
+            .listing
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .next_due
+            .is_none_or(|d| Instant::now() >= d);
+        if due && !peer.refreshing.swap(true, Ordering::AcqRel) {
+            let peer = peer.clone();
+            self.runtime.spawn(async move {
+                peer.refresh().await;
+                peer.refreshing.store(false, Ordering::Release);
+            });
+        }
+    }
+
+    pub fn health(&self) -> Value {
+        let peers: serde_json::Map<String, Value> = self
+            .peers
+            .iter()
+            .map(|p| {
+                let l = p.listing.read().unwrap_or_else(|e| e.into_inner());
+                (
+                    p.function.clone(),
+                    json!({"ok": l.error.is_none(), "tools": l.tools.len()}),
+                )
+            })
+            .collect();
+        json!({ "functions": peers })
+    }
+}
+
+impl ToolSource for PeerTools {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut all: Vec<Arc<dyn Tool>> = Vec::new();
+        for p in &self.peers {
+            self.refresh_if_due(p);
+            let l = p.listing.read().unwrap_or_else(|e| e.into_inner());
+            all.extend(l.tools.iter().map(|t| t.clone() as Arc<dyn Tool>));
+        }
+        all
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+
+    fn resolve(&self, name: &str) -> Option<Result<Arc<dyn Tool>, ToolError>> {
+        for p in &self.peers {
+            self.refresh_if_due(p);
+            let l = p.listing.read().unwrap_or_else(|e| e.into_inner());
+            for t in &l.tools {
+                if t.spec.name == name || exported_name(&t.spec.name) == name {
+                    return Some(Ok(t.clone() as Arc<dyn Tool>));
+                }
+            }
+        }
+        None
+    }
+}
