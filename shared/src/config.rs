@@ -151,6 +151,49 @@ pub struct Config {
     /// Lambda functions whose tools this one lists and forwards to
     /// (`TOOLGATE_PEER_FUNCTIONS`, comma-separated names or ARNs).
     pub peer_functions: Vec<String>,
+    pub clarify: ClarifyConfig,
+}
+
+/// `clarify` (DESIGN §2): `[clarify]` in the file, `TOOLGATE_CLARIFY_*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClarifyConfig {
+    /// Seconds until an unanswered clarification expires (default 24 h).
+    pub expiry_secs: u64,
+    /// The base of `answer_url` (`TOOLGATE_PUBLIC_URL`); locally the bound
+    /// address when unset.
+    pub public_url: Option<String>,
+    /// The SQLite file (`TOOLGATE_CLARIFY_DB`; default in the data folder).
+    pub db_path: PathBuf,
+    /// A DynamoDB table instead of SQLite (`TOOLGATE_CLARIFY_TABLE`).
+    pub table: Option<String>,
+    /// Complete Step Functions tasks (`TOOLGATE_CLARIFY_STEP_FUNCTIONS`;
+    /// on by default with a DynamoDB table).
+    pub step_functions: bool,
+}
+
+impl Default for ClarifyConfig {
+    fn default() -> Self {
+        Self {
+            expiry_secs: 86_400,
+            public_url: None,
+            db_path: default_data_dir().join("clarify.sqlite3"),
+            table: None,
+            step_functions: false,
+        }
+    }
+}
+
+/// `TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else
+/// `~/.local/share/toolgate`.
+fn default_data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("TOOLGATE_DATA_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        return PathBuf::from(d).join("toolgate");
+    }
+    PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
+        .join(".local/share/toolgate")
 }
 
 /// SSH servers (DESIGN §2): `[servers.NAME]` tables with `key_file`, or
@@ -264,8 +307,8 @@ struct FileConfig {
     ssh: FileSsh,
     #[serde(default)]
     clouds: std::collections::BTreeMap<String, FileCloud>,
-    #[serde(default, rename = "clarify")]
-    _clarify: Option<toml::Value>,
+    #[serde(default)]
+    clarify: FileClarify,
 }
 
 #[derive(Deserialize)]
@@ -283,6 +326,14 @@ struct FileCloud {
 
 fn enabled_by_default() -> bool {
     true
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileClarify {
+    expiry_secs: Option<u64>,
+    public_url: Option<String>,
+    db: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -550,6 +601,53 @@ impl Config {
             }
         }
 
+        let c = &mut cfg.clarify;
+        if let Some(v) = file.clarify.expiry_secs {
+            c.expiry_secs = v;
+        }
+        c.public_url = file.clarify.public_url;
+        if let Some(v) = file.clarify.db {
+            c.db_path = match Path::new(path_for_errors).parent() {
+                Some(dir) if Path::new(&v).is_relative() => dir.join(v),
+                _ => PathBuf::from(v),
+            };
+        }
+        if let Some(v) = env("TOOLGATE_CLARIFY_EXPIRY_SECS") {
+            c.expiry_secs = env_number(
+                "TOOLGATE_CLARIFY_EXPIRY_SECS",
+                &v,
+                "a whole number of seconds",
+            )?;
+        }
+        if let Some(v) = env("TOOLGATE_PUBLIC_URL").filter(|v| !v.trim().is_empty()) {
+            c.public_url = Some(v.trim().to_owned());
+        }
+        if let Some(v) = env("TOOLGATE_CLARIFY_DB").filter(|v| !v.trim().is_empty()) {
+            c.db_path = PathBuf::from(v);
+        }
+        if let Some(v) = env("TOOLGATE_CLARIFY_TABLE").filter(|v| !v.trim().is_empty()) {
+            c.table = Some(v.trim().to_owned());
+            c.step_functions = true;
+        }
+        if let Some(v) = env("TOOLGATE_CLARIFY_STEP_FUNCTIONS") {
+            c.step_functions = env_bool("TOOLGATE_CLARIFY_STEP_FUNCTIONS", &v)?;
+        }
+        if let Some(u) = &c.public_url
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            return Err(ConfigError::BadValue {
+                name: "public_url",
+                what: "an http(s):// URL",
+                value: u.clone(),
+            });
+        }
+        if !(1..=30 * 86_400).contains(&c.expiry_secs) {
+            return Err(ConfigError::BadValue {
+                name: "clarify expiry_secs",
+                what: "between 1 and 2592000 (30 days)",
+                value: c.expiry_secs.to_string(),
+            });
+        }
         if let Some(v) = env("TOOLGATE_PEER_FUNCTIONS") {
             cfg.peer_functions = v
                 .split(',')

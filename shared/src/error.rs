@@ -12,8 +12,15 @@ pub enum ErrorCode {
     UnknownTool,
     TooLarge,
     Internal,
-    /// A cloud account's MCP server is down, slow past its timeout, or failed.
+    /// A cloud account's MCP server or an SSH server is down, slow past its
+    /// timeout, or failed.
     UpstreamUnavailable,
+    /// No such clarification.
+    NotFound,
+    /// The clarification is already answered or cancelled.
+    Conflict,
+    /// The clarification expired unanswered.
+    Expired,
 }
 
 impl ErrorCode {
@@ -26,6 +33,9 @@ impl ErrorCode {
             Self::TooLarge => 413,
             Self::Internal => 500,
             Self::UpstreamUnavailable => 502,
+            Self::NotFound => 404,
+            Self::Conflict => 409,
+            Self::Expired => 410,
         }
     }
 
@@ -38,6 +48,9 @@ impl ErrorCode {
             Self::TooLarge => "too_large",
             Self::Internal => "internal",
             Self::UpstreamUnavailable => "upstream_unavailable",
+            Self::NotFound => "not_found",
+            Self::Conflict => "conflict",
+            Self::Expired => "expired",
         }
     }
 }

@@ -35,6 +35,8 @@ pub struct AppState {
     /// Refuse requests whose `Host` is not a loopback name: a server bound to
     /// 127.0.0.1 must not be reachable through DNS rebinding from a browser.
     pub loopback_hosts_only: bool,
+    /// The answer routes, when this runtime serves `clarify`.
+    pub clarify: Option<Arc<crate::clarify::Clarify>>,
 }
 
 impl IntoResponse for ToolError {
@@ -46,7 +48,12 @@ impl IntoResponse for ToolError {
 }
 
 pub fn router(state: AppState) -> Router {
+    let clarify = match &state.clarify {
+        Some(c) => crate::clarify::http::routes(c.clone()),
+        None => Router::new(),
+    };
     Router::new()
+        .merge(clarify)
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
         .route("/healthz", get(healthz))
@@ -130,7 +137,10 @@ async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Respon
     let Some(token) = state.token.as_deref() else {
         return next.run(req).await;
     };
-    if req.uri().path() == "/healthz" {
+    // A clarification's unguessable id is its capability: the person who
+    // answers holds a link, not the agent's token.
+    let path = req.uri().path();
+    if path == "/healthz" || path.starts_with("/clarifications/") {
         return next.run(req).await;
     }
     let given = req

@@ -208,6 +208,9 @@ pub fn diagnostic(e: &ToolError) -> Diagnostic {
         ErrorCode::TooLarge => "TooLarge",
         ErrorCode::Internal => "Internal",
         ErrorCode::UpstreamUnavailable => "UpstreamUnavailable",
+        ErrorCode::NotFound => "NotFound",
+        ErrorCode::Conflict => "Conflict",
+        ErrorCode::Expired => "Expired",
     };
     Diagnostic {
         error_type: error_type.into(),

@@ -1,6 +1,7 @@
 //! Toolgate's shared crate: the tool contracts, the sandbox, and the HTTP
 //! router that every runtime serves.
 
+pub mod clarify;
 pub mod cloud;
 pub mod config;
 pub mod error;

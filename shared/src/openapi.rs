@@ -7,9 +7,10 @@ use crate::error::ErrorCode;
 use crate::registry::{Registry, exported_name};
 use crate::spec_export::Format;
 
-const ERRORS: [ErrorCode; 6] = [
+const ERRORS: [ErrorCode; 7] = [
     ErrorCode::InvalidInput,
     ErrorCode::Unauthorized,
+    ErrorCode::Forbidden,
     ErrorCode::UnknownTool,
     ErrorCode::TooLarge,
     ErrorCode::Internal,
@@ -32,13 +33,16 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
                     "Invalid input: not a JSON object, a missing or bad field, a wrong content type"
                 }
                 ErrorCode::Unauthorized => "Missing or wrong bearer token",
-                ErrorCode::Forbidden => "Out of the caller's scope",
+                ErrorCode::Forbidden => "Out of the caller's scope, or refused by a server's policy",
                 ErrorCode::UnknownTool => "No such tool",
                 ErrorCode::TooLarge => "Request body over 1 MiB",
                 ErrorCode::Internal => "The service failed (never the script itself)",
                 ErrorCode::UpstreamUnavailable => {
-                    "A cloud account's MCP server is down or too slow (cloud tools only)"
+                    "A cloud account's MCP server or an SSH server is down, too slow, or refused (host key)"
                 }
+                ErrorCode::NotFound => "No such clarification",
+                ErrorCode::Conflict => "The clarification is already answered or cancelled",
+                ErrorCode::Expired => "The clarification expired",
             };
             (c.status().to_string(), error_response(what))
         })
@@ -130,7 +134,7 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
     );
     let codes: Vec<&str> = ERRORS
         .iter()
-        .chain([ErrorCode::Forbidden].iter())
+        .chain([ErrorCode::NotFound, ErrorCode::Conflict, ErrorCode::Expired].iter())
         .map(|c| c.as_str())
         .collect();
     json!({

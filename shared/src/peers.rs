@@ -64,6 +64,9 @@ fn code_of(error_type: &str) -> ErrorCode {
         "UnknownTool" => ErrorCode::UnknownTool,
         "TooLarge" => ErrorCode::TooLarge,
         "UpstreamUnavailable" => ErrorCode::UpstreamUnavailable,
+        "NotFound" => ErrorCode::NotFound,
+        "Conflict" => ErrorCode::Conflict,
+        "Expired" => ErrorCode::Expired,
         _ => ErrorCode::Internal,
     }
 }

@@ -21,6 +21,7 @@ pub struct Toolset {
     pub registry: Registry,
     health: Vec<(&'static str, HealthPart)>,
     cloud: Option<Arc<CloudTools>>,
+    clarify: Option<Arc<crate::clarify::Clarify>>,
     #[cfg(feature = "ssh")]
     ssh: Option<Arc<crate::ssh::Ssh>>,
 }
@@ -147,6 +148,71 @@ impl Toolset {
         Ok(self)
     }
 
+    /// `clarify` and its answer routes: SQLite locally, DynamoDB with
+    /// `TOOLGATE_CLARIFY_TABLE` (feature `aws`), Step Functions callbacks
+    /// when enabled. Expired clarifications that hold a task token are
+    /// swept every 30 s, so their workflows fail promptly.
+    pub async fn with_clarify(mut self, cfg: &Config) -> Result<Self, String> {
+        use crate::clarify::{Clarify, ClarifyStore, TaskCallback};
+        let c = &cfg.clarify;
+        let store: Arc<dyn ClarifyStore> = match &c.table {
+            #[cfg(feature = "aws")]
+            Some(table) => Arc::new(crate::clarify::dynamo::DynamoStore::from_env(table).await),
+            #[cfg(not(feature = "aws"))]
+            Some(_) => {
+                return Err("TOOLGATE_CLARIFY_TABLE is set, but this build has no AWS support (feature `aws`)".into());
+            }
+            None => Arc::new(
+                crate::clarify::sqlite::SqliteStore::open(&c.db_path)
+                    .map_err(|e| format!("clarify store: {e}"))?,
+            ),
+        };
+        let callback: Option<Arc<dyn TaskCallback>> = if c.step_functions {
+            #[cfg(feature = "aws")]
+            {
+                Some(Arc::new(
+                    crate::clarify::callback::StepFunctions::from_env().await,
+                ))
+            }
+            #[cfg(not(feature = "aws"))]
+            {
+                return Err("TOOLGATE_CLARIFY_STEP_FUNCTIONS needs a build with AWS support (feature `aws`)".into());
+            }
+        } else {
+            None
+        };
+        let base = c
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", cfg.server.addr));
+        let clarify = Arc::new(Clarify::new(
+            store,
+            callback,
+            base,
+            std::time::Duration::from_secs(c.expiry_secs),
+        ));
+        self.registry
+            .add(Arc::new(crate::tools::clarify::ClarifyTool::new(
+                clarify.clone(),
+            )))?;
+        let sweeper = Arc::downgrade(&clarify);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(30));
+            loop {
+                tick.tick().await;
+                let Some(c) = sweeper.upgrade() else { break };
+                c.sweep().await;
+            }
+        });
+        self.clarify = Some(clarify);
+        Ok(self)
+    }
+
+    /// The clarify service, to set its public address once bound.
+    pub fn clarify(&self) -> Option<&Arc<crate::clarify::Clarify>> {
+        self.clarify.as_ref()
+    }
+
     /// The tools of other Lambda functions (`TOOLGATE_PEER_FUNCTIONS`),
     /// listed now and forwarded to through the Invoke API.
     #[cfg(all(feature = "aws", feature = "lambda"))]
@@ -198,6 +264,7 @@ impl Toolset {
             token: token.map(Arc::from),
             health: self.health(),
             loopback_hosts_only,
+            clarify: self.clarify.clone(),
         }
     }
 }

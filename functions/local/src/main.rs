@@ -67,6 +67,8 @@ async fn build(cfg: &Config) -> Result<Toolset, String> {
         .with_cloud(cfg)
         .await?
         .with_ssh(cfg)
+        .await?
+        .with_clarify(cfg)
         .await
 }
 
@@ -183,6 +185,10 @@ async fn serve(cfg: Config) -> ExitCode {
     let local = bound
         .map(|a| a.to_string())
         .unwrap_or_else(|| cfg.server.addr.clone());
+    // answer_url points at the address actually bound (a port chosen at bind).
+    if let (Some(c), None) = (app.clarify(), &cfg.clarify.public_url) {
+        c.set_base_url(format!("http://{local}"));
+    }
     // Bound to loopback: answer only loopback Host names (DNS rebinding).
     let state = app.app_state(
         cfg.server.token.as_deref(),

@@ -1,0 +1,187 @@
+//! The AWS store: one DynamoDB table keyed by `id`. The answer is a
+//! conditional update (`status = pending` and not expired), so two answers
+//! cannot both win. Items carry a TTL attribute (`ttl`, a week past expiry,
+//! so late readers still get 410 rather than 404 for a while).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::store::{ClarifyStore, Settlement, StoreFuture};
+use super::{Clarification, Status};
+
+/// How long an item outlives its expiry before DynamoDB's TTL removes it.
+const KEEP_AFTER_EXPIRY_SECS: i64 = 7 * 86_400;
+
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+fn n(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn err(what: &str, e: impl std::fmt::Debug + std::fmt::Display) -> String {
+    format!("DynamoDB {what}: {e}")
+}
+
+fn item_to(item: &HashMap<String, AttributeValue>) -> Option<Clarification> {
+    let text = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+    let num = |k: &str| {
+        item.get(k)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|x| x.parse::<i64>().ok())
+    };
+    Some(Clarification {
+        id: text("id")?,
+        question: text("question")?,
+        options: serde_json::from_str(&text("options")?).ok()?,
+        status: Status::parse(&text("status")?)?,
+        answer: text("answer"),
+        choice: num("choice").map(|c| c as usize),
+        created_at: num("created_at")?,
+        expires_at: num("expires_at")?,
+        settled_at: num("settled_at"),
+        task_token: text("task_token"),
+    })
+}
+
+impl DynamoStore {
+    /// A client from the environment's AWS config, for `table`.
+    pub async fn from_env(table: &str) -> Self {
+        let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Self {
+            client: Client::new(&conf),
+            table: table.to_owned(),
+        }
+    }
+
+    async fn insert_one(&self, c: &Clarification) -> Result<(), String> {
+        let mut item = HashMap::from([
+            ("id".to_owned(), s(&c.id)),
+            ("question".to_owned(), s(&c.question)),
+            (
+                "options".to_owned(),
+                s(serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into())),
+            ),
+            ("status".to_owned(), s("pending")),
+            ("created_at".to_owned(), n(c.created_at)),
+            ("expires_at".to_owned(), n(c.expires_at)),
+            (
+                "ttl".to_owned(),
+                n(c.expires_at / 1000 + KEEP_AFTER_EXPIRY_SECS),
+            ),
+        ]);
+        if let Some(t) = &c.task_token {
+            item.insert("task_token".into(), s(t));
+        }
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(id)")
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| err("PutItem", aws_sdk_dynamodb::error::DisplayErrorContext(e)))
+    }
+
+    async fn get_one(&self, id: &str) -> Result<Option<Clarification>, String> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("id", s(id))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| err("GetItem", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+        Ok(out.item().and_then(item_to))
+    }
+
+    async fn settle_one(&self, id: &str, st: &Settlement) -> Result<bool, String> {
+        let mut update = "SET #st = :to, settled_at = :at".to_owned();
+        let mut req = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("id", s(id))
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":to", s(st.status.as_str()))
+            .expression_attribute_values(":at", n(st.at))
+            .expression_attribute_values(":pending", s("pending"));
+        if let Some(a) = &st.answer {
+            update.push_str(", answer = :answer");
+            req = req.expression_attribute_values(":answer", s(a));
+        }
+        if let Some(c) = st.choice {
+            update.push_str(", choice = :choice");
+            req = req.expression_attribute_values(":choice", n(c as i64));
+        }
+        let condition = if st.status == Status::Expired {
+            "attribute_exists(id) AND #st = :pending"
+        } else {
+            "attribute_exists(id) AND #st = :pending AND expires_at > :at"
+        };
+        match req
+            .update_expression(update)
+            .condition_expression(condition)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(err(
+                "UpdateItem",
+                aws_sdk_dynamodb::error::DisplayErrorContext(e),
+            )),
+        }
+    }
+
+    async fn scan_expired(&self, now: i64) -> Result<Vec<Clarification>, String> {
+        let mut pages = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression(
+                "#st = :pending AND expires_at <= :now AND attribute_exists(task_token)",
+            )
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":pending", s("pending"))
+            .expression_attribute_values(":now", n(now))
+            .into_paginator()
+            .send();
+        let mut out = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page =
+                page.map_err(|e| err("Scan", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+            out.extend(page.items().iter().filter_map(item_to));
+        }
+        Ok(out)
+    }
+}
+
+impl ClarifyStore for DynamoStore {
+    fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()> {
+        Box::pin(self.insert_one(c))
+    }
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
+        Box::pin(self.get_one(id))
+    }
+    fn settle<'a>(&'a self, id: &'a str, st: &'a Settlement) -> StoreFuture<'a, bool> {
+        Box::pin(self.settle_one(id, st))
+    }
+    fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
+        Box::pin(self.scan_expired(now))
+    }
+}

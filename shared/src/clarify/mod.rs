@@ -1,0 +1,425 @@
+//! `clarify` (DESIGN §2): an agent asks a person a question and gets a
+//! pending clarification with an unguessable id; the answer arrives later
+//! over HTTPS (`http` module, with a page for people in `page`). Stores sit
+//! behind one trait (`store`: SQLite locally, DynamoDB on AWS). When the
+//! call carried a Step Functions task token, the answer completes the task
+//! (`callback`), and expiry or cancellation fails it.
+
+pub mod callback;
+#[cfg(feature = "aws")]
+pub mod dynamo;
+pub mod http;
+pub mod page;
+pub mod sqlite;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::error::{ErrorCode, ToolError};
+pub use callback::TaskCallback;
+pub use store::{ClarifyStore, Settlement};
+
+/// Longest `?wait=` a reader may ask for: under API Gateway's 30 s limit.
+pub const MAX_WAIT_SECS: u64 = 25;
+pub const MAX_QUESTION_CHARS: usize = 2_000;
+pub const MAX_OPTIONS: usize = 20;
+pub const MAX_OPTION_CHARS: usize = 200;
+pub const MAX_ANSWER_CHARS: usize = 10_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Pending,
+    Answered,
+    Expired,
+    Cancelled,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Answered => "answered",
+            Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "answered" => Self::Answered,
+            "expired" => Self::Expired,
+            "cancelled" => Self::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clarification {
+    pub id: String,
+    pub question: String,
+    pub options: Vec<String>,
+    pub status: Status,
+    pub answer: Option<String>,
+    pub choice: Option<usize>,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub settled_at: Option<i64>,
+    /// A Step Functions task token; never shown to readers.
+    pub task_token: Option<String>,
+}
+
+impl Clarification {
+    /// The status a reader sees now: a pending one past its expiry is expired.
+    pub fn status_at(&self, now: i64) -> Status {
+        if self.status == Status::Pending && now >= self.expires_at {
+            Status::Expired
+        } else {
+            self.status
+        }
+    }
+
+    /// The state as `GET /clarifications/{id}` returns it.
+    pub fn view(&self, now: i64, base_url: &str) -> Value {
+        let status = self.status_at(now);
+        let mut v = json!({
+            "status": status.as_str(),
+            "id": self.id,
+            "question": self.question,
+            "options": self.options,
+            "answer_url": answer_url(base_url, &self.id),
+            "expires_at": rfc3339(self.expires_at),
+        });
+        if status == Status::Answered {
+            v["answer"] = json!(self.answer);
+            v["choice"] = json!(self.choice);
+            v["answered_at"] = json!(self.settled_at.map(rfc3339));
+        }
+        if status == Status::Cancelled {
+            v["cancelled_at"] = json!(self.settled_at.map(rfc3339));
+        }
+        v
+    }
+}
+
+pub fn answer_url(base_url: &str, id: &str) -> String {
+    format!(
+        "{}/clarifications/{id}/answer",
+        base_url.trim_end_matches('/')
+    )
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// `2026-11-30T12:00:00Z` (UTC, whole seconds) from Unix milliseconds.
+pub fn rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// 160 random bits, hex: the id is the capability to read and answer.
+pub fn new_id() -> Result<String, ToolError> {
+    let mut b = [0u8; 20];
+    getrandom::fill(&mut b).map_err(|e| ToolError::internal(format!("no randomness: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+fn valid_id(id: &str) -> bool {
+    id.len() == 40
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+/// Why an answer or a cancel did not take.
+#[derive(Debug)]
+pub enum Refusal {
+    NotFound,
+    Expired(Clarification),
+    /// Already answered or cancelled; the current state is returned.
+    Settled(Clarification),
+}
+
+pub struct Clarify {
+    store: Arc<dyn ClarifyStore>,
+    callback: Option<Arc<dyn TaskCallback>>,
+    base_url: std::sync::RwLock<String>,
+    pub expiry: Duration,
+    /// Wakes local long-polls when an answer lands here.
+    changed: Notify,
+}
+
+impl Clarify {
+    pub fn new(
+        store: Arc<dyn ClarifyStore>,
+        callback: Option<Arc<dyn TaskCallback>>,
+        base_url: String,
+        expiry: Duration,
+    ) -> Self {
+        Self {
+            store,
+            callback,
+            base_url: std::sync::RwLock::new(base_url),
+            expiry,
+            changed: Notify::new(),
+        }
+    }
+
+    /// The base of `answer_url`.
+    pub fn base_url(&self) -> String {
+        self.base_url
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Set once the server knows its address (a port chosen at bind).
+    pub fn set_base_url(&self, url: String) {
+        *self.base_url.write().unwrap_or_else(|p| p.into_inner()) = url;
+    }
+
+    fn store_error(e: String) -> ToolError {
+        tracing::error!(error = %e, "clarification store failed");
+        ToolError::internal(format!("the clarification store failed: {e}"))
+    }
+
+    pub async fn ask(
+        &self,
+        question: String,
+        options: Vec<String>,
+        task_token: Option<String>,
+    ) -> Result<Clarification, ToolError> {
+        let now = now_ms();
+        let c = Clarification {
+            id: new_id()?,
+            question,
+            options,
+            status: Status::Pending,
+            answer: None,
+            choice: None,
+            created_at: now,
+            expires_at: now + self.expiry.as_millis() as i64,
+            settled_at: None,
+            task_token,
+        };
+        self.store.insert(&c).await.map_err(Self::store_error)?;
+        Ok(c)
+    }
+
+    /// The clarification, with its expiry settled (and its task failed) if
+    /// it has just passed.
+    pub async fn get(&self, id: &str) -> Result<Option<Clarification>, ToolError> {
+        if !valid_id(id) {
+            return Ok(None);
+        }
+        let c = self.store.get(id).await.map_err(Self::store_error)?;
+        if let Some(c) = &c
+            && c.status_at(now_ms()) == Status::Expired
+            && c.status == Status::Pending
+        {
+            self.expire(c).await;
+        }
+        Ok(c)
+    }
+
+    /// Waits up to `wait` for the clarification to leave `pending`.
+    pub async fn wait(&self, id: &str, wait: Duration) -> Result<Option<Clarification>, ToolError> {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            let notified = self.changed.notified();
+            let c = self.get(id).await?;
+            let pending = c
+                .as_ref()
+                .is_some_and(|c| c.status_at(now_ms()) == Status::Pending);
+            if !pending || tokio::time::Instant::now() >= until {
+                return Ok(c);
+            }
+            // Another instance (Lambda) may take the answer: poll too.
+            let nap = (until - tokio::time::Instant::now()).min(Duration::from_secs(1));
+            let _ = tokio::time::timeout(nap, notified).await;
+        }
+    }
+
+    pub async fn answer(
+        &self,
+        id: &str,
+        answer: String,
+        choice: Option<usize>,
+    ) -> Result<Result<Clarification, Refusal>, ToolError> {
+        self.settle(id, Status::Answered, Some(answer), choice)
+            .await
+    }
+
+    pub async fn cancel(&self, id: &str) -> Result<Result<Clarification, Refusal>, ToolError> {
+        self.settle(id, Status::Cancelled, None, None).await
+    }
+
+    async fn settle(
+        &self,
+        id: &str,
+        to: Status,
+        answer: Option<String>,
+        choice: Option<usize>,
+    ) -> Result<Result<Clarification, Refusal>, ToolError> {
+        let Some(c) = self.get(id).await? else {
+            return Ok(Err(Refusal::NotFound));
+        };
+        let now = now_ms();
+        match c.status_at(now) {
+            Status::Pending => {}
+            Status::Expired => return Ok(Err(Refusal::Expired(c))),
+            _ => return Ok(Err(Refusal::Settled(c))),
+        }
+        let s = Settlement {
+            status: to,
+            answer,
+            choice,
+            at: now,
+        };
+        let won = self.store.settle(id, &s).await.map_err(Self::store_error)?;
+        let current = self
+            .store
+            .get(id)
+            .await
+            .map_err(Self::store_error)?
+            .ok_or_else(|| ToolError::internal("the clarification vanished"))?;
+        if !won {
+            // Someone else settled it first (or it expired meanwhile).
+            return Ok(Err(match current.status_at(now) {
+                Status::Expired => Refusal::Expired(current),
+                _ => Refusal::Settled(current),
+            }));
+        }
+        self.changed.notify_waiters();
+        self.report(&current).await;
+        Ok(Ok(current))
+    }
+
+    async fn expire(&self, c: &Clarification) {
+        let s = Settlement {
+            status: Status::Expired,
+            answer: None,
+            choice: None,
+            at: now_ms(),
+        };
+        match self.store.settle(&c.id, &s).await {
+            Ok(true) => {
+                self.changed.notify_waiters();
+                let mut done = c.clone();
+                done.status = Status::Expired;
+                self.report(&done).await;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!(id = %c.id, error = %e, "cannot mark a clarification expired")
+            }
+        }
+    }
+
+    /// Settles every expired clarification that still holds a task token,
+    /// so its workflow fails now rather than at its own timeout.
+    pub async fn sweep(&self) {
+        match self.store.expired_pending(now_ms()).await {
+            Ok(list) => {
+                for c in list {
+                    self.expire(&c).await;
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "clarification sweep failed"),
+        }
+    }
+
+    /// Tells the waiting workflow, if any.
+    async fn report(&self, c: &Clarification) {
+        let (Some(token), Some(cb)) = (&c.task_token, &self.callback) else {
+            return;
+        };
+        let outcome = match c.status {
+            Status::Answered => {
+                let output = json!({"answer": c.answer, "choice": c.choice, "id": c.id});
+                cb.success(token, &output).await
+            }
+            Status::Expired => {
+                cb.failure(
+                    token,
+                    "Clarify.Expired",
+                    &format!("clarification {} expired unanswered", c.id),
+                )
+                .await
+            }
+            Status::Cancelled => {
+                cb.failure(
+                    token,
+                    "Clarify.Cancelled",
+                    &format!("clarification {} was cancelled", c.id),
+                )
+                .await
+            }
+            Status::Pending => return,
+        };
+        match outcome {
+            Ok(()) => tracing::info!(id = %c.id, status = c.status.as_str(), "task callback sent"),
+            Err(e) => tracing::error!(id = %c.id, error = %e, "task callback failed"),
+        }
+    }
+}
+
+/// A refusal as the HTTP contract's error: 404, 409 (with the current
+/// state) or 410.
+pub fn refusal_error(r: &Refusal) -> ToolError {
+    match r {
+        Refusal::NotFound => ToolError::new(ErrorCode::NotFound, "No such clarification"),
+        Refusal::Expired(_) => ToolError::new(ErrorCode::Expired, "This clarification has expired"),
+        Refusal::Settled(c) => ToolError::new(
+            ErrorCode::Conflict,
+            format!("This clarification is already {}", c.status.as_str()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_795_945_092_999), "2026-11-29T09:38:12Z");
+    }
+
+    #[test]
+    fn ids_are_long_and_distinct() {
+        let a = new_id().unwrap();
+        let b = new_id().unwrap();
+        assert_ne!(a, b);
+        assert!(valid_id(&a), "{a}");
+        assert!(!valid_id("../etc"));
+        assert!(!valid_id(&a.to_uppercase()));
+    }
+}

@@ -1,0 +1,145 @@
+//! The local store: one SQLite file (rusqlite, bundled), so nothing is lost
+//! on restart. The answer is one conditional `UPDATE`, so two racing
+//! answers cannot both win.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::store::{ClarifyStore, Settlement, StoreFuture};
+use super::{Clarification, Status};
+
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS clarifications (
+    id TEXT PRIMARY KEY,
+    question TEXT NOT NULL,
+    options TEXT NOT NULL,
+    status TEXT NOT NULL,
+    answer TEXT,
+    choice INTEGER,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    settled_at INTEGER,
+    task_token TEXT
+);
+CREATE INDEX IF NOT EXISTS pending_by_expiry ON clarifications (status, expires_at);
+";
+
+impl SqliteStore {
+    /// Opens (creating) the database file and its folder.
+    pub fn open(path: &Path) -> Result<Self, String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // WAL: readers (long-polls) do not block the writer.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
+            .and_then(|_| conn.execute_batch(SCHEMA))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, String> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let c = conn.lock().unwrap_or_else(|p| p.into_inner());
+            f(&c).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+}
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Clarification> {
+    let options: String = r.get("options")?;
+    let status: String = r.get("status")?;
+    let choice: Option<i64> = r.get("choice")?;
+    Ok(Clarification {
+        id: r.get("id")?,
+        question: r.get("question")?,
+        options: serde_json::from_str(&options).unwrap_or_default(),
+        status: Status::parse(&status).unwrap_or(Status::Pending),
+        answer: r.get("answer")?,
+        choice: choice.map(|c| c as usize),
+        created_at: r.get("created_at")?,
+        expires_at: r.get("expires_at")?,
+        settled_at: r.get("settled_at")?,
+        task_token: r.get("task_token")?,
+    })
+}
+
+impl ClarifyStore for SqliteStore {
+    fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()> {
+        let c = c.clone();
+        Box::pin(self.with(move |conn| {
+            conn.execute(
+                "INSERT INTO clarifications (id, question, options, status, created_at, expires_at, task_token)
+                 VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6)",
+                params![
+                    c.id,
+                    c.question,
+                    serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into()),
+                    c.created_at,
+                    c.expires_at,
+                    c.task_token
+                ],
+            )
+            .map(|_| ())
+        }))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
+        let id = id.to_owned();
+        Box::pin(self.with(move |conn| {
+            conn.query_row(
+                "SELECT * FROM clarifications WHERE id = ?1",
+                params![id],
+                row,
+            )
+            .optional()
+        }))
+    }
+
+    fn settle<'a>(&'a self, id: &'a str, s: &'a Settlement) -> StoreFuture<'a, bool> {
+        let (id, s) = (id.to_owned(), s.clone());
+        Box::pin(self.with(move |conn| {
+            let expiring = s.status == Status::Expired;
+            let changed = conn.execute(
+                "UPDATE clarifications SET status = ?2, answer = ?3, choice = ?4, settled_at = ?5
+                 WHERE id = ?1 AND status = 'pending' AND (?6 OR expires_at > ?5)",
+                params![
+                    id,
+                    s.status.as_str(),
+                    s.answer,
+                    s.choice.map(|c| c as i64),
+                    s.at,
+                    expiring
+                ],
+            )?;
+            Ok(changed == 1)
+        }))
+    }
+
+    fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
+        Box::pin(self.with(move |conn| {
+            let mut stmt = conn.prepare(
+                "SELECT * FROM clarifications
+                 WHERE status = 'pending' AND expires_at <= ?1 AND task_token IS NOT NULL",
+            )?;
+            let rows = stmt.query_map(params![now], row)?;
+            rows.collect()
+        }))
+    }
+}

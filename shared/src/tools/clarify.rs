@@ -1,0 +1,197 @@
+//! `clarify` (DESIGN §2): asks a person a question with optional choices.
+//! Input `{"question", "options": []}` (plus `task_token` from a Step
+//! Functions `.waitForTaskToken` state); output a pending clarification
+//! `{"status":"pending","id","question","options","answer_url","expires_at"}`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::clarify::{Clarify, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS, now_ms};
+use crate::error::ToolError;
+use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+use crate::tools::python_execute::NOT_AN_OBJECT;
+
+pub const NAME: &str = "clarify";
+
+pub struct ClarifyTool {
+    spec: ToolSpec,
+    clarify: Arc<Clarify>,
+}
+
+pub fn spec(expiry_secs: u64) -> ToolSpec {
+    ToolSpec {
+        name: NAME.into(),
+        description: format!(
+            "Ask the human a question when something is ambiguous, optionally with options to \
+             choose from (they may also answer in their own words). Returns at once with a \
+             pending clarification: give its answer_url to the person, then read the answer with \
+             GET /clarifications/{{id}}?wait=25 until its status is answered. It expires after \
+             {expiry_secs} s."
+        ),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+                "options": {
+                    "type": "array",
+                    "maxItems": MAX_OPTIONS,
+                    "items": {"type": "string", "minLength": 1, "maxLength": MAX_OPTION_CHARS},
+                    "default": []
+                }
+            },
+            "required": ["question"]
+        }),
+        output_schema: json!({
+            "type": "object",
+            "properties": {
+                "status": {"const": "pending"},
+                "id": {"type": "string"},
+                "question": {"type": "string"},
+                "options": {"type": "array", "items": {"type": "string"}},
+                "answer_url": {"type": "string"},
+                "expires_at": {"type": "string", "description": "RFC 3339, UTC"}
+            },
+            "required": ["status", "id", "question", "options", "answer_url", "expires_at"]
+        }),
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Input {
+    pub question: String,
+    pub options: Vec<String>,
+    pub task_token: Option<String>,
+}
+
+pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
+    let obj = args
+        .as_object()
+        .ok_or_else(|| ToolError::invalid_input(NOT_AN_OBJECT))?;
+    let question = match obj.get("question") {
+        Some(Value::String(q)) if !q.trim().is_empty() => q.clone(),
+        _ => {
+            return Err(ToolError::invalid_input(
+                "\"question\" is required and must be a non-empty string",
+            ));
+        }
+    };
+    if question.chars().count() > MAX_QUESTION_CHARS {
+        return Err(ToolError::invalid_input(format!(
+            "\"question\" is longer than {MAX_QUESTION_CHARS} characters"
+        )));
+    }
+    let options = match obj.get("options") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => {
+            if items.len() > MAX_OPTIONS {
+                return Err(ToolError::invalid_input(format!(
+                    "\"options\" may hold at most {MAX_OPTIONS} choices"
+                )));
+            }
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s)
+                        if !s.trim().is_empty() && s.chars().count() <= MAX_OPTION_CHARS =>
+                    {
+                        out.push(s.clone())
+                    }
+                    _ => {
+                        return Err(ToolError::invalid_input(format!(
+                            "options[{i}] must be a non-empty string of at most {MAX_OPTION_CHARS} characters"
+                        )));
+                    }
+                }
+            }
+            out
+        }
+        Some(_) => {
+            return Err(ToolError::invalid_input(
+                "\"options\" must be a list of strings",
+            ));
+        }
+    };
+    let task_token = match obj.get("task_token") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) if !t.is_empty() && t.len() <= 8_192 => Some(t.clone()),
+        Some(_) => {
+            return Err(ToolError::invalid_input(
+                "\"task_token\" must be a Step Functions task token (a string)",
+            ));
+        }
+    };
+    Ok(Input {
+        question,
+        options,
+        task_token,
+    })
+}
+
+impl ClarifyTool {
+    pub fn new(clarify: Arc<Clarify>) -> Self {
+        Self {
+            spec: spec(clarify.expiry.as_secs()),
+            clarify,
+        }
+    }
+}
+
+impl Tool for ClarifyTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(&'a self, args: Value, _ctx: &'a CallContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let input = parse_input(&args)?;
+            let c = self
+                .clarify
+                .ask(input.question, input.options, input.task_token)
+                .await?;
+            tracing::info!(id = %c.id, waits_for_task = c.task_token.is_some(), "clarification asked");
+            Ok(c.view(now_ms(), &self.clarify.base_url()))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_rules() {
+        let ok =
+            parse_input(&json!({"question": "Which region?", "options": ["eu", "us"]})).unwrap();
+        assert_eq!(ok.options, ["eu", "us"]);
+        assert_eq!(
+            parse_input(&json!({"question": "Why?"}))
+                .unwrap()
+                .options
+                .len(),
+            0
+        );
+        let many: Vec<String> = (0..21).map(|i| i.to_string()).collect();
+        for (bad, says) in [
+            (json!("q"), "JSON object"),
+            (json!({}), "\"question\" is required"),
+            (json!({"question": "  "}), "\"question\" is required"),
+            (json!({"question": "x".repeat(2001)}), "longer than 2000"),
+            (
+                json!({"question": "q", "options": "a,b"}),
+                "list of strings",
+            ),
+            (json!({"question": "q", "options": many}), "at most 20"),
+            (json!({"question": "q", "options": ["a", ""]}), "options[1]"),
+            (
+                json!({"question": "q", "options": ["x".repeat(201)]}),
+                "options[0]",
+            ),
+            (json!({"question": "q", "options": [1]}), "options[0]"),
+            (json!({"question": "q", "task_token": 5}), "task_token"),
+        ] {
+            let e = parse_input(&bad).unwrap_err();
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+        }
+    }
+}

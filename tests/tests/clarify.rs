@@ -1,0 +1,478 @@
+//! `clarify` end to end on `toolgate serve`: the lifecycle over HTTP with
+//! the SQLite store (restart, racing answers, expiry, cancel, every error
+//! code, long-poll, the page), and the DynamoDB store and Step Functions
+//! callbacks against moto server through the real SDK.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolgate_e2e::peer::{moto, run_ok, tools_dir};
+use toolgate_e2e::{Response, Server};
+
+fn data_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("toolgate-clarify-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn start(dir: &std::path::Path, extra: &[(&str, &str)]) -> Server {
+    let mut env = vec![("TOOLGATE_DATA_DIR", dir.to_str().unwrap())];
+    env.extend_from_slice(extra);
+    Server::start(&env)
+}
+
+fn ask(s: &Server, args: Value) -> Value {
+    let r = s.post_json("/tools/clarify", &args);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()
+}
+
+fn answer(s: &Server, id: &str, body: Value) -> Response {
+    s.post_json(&format!("/clarifications/{id}/answer"), &body)
+}
+
+fn code(r: &Response) -> String {
+    r.json()["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn lifecycle_error_codes_and_long_poll() {
+    let dir = data_dir("life");
+    let s = start(&dir, &[]);
+    let c = ask(
+        &s,
+        json!({"question": "Deploy to which region?", "options": ["eu-west-1", "us-east-1"]}),
+    );
+    let id = c["id"].as_str().unwrap().to_owned();
+    assert_eq!(c["status"], "pending");
+    assert_eq!(id.len(), 40, "160 random bits in hex");
+    assert_eq!(c["options"], json!(["eu-west-1", "us-east-1"]));
+    assert_eq!(
+        c["answer_url"],
+        format!("http://{}/clarifications/{id}/answer", s.addr)
+    );
+    assert!(c["expires_at"].as_str().unwrap().ends_with('Z'));
+    assert_ne!(ask(&s, json!({"question": "again?"}))["id"], c["id"]);
+
+    let got = s.get(&format!("/clarifications/{id}")).json();
+    assert_eq!(got["status"], "pending");
+    assert!(got.get("task_token").is_none());
+
+    // A long-poll returns as soon as the answer lands.
+    let poller = {
+        let (addr, id) = (s.addr.clone(), id.clone());
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            let r = toolgate_e2e::raw_request(
+                &addr,
+                "GET",
+                &format!("/clarifications/{id}?wait=20"),
+                &[],
+                b"",
+            );
+            (t.elapsed(), r.json())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let r = answer(&s, &id, json!({"choice": 1}));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["answer"], "us-east-1");
+    assert_eq!(r.json()["choice"], 1);
+    let (took, polled) = poller.join().unwrap();
+    assert_eq!(polled["status"], "answered", "{polled}");
+    assert!(took < Duration::from_secs(5), "long-poll took {took:?}");
+    assert!(polled["answered_at"].as_str().is_some());
+
+    // Answering twice: 409 with the answer that won.
+    let r = answer(&s, &id, json!({"answer": "ap-south-1"}));
+    assert_eq!(r.status, 409);
+    assert_eq!(code(&r), "conflict");
+    assert_eq!(r.json()["clarification"]["answer"], "us-east-1");
+
+    // Unknown ids, well-formed or not: 404.
+    for bad in [
+        "0123456789abcdef0123456789abcdef01234567",
+        "nope",
+        "..%2F..%2Fetc",
+    ] {
+        assert_eq!(
+            s.get(&format!("/clarifications/{bad}")).status,
+            404,
+            "{bad}"
+        );
+        let r = answer(&s, bad, json!({"answer": "x"}));
+        assert_eq!(r.status, 404, "{bad}");
+        assert_eq!(code(&r), "not_found");
+    }
+
+    // Hostile and malformed input: 400 in the contract's shape.
+    let open = ask(&s, json!({"question": "q", "options": ["a"]}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for bad in [
+        json!({}),
+        json!({"choice": 1}),
+        json!({"choice": "0"}),
+        json!({"answer": ""}),
+        json!([1]),
+    ] {
+        let r = answer(&s, &open, bad.clone());
+        assert_eq!(r.status, 400, "{bad}");
+        assert_eq!(code(&r), "invalid_input");
+    }
+    let r = s.request(
+        "POST",
+        &format!("/clarifications/{open}/answer"),
+        &[("Content-Type", "application/json")],
+        b"{not json",
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        s.get(&format!("/clarifications/{open}?wait=soon")).status,
+        400
+    );
+    for bad in [
+        json!({}),
+        json!({"question": ""}),
+        json!({"question": "q", "options": [""]}),
+        json!({"question": "q", "options": (0..21).map(|i| i.to_string()).collect::<Vec<_>>()}),
+    ] {
+        let r = s.post_json("/tools/clarify", &bad);
+        assert_eq!(r.status, 400, "{bad}");
+    }
+
+    // Cancel: then answering is a conflict, and cancelling again too.
+    let r = s.post_json(&format!("/clarifications/{open}/cancel"), &json!({}));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["status"], "cancelled");
+    assert_eq!(answer(&s, &open, json!({"answer": "late"})).status, 409);
+    assert_eq!(
+        s.post_json(&format!("/clarifications/{open}/cancel"), &json!({}))
+            .status,
+        409
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn nothing_is_lost_on_restart() {
+    let dir = data_dir("restart");
+    let s = start(&dir, &[]);
+    let id = ask(&s, json!({"question": "Still there?"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(s.terminate().success());
+    let s = start(&dir, &[]);
+    assert_eq!(
+        s.get(&format!("/clarifications/{id}")).json()["status"],
+        "pending"
+    );
+    let r = answer(&s, &id, json!({"answer": "yes, after a restart"}));
+    assert_eq!(r.status, 200);
+    assert!(s.terminate().success());
+    let s = start(&dir, &[]);
+    assert_eq!(
+        s.get(&format!("/clarifications/{id}")).json()["answer"],
+        "yes, after a restart"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn racing_answers_have_exactly_one_winner() {
+    let dir = data_dir("race");
+    let s = Arc::new(start(&dir, &[]));
+    let id = ask(&s, json!({"question": "Who wins?"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let barrier = Arc::new(std::sync::Barrier::new(16));
+    let threads: Vec<_> = (0..16)
+        .map(|i| {
+            let (s, id, barrier) = (s.clone(), id.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let r = answer(&s, &id, json!({"answer": format!("answer {i}")}));
+                (r.status, r.json())
+            })
+        })
+        .collect();
+    let results: Vec<(u16, Value)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let winners: Vec<&Value> = results
+        .iter()
+        .filter(|(st, _)| *st == 200)
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(winners.len(), 1, "{results:?}");
+    let won = winners[0]["answer"].clone();
+    for (st, v) in &results {
+        if *st != 200 {
+            assert_eq!(*st, 409, "{v}");
+            assert_eq!(
+                v["clarification"]["answer"], won,
+                "every loser sees the winner"
+            );
+        }
+    }
+    assert_eq!(
+        s.get(&format!("/clarifications/{id}")).json()["answer"],
+        won
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn expired_clarifications_answer_410() {
+    let dir = data_dir("expiry");
+    let s = start(&dir, &[("TOOLGATE_CLARIFY_EXPIRY_SECS", "1")]);
+    let id = ask(&s, json!({"question": "Quick?"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(
+        s.get(&format!("/clarifications/{id}")).json()["status"],
+        "expired"
+    );
+    let r = answer(&s, &id, json!({"answer": "too late"}));
+    assert_eq!(r.status, 410);
+    assert_eq!(code(&r), "expired");
+    assert_eq!(
+        s.post_json(&format!("/clarifications/{id}/cancel"), &json!({}))
+            .status,
+        410
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_page_escapes_the_question_and_needs_no_token() {
+    let dir = data_dir("page");
+    let s = start(&dir, &[("TOOLGATE_TOKEN", "agent-secret")]);
+    // The tool needs the agent's token...
+    let r = s.post_json("/tools/clarify", &json!({"question": "q"}));
+    assert_eq!(r.status, 401);
+    let r = s.request(
+        "POST",
+        "/tools/clarify",
+        &[("Content-Type", "application/json"), ("Authorization", "Bearer agent-secret")],
+        json!({"question": "<script>alert('x')</script> Proceed?", "options": ["<b>yes</b>", "no"], "task_token": "tok-secret"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    // ...the page and the answer route do not: the id is the capability.
+    let page = s.request(
+        "GET",
+        &format!("/clarifications/{id}"),
+        &[("Accept", "text/html")],
+        b"",
+    );
+    assert_eq!(page.status, 200);
+    assert!(
+        page.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(!html.contains("<script>alert"), "{html}");
+    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; Proceed?"));
+    assert!(html.contains("&lt;b&gt;yes&lt;/b&gt;"));
+    assert!(!html.contains("tok-secret"));
+    assert_eq!(answer(&s, &id, json!({"choice": 0})).status, 200);
+    let html = String::from_utf8_lossy(
+        &s.request(
+            "GET",
+            &format!("/clarifications/{id}"),
+            &[("Accept", "text/html")],
+            b"",
+        )
+        .body,
+    )
+    .into_owned();
+    assert!(html.contains("Answered: &lt;b&gt;yes&lt;/b&gt;"), "{html}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs Python (boto3, from the moto venv) against moto.
+fn boto(endpoint: &str, script: &str, args: &[&str]) -> String {
+    run_ok(
+        Command::new(tools_dir().join("aws/bin/python"))
+            .arg("-c")
+            .arg(format!(
+                "import boto3, json, sys, time\nkw = dict(endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing')\n{script}"
+            ))
+            .arg(endpoint)
+            .args(args),
+        "boto3 against moto",
+    )
+}
+
+const AWS: [(&str, &str); 3] = [
+    ("AWS_ACCESS_KEY_ID", "testing"),
+    ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ("AWS_REGION", "us-east-1"),
+];
+
+/// A state machine whose one state sends its task token to an SQS queue
+/// and waits (`sqs:sendMessage.waitForTaskToken`); returns the execution
+/// ARN and the token, read from the queue.
+fn start_waiting_execution(endpoint: &str, name: &str) -> (String, String) {
+    let out = boto(
+        endpoint,
+        r#"
+sqs = boto3.client('sqs', **kw); sfn = boto3.client('stepfunctions', **kw)
+q = sqs.create_queue(QueueName=sys.argv[2])['QueueUrl']
+definition = {"StartAt": "Ask", "States": {"Ask": {"Type": "Task",
+  "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+  "Parameters": {"QueueUrl": q, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}}}
+sm = sfn.create_state_machine(name=sys.argv[2], definition=json.dumps(definition),
+  roleArn='arn:aws:iam::123456789012:role/sfn')['stateMachineArn']
+ex = sfn.start_execution(stateMachineArn=sm, input='{}')['executionArn']
+for _ in range(100):
+    msgs = sqs.receive_message(QueueUrl=q, WaitTimeSeconds=1).get('Messages', [])
+    if msgs:
+        print(ex); print(json.loads(msgs[0]['Body'])['token']); break
+else:
+    sys.exit('no task token arrived')
+"#,
+        &[name],
+    );
+    let mut lines = out.lines();
+    (
+        lines.next().unwrap().to_owned(),
+        lines.next().unwrap().to_owned(),
+    )
+}
+
+/// Polls the execution until it leaves RUNNING; returns status, output, error.
+fn finished(endpoint: &str, execution: &str) -> Value {
+    let out = boto(
+        endpoint,
+        r#"
+sfn = boto3.client('stepfunctions', **kw)
+for _ in range(100):
+    d = sfn.describe_execution(executionArn=sys.argv[2])
+    if d['status'] != 'RUNNING':
+        break
+    time.sleep(0.2)
+print(json.dumps({"status": d['status'], "output": d.get('output'), "error": d.get('error'), "cause": d.get('cause')}))
+"#,
+        &[execution],
+    );
+    serde_json::from_str(out.trim()).unwrap()
+}
+
+#[test]
+fn step_functions_callbacks_and_the_dynamodb_store_against_moto() {
+    let (_moto, endpoint) = moto();
+    // moto runs state machines only when asked to.
+    boto(
+        &endpoint,
+        r#"
+import urllib.request
+req = urllib.request.Request(sys.argv[1] + '/moto-api/config', data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(), method='POST')
+urllib.request.urlopen(req).read()
+boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}],
+  AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')
+"#,
+        &[],
+    );
+    let mut env: Vec<(&str, &str)> = AWS.to_vec();
+    env.push(("AWS_ENDPOINT_URL", &endpoint));
+    env.push(("TOOLGATE_CLARIFY_TABLE", "clarifications"));
+    let s = Server::start(&env);
+
+    // Answered: the execution succeeds with the answer as its output.
+    let (execution, token) = start_waiting_execution(&endpoint, "answered");
+    let c = ask(
+        &s,
+        json!({"question": "Restart web-1?", "options": ["yes", "no"], "task_token": token}),
+    );
+    let id = c["id"].as_str().unwrap().to_owned();
+    assert!(c.get("task_token").is_none());
+    let r = answer(&s, &id, json!({"choice": 0}));
+    assert_eq!(
+        r.status,
+        200,
+        "{}\n{}",
+        String::from_utf8_lossy(&r.body),
+        s.logs()
+    );
+    let done = finished(&endpoint, &execution);
+    assert_eq!(done["status"], "SUCCEEDED", "{done}\n{}", s.logs());
+    let output: Value = serde_json::from_str(done["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output, json!({"answer": "yes", "choice": 0, "id": id}));
+    // The item is in DynamoDB, answered, with its TTL.
+    let item = boto(
+        &endpoint,
+        "print(json.dumps(boto3.client('dynamodb', **kw).get_item(TableName='clarifications', Key={'id': {'S': sys.argv[2]}})['Item']))",
+        &[&id],
+    );
+    let item: Value = serde_json::from_str(item.trim()).unwrap();
+    assert_eq!(item["status"]["S"], "answered");
+    assert!(item["ttl"]["N"].as_str().is_some());
+    // A second answer loses the conditional write.
+    assert_eq!(answer(&s, &id, json!({"choice": 1})).status, 409);
+
+    // Cancelled: the execution fails with Clarify.Cancelled.
+    let (execution, token) = start_waiting_execution(&endpoint, "cancelled");
+    let id = ask(&s, json!({"question": "q", "task_token": token}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        s.post_json(&format!("/clarifications/{id}/cancel"), &json!({}))
+            .status,
+        200
+    );
+    let done = finished(&endpoint, &execution);
+    assert_eq!(done["status"], "FAILED", "{done}");
+    assert_eq!(done["error"], "Clarify.Cancelled");
+
+    // A bogus token: the answer is still recorded; the failed callback is logged.
+    let id = ask(
+        &s,
+        json!({"question": "q", "task_token": "not-a-real-token"}),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(answer(&s, &id, json!({"answer": "fine"})).status, 200);
+    assert_eq!(
+        s.get(&format!("/clarifications/{id}")).json()["answer"],
+        "fine"
+    );
+    assert!(s.logs().contains("task callback failed"), "{}", s.logs());
+    drop(s);
+
+    // Expired: the execution fails with Clarify.Expired.
+    let mut env2 = env.clone();
+    env2.push(("TOOLGATE_CLARIFY_EXPIRY_SECS", "1"));
+    let s = Server::start(&env2);
+    let (execution, token) = start_waiting_execution(&endpoint, "expired");
+    let id = ask(&s, json!({"question": "q", "task_token": token}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(
+        s.get(&format!("/clarifications/{id}")).json()["status"],
+        "expired"
+    );
+    let done = finished(&endpoint, &execution);
+    assert_eq!(done["status"], "FAILED", "{done}\n{}", s.logs());
+    assert_eq!(done["error"], "Clarify.Expired");
+}
