@@ -44,12 +44,21 @@ enum Outcome {
 
 fn invoke(port: u16, function: &str, fixture: &str) -> Outcome {
     let data = workspace().join("tests/fixtures/lambda").join(fixture);
+    invoke_with(port, function, fixture, &["--data-file".as_ref(), data.as_os_str()])
+}
+
+/// Invokes with an inline payload built by the test.
+fn invoke_value(port: u16, function: &str, payload: &Value) -> Outcome {
+    let text = payload.to_string();
+    invoke_with(port, function, "(inline)", &["--data-ascii".as_ref(), text.as_ref()])
+}
+
+fn invoke_with(port: u16, function: &str, fixture: &str, data: &[&std::ffi::OsStr]) -> Outcome {
     let out = Command::new("cargo")
         .args(["lambda", "invoke", function, "--output-format", "json"])
         .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
         .arg(port.to_string())
-        .arg("--data-file")
-        .arg(&data)
+        .args(data)
         .env("PATH", tools_path())
         .current_dir(workspace())
         .output()
@@ -302,4 +311,63 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
         .find(|l| l.contains("toolgate::audit") && l.contains("mcp through the gateway"))
         .unwrap_or_else(|| panic!("no audit line:\n{logs}"));
     assert!(audit.contains("\"caller\":\"agent-7f3a\""), "{audit}");
+}
+
+#[test]
+fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
+    let (_moto, endpoint) = moto();
+    run_ok(
+        Command::new(tools_dir().join("aws/bin/python"))
+            .arg("-c")
+            .arg("import boto3, sys; boto3.client('dynamodb', endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing').create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')")
+            .arg(&endpoint),
+        "create the table in moto",
+    );
+    let (watch, port) = watch(&[
+        ("AWS_ENDPOINT_URL", &endpoint),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
+        ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
+        ("TOOLGATE_PUBLIC_URL", "https://abc123xyz.execute-api.us-east-1.amazonaws.com"),
+    ]);
+    // As a state machine calls it: bare arguments.
+    let asked = match invoke_value(
+        port,
+        "clarify",
+        &json!({"question": "Which server?", "options": ["web-1", "web-2"]}),
+    ) {
+        Outcome::Returned(v) => v,
+        Outcome::Failed(e) => panic!("clarify failed: {e}\n{}", watch.logs()),
+    };
+    let id = asked["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        asked["answer_url"],
+        format!("https://abc123xyz.execute-api.us-east-1.amazonaws.com/clarifications/{id}/answer")
+    );
+    // The person answers through API Gateway (no authorizer on this route).
+    let mut event: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("tests/fixtures/lambda/apigw_v2_call.json")).unwrap(),
+    )
+    .unwrap();
+    let path = format!("/clarifications/{id}/answer");
+    event["rawPath"] = json!(path);
+    event["routeKey"] = json!("POST /clarifications/{id}/answer");
+    event["requestContext"]["http"]["path"] = json!(path);
+    event["requestContext"]["authorizer"] = Value::Null;
+    event["pathParameters"] = json!({"id": id});
+    event["body"] = json!("{\"choice\": 1}");
+    event["headers"]["content-length"] = json!("13");
+    let Outcome::Returned(resp) = invoke_value(port, "clarify", &event) else {
+        panic!("HTTP events always get a response\n{}", watch.logs())
+    };
+    assert_eq!(resp["statusCode"], 200, "{resp}");
+    let body: Value = serde_json::from_str(resp["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["status"], "answered");
+    assert_eq!(body["answer"], "web-2");
+    match invoke_value(port, "clarify", &json!({"question": ""})) {
+        Outcome::Failed(e) => assert!(e.contains("InvalidInput"), "{e}"),
+        Outcome::Returned(v) => panic!("an empty question must fail, got {v}"),
+    }
 }

@@ -1,0 +1,30 @@
+// Drives the clarify page in real headless Chromium (Debian's `chromium`,
+// through playwright-core): loads it, records any dialog (an injected
+// script would raise one), clicks the option given, waits for the
+// confirmation, and prints what it saw as JSON.
+// Usage: node clarify_page.cjs URL CHOICE [SCREENSHOT.png]
+const { chromium } = require(process.env.TOOLGATE_TEST_TOOLS + '/node_modules/playwright-core');
+
+(async () => {
+  const [url, choice, shot] = process.argv.slice(2);
+  // --no-sandbox: the tests run as root in a container, where Chromium's
+  // own sandbox cannot start.
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox'],
+  });
+  const page = await browser.newPage({ viewport: { width: 720, height: 560 } });
+  const dialogs = [];
+  page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url, { headers: { Accept: 'text/html' } });
+  const question = await page.textContent('#question');
+  const buttons = await page.$$eval('button[data-choice]', (bs) => bs.map((b) => b.textContent));
+  if (shot) await page.screenshot({ path: shot });
+  await page.click(`button[data-choice="${choice}"]`);
+  await page.waitForSelector('#status:not([hidden])');
+  const status = await page.textContent('#status');
+  console.log(JSON.stringify({ question, buttons, status, dialogs, errors }));
+  await browser.close();
+})().catch((e) => { console.error(e); process.exit(1); });
