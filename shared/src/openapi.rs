@@ -113,6 +113,9 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
             "responses": list_responses,
         }}),
     );
+    if registry.get(crate::tools::clarify::NAME).is_ok() {
+        clarification_paths(&mut paths);
+    }
     paths.insert(
         "/healthz".into(),
         json!({"get": {
@@ -202,4 +205,88 @@ mod tests {
         );
         assert_eq!(d["paths"]["/healthz"]["get"]["security"], json!([]));
     }
+}
+
+/// The answer routes of `clarify`: no bearer token (the id is the capability).
+fn clarification_paths(paths: &mut Map<String, Value>) {
+    let id = json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}});
+    let state = json!({
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["pending", "answered", "expired", "cancelled"]},
+            "id": {"type": "string"},
+            "question": {"type": "string"},
+            "options": {"type": "array", "items": {"type": "string"}},
+            "answer_url": {"type": "string"},
+            "expires_at": {"type": "string"},
+            "answer": {"type": "string"},
+            "choice": {"type": ["integer", "null"]},
+            "answered_at": {"type": "string"},
+            "cancelled_at": {"type": "string"}
+        },
+        "required": ["status", "id", "question", "options", "answer_url", "expires_at"]
+    });
+    let ok = |what: &str| json!({"description": what, "content": {"application/json": {"schema": state}}});
+    let mut read = Map::new();
+    read.insert(
+        "200".into(),
+        json!({
+            "description": "The state (JSON), or the page for people (Accept: text/html)",
+            "content": {"application/json": {"schema": state}, "text/html": {"schema": {"type": "string"}}}
+        }),
+    );
+    read.extend(error_responses(&[
+        ErrorCode::InvalidInput,
+        ErrorCode::NotFound,
+    ]));
+    let settle = |what: &str| {
+        let mut r = Map::new();
+        r.insert("200".into(), ok(what));
+        r.extend(error_responses(&[
+            ErrorCode::InvalidInput,
+            ErrorCode::NotFound,
+            ErrorCode::Conflict,
+            ErrorCode::Expired,
+        ]));
+        r
+    };
+    let answered = settle("Answered");
+    let cancelled = settle("Cancelled");
+    paths.insert(
+        "/clarifications/{id}".into(),
+        json!({"get": {
+            "operationId": "read_clarification",
+            "summary": "A clarification's state; ?wait=N long-polls up to 25 s",
+            "security": [],
+            "parameters": [id, {
+                "name": "wait", "in": "query", "required": false,
+                "schema": {"type": "integer", "minimum": 0, "maximum": 25}
+            }],
+            "responses": read,
+        }}),
+    );
+    paths.insert(
+        "/clarifications/{id}/answer".into(),
+        json!({"post": {
+            "operationId": "answer_clarification",
+            "summary": "Answer with text, or with an option's index",
+            "security": [],
+            "parameters": [id],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "minLength": 1}, "choice": {"type": "integer", "minimum": 0}}
+            }}}},
+            "responses": answered,
+        }}),
+    );
+    paths.insert(
+        "/clarifications/{id}/cancel".into(),
+        json!({"post": {
+            "operationId": "cancel_clarification",
+            "summary": "Withdraw the question (a waiting workflow fails with Clarify.Cancelled)",
+            "security": [],
+            "parameters": [id],
+            "responses": cancelled,
+        }}),
+    );
 }

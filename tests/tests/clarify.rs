@@ -482,7 +482,10 @@ fn the_page_works_in_headless_chromium() {
     let dir = data_dir("chromium");
     let s = start(&dir, &[]);
     let question = "Restart <script>alert('pwned')</script> nginx on web-1?";
-    let c = ask(&s, json!({"question": question, "options": ["yes, restart", "<img src=x onerror=alert(2)>"]}));
+    let c = ask(
+        &s,
+        json!({"question": question, "options": ["yes, restart", "<img src=x onerror=alert(2)>"]}),
+    );
     let id = c["id"].as_str().unwrap().to_owned();
     let url = format!("http://{}/clarifications/{id}", s.addr);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("support/clarify_page.cjs");
@@ -497,10 +500,16 @@ fn the_page_works_in_headless_chromium() {
     let seen: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
     // The agent's HTML shows as text and runs nowhere.
     assert_eq!(seen["question"], question, "{seen}");
-    assert_eq!(seen["buttons"], json!(["yes, restart", "<img src=x onerror=alert(2)>"]));
+    assert_eq!(
+        seen["buttons"],
+        json!(["yes, restart", "<img src=x onerror=alert(2)>"])
+    );
     assert_eq!(seen["dialogs"], json!([]), "a script ran: {seen}");
     assert_eq!(seen["errors"], json!([]), "{seen}");
-    assert!(seen["status"].as_str().unwrap().contains("yes, restart"), "{seen}");
+    assert!(
+        seen["status"].as_str().unwrap().contains("yes, restart"),
+        "{seen}"
+    );
     // The API agrees.
     let got = s.get(&format!("/clarifications/{id}")).json();
     assert_eq!(got["status"], "answered");

@@ -223,7 +223,7 @@ fn healthz_reports_the_walls() {
     let s = Server::start(&[]);
     let h = s.get("/healthz").json();
     assert_eq!(h["status"], "ok");
-    assert_eq!(h["tools"], json!(["python.execute"]));
+    assert_eq!(h["tools"], json!(["python.execute", "clarify"]));
     let w = &h["sandbox"]["walls"];
     for wall in [
         "capability_gap",

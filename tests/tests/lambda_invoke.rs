@@ -44,13 +44,23 @@ enum Outcome {
 
 fn invoke(port: u16, function: &str, fixture: &str) -> Outcome {
     let data = workspace().join("tests/fixtures/lambda").join(fixture);
-    invoke_with(port, function, fixture, &["--data-file".as_ref(), data.as_os_str()])
+    invoke_with(
+        port,
+        function,
+        fixture,
+        &["--data-file".as_ref(), data.as_os_str()],
+    )
 }
 
 /// Invokes with an inline payload built by the test.
 fn invoke_value(port: u16, function: &str, payload: &Value) -> Outcome {
     let text = payload.to_string();
-    invoke_with(port, function, "(inline)", &["--data-ascii".as_ref(), text.as_ref()])
+    invoke_with(
+        port,
+        function,
+        "(inline)",
+        &["--data-ascii".as_ref(), text.as_ref()],
+    )
 }
 
 fn invoke_with(port: u16, function: &str, fixture: &str, data: &[&std::ffi::OsStr]) -> Outcome {
@@ -330,7 +340,10 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
         ("AWS_REGION", "us-east-1"),
         ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
         ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
-        ("TOOLGATE_PUBLIC_URL", "https://abc123xyz.execute-api.us-east-1.amazonaws.com"),
+        (
+            "TOOLGATE_PUBLIC_URL",
+            "https://abc123xyz.execute-api.us-east-1.amazonaws.com",
+        ),
     ]);
     // As a state machine calls it: bare arguments.
     let asked = match invoke_value(
@@ -348,7 +361,8 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
     );
     // The person answers through API Gateway (no authorizer on this route).
     let mut event: Value = serde_json::from_str(
-        &std::fs::read_to_string(workspace().join("tests/fixtures/lambda/apigw_v2_call.json")).unwrap(),
+        &std::fs::read_to_string(workspace().join("tests/fixtures/lambda/apigw_v2_call.json"))
+            .unwrap(),
     )
     .unwrap();
     let path = format!("/clarifications/{id}/answer");

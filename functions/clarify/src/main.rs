@@ -12,7 +12,9 @@ fn main() -> ExitCode {
             return Err("TOOLGATE_CLARIFY_TABLE is not set (the DynamoDB table)".into());
         }
         if cfg.clarify.public_url.is_none() {
-            return Err("TOOLGATE_PUBLIC_URL is not set (the API's base URL, for answer_url)".into());
+            return Err(
+                "TOOLGATE_PUBLIC_URL is not set (the API's base URL, for answer_url)".into(),
+            );
         }
         Toolset::new().with_clarify(&cfg).await
     })
