@@ -166,47 +166,6 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tool::ToolSpec;
-    use crate::tool::testing::Echo as Fake;
-    use std::sync::Arc;
-
-    #[test]
-    fn one_operation_per_tool_from_its_spec() {
-        let mut r = Registry::new();
-        let input = json!({"type": "object", "properties": {"code": {"type": "string"}}});
-        r.add(Arc::new(Fake(ToolSpec {
-            name: "python.execute".into(),
-            description: "runs".into(),
-            input_schema: input.clone(),
-            output_schema: json!({"type": "object", "title": "out"}),
-        })))
-        .unwrap();
-        let d = document(&r, true);
-        let op = &d["paths"]["/tools/python.execute"]["post"];
-        assert_eq!(op["operationId"], "python__execute");
-        assert_eq!(
-            op["requestBody"]["content"]["application/json"]["schema"],
-            input
-        );
-        assert_eq!(
-            op["responses"]["200"]["content"]["application/json"]["schema"]["title"],
-            "out"
-        );
-        for code in ["400", "401", "404", "413", "500"] {
-            assert!(op["responses"][code].is_object(), "{code}");
-        }
-        assert_eq!(op["security"], json!([{"bearerAuth": []}]));
-        assert_eq!(
-            document(&r, false)["paths"]["/tools/python.execute"]["post"]["security"],
-            json!([])
-        );
-        assert_eq!(d["paths"]["/healthz"]["get"]["security"], json!([]));
-    }
-}
-
 /// The answer routes of `clarify`: no bearer token (the id is the capability).
 fn clarification_paths(paths: &mut Map<String, Value>) {
     let id = json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}});
@@ -289,4 +248,45 @@ fn clarification_paths(paths: &mut Map<String, Value>) {
             "responses": cancelled,
         }}),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolSpec;
+    use crate::tool::testing::Echo as Fake;
+    use std::sync::Arc;
+
+    #[test]
+    fn one_operation_per_tool_from_its_spec() {
+        let mut r = Registry::new();
+        let input = json!({"type": "object", "properties": {"code": {"type": "string"}}});
+        r.add(Arc::new(Fake(ToolSpec {
+            name: "python.execute".into(),
+            description: "runs".into(),
+            input_schema: input.clone(),
+            output_schema: json!({"type": "object", "title": "out"}),
+        })))
+        .unwrap();
+        let d = document(&r, true);
+        let op = &d["paths"]["/tools/python.execute"]["post"];
+        assert_eq!(op["operationId"], "python__execute");
+        assert_eq!(
+            op["requestBody"]["content"]["application/json"]["schema"],
+            input
+        );
+        assert_eq!(
+            op["responses"]["200"]["content"]["application/json"]["schema"]["title"],
+            "out"
+        );
+        for code in ["400", "401", "404", "413", "500"] {
+            assert!(op["responses"][code].is_object(), "{code}");
+        }
+        assert_eq!(op["security"], json!([{"bearerAuth": []}]));
+        assert_eq!(
+            document(&r, false)["paths"]["/tools/python.execute"]["post"]["security"],
+            json!([])
+        );
+        assert_eq!(d["paths"]["/healthz"]["get"]["security"], json!([]));
+    }
 }
