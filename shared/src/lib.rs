@@ -14,6 +14,7 @@ pub mod openapi;
 #[cfg(all(feature = "aws", feature = "lambda"))]
 pub mod peers;
 pub mod registry;
+#[cfg(feature = "python")]
 pub mod sandbox;
 pub mod scope;
 pub mod spec_export;

@@ -3,12 +3,42 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::ToolError;
+
+/// Every tool's answer to input that is not a JSON object (DESIGN §2).
+pub const NOT_AN_OBJECT: &str = "Tool input must be a JSON object (dict)";
+
+/// Time kept back from a runtime deadline (Lambda) to report the timeout.
+pub const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
+
+/// The timeout for one call: the configured one, lowered to fit a runtime
+/// deadline. Returns the timeout and whether it was lowered.
+pub fn effective_timeout(
+    configured: Duration,
+    deadline: Option<Instant>,
+    now: Instant,
+) -> (Duration, bool) {
+    match deadline {
+        Some(d) => {
+            let room = d
+                .saturating_duration_since(now)
+                .saturating_sub(DEADLINE_MARGIN);
+            // Whole seconds, at least one: the contract reports "{N}s".
+            let room = Duration::from_secs(room.as_secs().max(1));
+            if room < configured {
+                (room, true)
+            } else {
+                (configured, false)
+            }
+        }
+        None => (configured, false),
+    }
+}
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 

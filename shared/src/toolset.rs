@@ -11,7 +11,9 @@ use crate::cloud::{CloudSettings, CloudTools};
 use crate::config::Config;
 use crate::http::{AppState, HealthFn};
 use crate::registry::Registry;
+#[cfg(feature = "python")]
 use crate::sandbox::{Sandbox, SandboxConfig};
+#[cfg(feature = "python")]
 use crate::tools::python_execute::PythonExecute;
 
 type HealthPart = Arc<dyn Fn() -> Value + Send + Sync>;
@@ -33,6 +35,7 @@ impl Toolset {
 
     /// python.execute, with its sandbox's warm process started now (during
     /// Lambda init, or before the local server binds).
+    #[cfg(feature = "python")]
     pub fn with_python(self, cfg: &Config) -> Result<Self, String> {
         let sandbox_cfg = SandboxConfig::for_python(&cfg.python).map_err(|e| e.to_string())?;
         self.with_python_sandbox(cfg, sandbox_cfg)
@@ -40,6 +43,7 @@ impl Toolset {
 
     /// As [`Self::with_python`], with the sandbox's settings given (tests
     /// point `exe` at the `toolgate` binary, whose `main` runs the zygote).
+    #[cfg(feature = "python")]
     pub fn with_python_sandbox(
         mut self,
         cfg: &Config,

@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 
 use crate::clarify::{Clarify, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS, now_ms};
 use crate::error::ToolError;
-use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
-use crate::tools::python_execute::NOT_AN_OBJECT;
+use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
 
 pub const NAME: &str = "clarify";
 

@@ -7,8 +7,7 @@ use serde_json::{Value, json};
 
 use crate::error::ToolError;
 use crate::ssh::Ssh;
-use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
-use crate::tools::python_execute::NOT_AN_OBJECT;
+use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
 
 pub const NAME: &str = "list_servers";
 

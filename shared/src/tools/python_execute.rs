@@ -10,11 +10,9 @@ use crate::error::ToolError;
 use crate::sandbox::{ExecOutput, Sandbox};
 use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 
-pub const NOT_AN_OBJECT: &str = "Tool input must be a JSON object (dict)";
+pub use crate::tool::{DEADLINE_MARGIN, NOT_AN_OBJECT, effective_timeout};
 pub const CODE_REQUIRED: &str = "\"code\" is required and must be a non-empty string";
 
-/// Time kept back from a runtime deadline (Lambda) to report the timeout.
-pub const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
 
 pub struct PythonExecute {
     spec: ToolSpec,
@@ -70,30 +68,6 @@ pub fn parse_input(args: &Value) -> Result<&str, ToolError> {
     match obj.get("code").and_then(Value::as_str) {
         Some(code) if !code.trim().is_empty() => Ok(code),
         _ => Err(ToolError::invalid_input(CODE_REQUIRED)),
-    }
-}
-
-/// The timeout for one call: the configured one, lowered to fit a runtime
-/// deadline. Returns the timeout and whether it was lowered.
-pub fn effective_timeout(
-    configured: Duration,
-    deadline: Option<Instant>,
-    now: Instant,
-) -> (Duration, bool) {
-    match deadline {
-        Some(d) => {
-            let room = d
-                .saturating_duration_since(now)
-                .saturating_sub(DEADLINE_MARGIN);
-            // Whole seconds, at least one: the contract reports "{N}s".
-            let room = Duration::from_secs(room.as_secs().max(1));
-            if room < configured {
-                (room, true)
-            } else {
-                (configured, false)
-            }
-        }
-        None => (configured, false),
     }
 }
 

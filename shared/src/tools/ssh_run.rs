@@ -10,8 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ToolError;
 use crate::ssh::{Request, Ssh};
-use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
-use crate::tools::python_execute::{NOT_AN_OBJECT, effective_timeout};
+use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec, effective_timeout};
 
 pub const NAME: &str = "ssh_run";
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
