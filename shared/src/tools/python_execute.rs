@@ -13,7 +13,6 @@ use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 pub use crate::tool::{DEADLINE_MARGIN, NOT_AN_OBJECT, effective_timeout};
 pub const CODE_REQUIRED: &str = "\"code\" is required and must be a non-empty string";
 
-
 pub struct PythonExecute {
     spec: ToolSpec,
     timeout: Duration,
