@@ -19,6 +19,8 @@ pub mod sandbox;
 pub mod scope;
 pub mod spec_export;
 pub mod ssh;
+#[cfg(feature = "aws")]
+pub mod ssm;
 pub mod tool;
 pub mod tools;
 pub mod toolset;

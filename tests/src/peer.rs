@@ -194,3 +194,16 @@ pub fn moto() -> (Peer, String) {
     peer.wait_for_port(port, Duration::from_secs(60));
     (peer, format!("http://127.0.0.1:{port}"))
 }
+
+/// An SSM client of the real SDK pointed at moto, with moto's dummy keys.
+pub async fn moto_ssm(endpoint: &str) -> aws_sdk_ssm::Client {
+    let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
+            "testing", "testing", None, None, "test",
+        ))
+        .load()
+        .await;
+    aws_sdk_ssm::Client::new(&conf)
+}

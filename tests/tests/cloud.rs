@@ -216,15 +216,7 @@ const AWS_ENV: [(&str, &str); 3] = [
 async fn accounts_come_from_ssm_through_the_sdk() {
     let (_moto, endpoint) = moto();
     let (_alpha, pa) = everything();
-    let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(&endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
-            "testing", "testing", None, None, "test",
-        ))
-        .load()
-        .await;
-    let ssm = aws_sdk_ssm::Client::new(&conf);
+    let ssm = toolgate_e2e::peer::moto_ssm(&endpoint).await;
     let put = |name: &str, value: String, secure: bool| {
         let ssm = ssm.clone();
         let name = name.to_owned();

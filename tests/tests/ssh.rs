@@ -411,15 +411,7 @@ fn a_dropped_connection_is_reestablished() {
 async fn the_inventory_comes_from_ssm_through_the_sdk() {
     let d = Sshd::start();
     let (_moto, endpoint) = moto();
-    let conf = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .endpoint_url(&endpoint)
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
-            "testing", "testing", None, None, "test",
-        ))
-        .load()
-        .await;
-    let ssm = aws_sdk_ssm::Client::new(&conf);
+    let ssm = toolgate_e2e::peer::moto_ssm(&endpoint).await;
     let key = std::fs::read_to_string(d.client_key_path()).unwrap();
     let doc = json!({
         "host": "127.0.0.1", "port": d.port, "username": d.user,

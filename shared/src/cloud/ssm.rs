@@ -32,47 +32,22 @@ impl SsmAccounts {
     /// A client from the environment's AWS config (region, credentials, and
     /// `AWS_ENDPOINT_URL` when set).
     pub async fn from_env(prefix: &str) -> Self {
-        let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let prefix = if prefix.ends_with('/') {
-            prefix.to_owned()
-        } else {
-            format!("{prefix}/")
-        };
         Self {
-            client: aws_sdk_ssm::Client::new(&conf),
-            prefix,
+            client: crate::ssm::client_from_env().await,
+            prefix: crate::ssm::normalize_prefix(prefix),
         }
     }
 
     async fn load_all(&self) -> Result<Vec<Account>, String> {
-        let mut pages = self
-            .client
-            .get_parameters_by_path()
-            .path(&self.prefix)
-            .recursive(false)
-            .with_decryption(true)
-            .into_paginator()
-            .send();
         let mut accounts = Vec::new();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| {
-                format!(
-                    "GetParametersByPath {}: {}",
-                    self.prefix,
-                    aws_sdk_ssm::error::DisplayErrorContext(e)
-                )
-            })?;
-            for p in page.parameters() {
-                let (Some(name), Some(value)) = (p.name(), p.value()) else {
-                    continue;
-                };
-                let id = name.strip_prefix(&self.prefix).unwrap_or(name);
-                // One bad entry must not hide the other accounts.
-                match self.account(id, value).await {
-                    Ok(a) => accounts.push(a),
-                    Err(e) => {
-                        tracing::error!(parameter = name, error = %e, "skipping cloud account")
-                    }
+        for (name, value) in crate::ssm::parameters_under(&self.client, &self.prefix, false).await?
+        {
+            let id = name.strip_prefix(&self.prefix).unwrap_or(&name);
+            // One bad entry must not hide the other accounts.
+            match self.account(id, &value).await {
+                Ok(a) => accounts.push(a),
+                Err(e) => {
+                    tracing::error!(parameter = name, error = %e, "skipping cloud account")
                 }
             }
         }

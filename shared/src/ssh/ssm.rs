@@ -17,48 +17,26 @@ impl SsmServers {
     /// A client from the environment's AWS config (region, credentials, and
     /// `AWS_ENDPOINT_URL` when set).
     pub async fn from_env(prefix: &str) -> Self {
-        let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let prefix = format!("{}/", prefix.trim_end_matches('/'));
         Self {
-            client: aws_sdk_ssm::Client::new(&conf),
-            prefix,
+            client: crate::ssm::client_from_env().await,
+            prefix: crate::ssm::normalize_prefix(prefix),
         }
     }
 
     async fn load_all(&self) -> Result<Vec<Server>, String> {
         let mut docs = BTreeMap::new();
         let mut keys = BTreeMap::new();
-        let mut pages = self
-            .client
-            .get_parameters_by_path()
-            .path(&self.prefix)
-            .recursive(true)
-            .with_decryption(true)
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| {
-                format!(
-                    "GetParametersByPath {}: {}",
-                    self.prefix,
-                    aws_sdk_ssm::error::DisplayErrorContext(e)
-                )
-            })?;
-            for p in page.parameters() {
-                let (Some(name), Some(value)) = (p.name(), p.value()) else {
-                    continue;
-                };
-                let rest = name.strip_prefix(&self.prefix).unwrap_or(name);
-                match rest.split_once('/') {
-                    None => {
-                        docs.insert(rest.to_owned(), value.to_owned());
-                    }
-                    Some((server, "private-key")) => {
-                        keys.insert(server.to_owned(), Arc::<str>::from(value));
-                    }
-                    Some(_) => {
-                        tracing::warn!(parameter = name, "ignoring an unknown server parameter")
-                    }
+        for (name, value) in crate::ssm::parameters_under(&self.client, &self.prefix, true).await? {
+            let rest = name.strip_prefix(&self.prefix).unwrap_or(&name);
+            match rest.split_once('/') {
+                None => {
+                    docs.insert(rest.to_owned(), value);
+                }
+                Some((server, "private-key")) => {
+                    keys.insert(server.to_owned(), Arc::<str>::from(value));
+                }
+                Some(_) => {
+                    tracing::warn!(parameter = name, "ignoring an unknown server parameter")
                 }
             }
         }
