@@ -13,42 +13,7 @@ pub const MAX_TIMEOUT_SECS: u64 = 1200;
 pub const DEFAULT_MEMORY_MB: u64 = 256;
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
-/// The 33 modules every sandbox allows (DESIGN §2, "Imports").
-pub const DEFAULT_MODULES: [&str; 33] = [
-    "math",
-    "cmath",
-    "decimal",
-    "fractions",
-    "statistics",
-    "random",
-    "string",
-    "textwrap",
-    "re",
-    "json",
-    "csv",
-    "collections",
-    "itertools",
-    "functools",
-    "operator",
-    "copy",
-    "dataclasses",
-    "enum",
-    "typing",
-    "datetime",
-    "time",
-    "calendar",
-    "base64",
-    "hashlib",
-    "hmac",
-    "struct",
-    "difflib",
-    "pprint",
-    "bisect",
-    "heapq",
-    "array",
-    "numbers",
-    "unicodedata",
-];
+pub use crate::allowlist::DEFAULT_MODULES;
 
 /// Modules that reach the host, or the interpreter's own machinery, in
 /// CPython. They cannot exist in the sandbox, so configuring one is an error

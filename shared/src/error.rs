@@ -21,6 +21,9 @@ pub enum ErrorCode {
     Conflict,
     /// The clarification expired unanswered.
     Expired,
+    /// The deployment lacks something it needs to serve (the Worker's
+    /// bearer secret).
+    NotConfigured,
 }
 
 impl ErrorCode {
@@ -36,6 +39,7 @@ impl ErrorCode {
             Self::NotFound => 404,
             Self::Conflict => 409,
             Self::Expired => 410,
+            Self::NotConfigured => 503,
         }
     }
 
@@ -51,6 +55,7 @@ impl ErrorCode {
             Self::NotFound => "not_found",
             Self::Conflict => "conflict",
             Self::Expired => "expired",
+            Self::NotConfigured => "not_configured",
         }
     }
 }

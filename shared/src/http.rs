@@ -1,7 +1,7 @@
 //! The HTTP API of DESIGN §3 as one axum router, shared by every runtime.
 
+use crate::clock::Instant;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::{
     Json, Router,
@@ -52,13 +52,16 @@ pub fn router(state: AppState) -> Router {
         Some(c) => crate::clarify::http::routes(c.clone()),
         None => Router::new(),
     };
-    Router::new()
+    let router = Router::new()
         .merge(clarify)
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
         .route("/healthz", get(healthz))
-        .route("/openapi.json", get(openapi))
-        .nest_service("/mcp", crate::mcp::service(state.registry.clone()))
+        .route("/openapi.json", get(openapi));
+    // rmcp's server needs tokio's runtime; the Worker serves the rest.
+    #[cfg(feature = "native")]
+    let router = router.nest_service("/mcp", crate::mcp::service(state.registry.clone()));
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(json_errors))

@@ -211,6 +211,7 @@ pub fn diagnostic(e: &ToolError) -> Diagnostic {
         ErrorCode::NotFound => "NotFound",
         ErrorCode::Conflict => "Conflict",
         ErrorCode::Expired => "Expired",
+        ErrorCode::NotConfigured => "NotConfigured",
     };
     Diagnostic {
         error_type: error_type.into(),

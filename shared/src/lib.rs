@@ -1,20 +1,24 @@
 //! Toolgate's shared crate: the tool contracts, the sandbox, and the HTTP
 //! router that every runtime serves.
 
+pub mod allowlist;
 pub mod clarify;
+pub mod clock;
 pub mod cloud;
 pub mod config;
 pub mod error;
 pub mod http;
 #[cfg(feature = "lambda")]
 pub mod lambda;
+#[cfg(feature = "native")]
 pub mod logging;
+#[cfg(feature = "native")]
 pub mod mcp;
 pub mod openapi;
 #[cfg(all(feature = "aws", feature = "lambda"))]
 pub mod peers;
 pub mod registry;
-#[cfg(feature = "python")]
+#[cfg(feature = "python-vm")]
 pub mod sandbox;
 pub mod scope;
 pub mod spec_export;
@@ -23,5 +27,6 @@ pub mod ssh;
 pub mod ssm;
 pub mod tool;
 pub mod tools;
+#[cfg(feature = "native")]
 pub mod toolset;
 pub mod truncate;

@@ -43,6 +43,7 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
                 ErrorCode::NotFound => "No such clarification",
                 ErrorCode::Conflict => "The clarification is already answered or cancelled",
                 ErrorCode::Expired => "The clarification expired",
+                ErrorCode::NotConfigured => "The deployment is missing its bearer secret",
             };
             (c.status().to_string(), error_response(what))
         })

@@ -67,6 +67,7 @@ fn code_of(error_type: &str) -> ErrorCode {
         "NotFound" => ErrorCode::NotFound,
         "Conflict" => ErrorCode::Conflict,
         "Expired" => ErrorCode::Expired,
+        "NotConfigured" => ErrorCode::NotConfigured,
         _ => ErrorCode::Internal,
     }
 }

@@ -3,7 +3,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

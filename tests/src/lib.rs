@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod conformance;
 pub mod lambda_events;
 pub mod peer;
 pub mod sshd;
+pub mod wrangler;
 
 /// The `toolgate` binary: `$TOOLGATE_BIN`, else next to this test's `deps/`.
 pub fn toolgate_bin() -> PathBuf {
@@ -210,9 +212,37 @@ pub fn raw_request(
     s.write_all(req.as_bytes()).expect("write head");
     // The server may answer (413) before reading a large body; ignore EPIPE.
     let _ = s.write_all(body);
+    parse_response(&read_response(&mut s))
+}
+
+/// Reads one response: to its Content-Length, or its last chunk, or the
+/// end of the stream. Some servers (wrangler's dev proxy) keep the
+/// connection open for seconds despite `Connection: close`.
+fn read_response(s: &mut TcpStream) -> Vec<u8> {
     let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    parse_response(&raw)
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+            let length = head.lines().find_map(|l| {
+                l.strip_prefix("content-length:")
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+            });
+            let body = &raw[end + 4..];
+            let done = match length {
+                Some(n) => body.len() >= n,
+                None if head.contains("transfer-encoding: chunked") => body.ends_with(b"0\r\n\r\n"),
+                None => false,
+            };
+            if done {
+                return raw;
+            }
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return raw,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
 }
 
 fn parse_response(raw: &[u8]) -> Response {

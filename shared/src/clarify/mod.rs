@@ -10,11 +10,16 @@ pub mod callback;
 pub mod dynamo;
 pub mod http;
 pub mod page;
+#[cfg(feature = "native")]
 pub mod sqlite;
 pub mod store;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::clock::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -172,6 +177,19 @@ pub struct Clarify {
     pub expiry: Duration,
     /// Wakes local long-polls when an answer lands here.
     changed: Notify,
+    nap: Nap,
+}
+
+/// Sleeps for a while: tokio's timer natively, the Worker's `setTimeout`
+/// on wasm32, where tokio has no timer.
+pub type Nap = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+fn default_nap() -> Nap {
+    #[cfg(feature = "native")]
+    return Arc::new(|d| Box::pin(tokio::time::sleep(d)));
+    // Without a timer a long-poll returns at once; a runtime sets its own.
+    #[cfg(not(feature = "native"))]
+    return Arc::new(|_| Box::pin(async {}));
 }
 
 impl Clarify {
@@ -187,7 +205,14 @@ impl Clarify {
             base_url: std::sync::RwLock::new(base_url),
             expiry,
             changed: Notify::new(),
+            nap: default_nap(),
         }
+    }
+
+    /// Replaces the timer the long-poll sleeps on.
+    pub fn with_nap(mut self, nap: Nap) -> Self {
+        self.nap = nap;
+        self
     }
 
     /// The base of `answer_url`.
@@ -249,19 +274,24 @@ impl Clarify {
 
     /// Waits up to `wait` for the clarification to leave `pending`.
     pub async fn wait(&self, id: &str, wait: Duration) -> Result<Option<Clarification>, ToolError> {
-        let until = tokio::time::Instant::now() + wait;
+        let until = crate::clock::Instant::now() + wait;
         loop {
             let notified = self.changed.notified();
             let c = self.get(id).await?;
             let pending = c
                 .as_ref()
                 .is_some_and(|c| c.status_at(now_ms()) == Status::Pending);
-            if !pending || tokio::time::Instant::now() >= until {
+            let now = crate::clock::Instant::now();
+            if !pending || now >= until {
                 return Ok(c);
             }
-            // Another instance (Lambda) may take the answer: poll too.
-            let nap = (until - tokio::time::Instant::now()).min(Duration::from_secs(1));
-            let _ = tokio::time::timeout(nap, notified).await;
+            // Another instance (Lambda, another isolate) may take the
+            // answer: poll too.
+            let nap = (self.nap)((until - now).min(Duration::from_secs(1)));
+            tokio::select! {
+                _ = notified => {}
+                _ = nap => {}
+            }
         }
     }
 

@@ -7,28 +7,12 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::store::{ClarifyStore, Settlement, StoreFuture};
+use super::store::{ClarifyStore, Settlement, StoreFuture, sql};
 use super::{Clarification, Status};
 
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
 }
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS clarifications (
-    id TEXT PRIMARY KEY,
-    question TEXT NOT NULL,
-    options TEXT NOT NULL,
-    status TEXT NOT NULL,
-    answer TEXT,
-    choice INTEGER,
-    created_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL,
-    settled_at INTEGER,
-    task_token TEXT
-);
-CREATE INDEX IF NOT EXISTS pending_by_expiry ON clarifications (status, expires_at);
-";
 
 impl SqliteStore {
     /// Opens (creating) the database file and its folder.
@@ -41,7 +25,7 @@ impl SqliteStore {
         // WAL: readers (long-polls) do not block the writer.
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
-            .and_then(|_| conn.execute_batch(SCHEMA))
+            .and_then(|_| conn.execute_batch(sql::SCHEMA))
             .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
@@ -85,8 +69,7 @@ impl ClarifyStore for SqliteStore {
         let c = c.clone();
         Box::pin(self.with(move |conn| {
             conn.execute(
-                "INSERT INTO clarifications (id, question, options, status, created_at, expires_at, task_token)
-                 VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6)",
+                sql::INSERT,
                 params![
                     c.id,
                     c.question,
@@ -102,14 +85,7 @@ impl ClarifyStore for SqliteStore {
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
         let id = id.to_owned();
-        Box::pin(self.with(move |conn| {
-            conn.query_row(
-                "SELECT * FROM clarifications WHERE id = ?1",
-                params![id],
-                row,
-            )
-            .optional()
-        }))
+        Box::pin(self.with(move |conn| conn.query_row(sql::GET, params![id], row).optional()))
     }
 
     fn settle<'a>(&'a self, id: &'a str, s: &'a Settlement) -> StoreFuture<'a, bool> {
@@ -117,8 +93,7 @@ impl ClarifyStore for SqliteStore {
         Box::pin(self.with(move |conn| {
             let expiring = s.status == Status::Expired;
             let changed = conn.execute(
-                "UPDATE clarifications SET status = ?2, answer = ?3, choice = ?4, settled_at = ?5
-                 WHERE id = ?1 AND status = 'pending' AND (?6 OR expires_at > ?5)",
+                sql::SETTLE,
                 params![
                     id,
                     s.status.as_str(),
@@ -134,10 +109,7 @@ impl ClarifyStore for SqliteStore {
 
     fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
         Box::pin(self.with(move |conn| {
-            let mut stmt = conn.prepare(
-                "SELECT * FROM clarifications
-                 WHERE status = 'pending' AND expires_at <= ?1 AND task_token IS NOT NULL",
-            )?;
+            let mut stmt = conn.prepare(sql::EXPIRED_PENDING)?;
             let rows = stmt.query_map(params![now], row)?;
             rows.collect()
         }))

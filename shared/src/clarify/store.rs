@@ -29,3 +29,41 @@ pub trait ClarifyStore: Send + Sync {
     /// Pending clarifications with a task token whose expiry has passed.
     fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>>;
 }
+
+/// The SQL both SQL stores run (SQLite locally, D1 on the Worker), with
+/// numbered parameters.
+pub mod sql {
+    pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS clarifications (
+    id TEXT PRIMARY KEY,
+    question TEXT NOT NULL,
+    options TEXT NOT NULL,
+    status TEXT NOT NULL,
+    answer TEXT,
+    choice INTEGER,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    settled_at INTEGER,
+    task_token TEXT
+);
+CREATE INDEX IF NOT EXISTS pending_by_expiry ON clarifications (status, expires_at);
+";
+
+    /// ?1 id, ?2 question, ?3 options (JSON), ?4 created_at, ?5 expires_at,
+    /// ?6 task_token.
+    pub const INSERT: &str = "INSERT INTO clarifications (id, question, options, status, created_at, expires_at, task_token)
+         VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6)";
+
+    pub const GET: &str = "SELECT * FROM clarifications WHERE id = ?1";
+
+    /// ?1 id, ?2 status, ?3 answer, ?4 choice, ?5 at, ?6 1 when expiring.
+    /// The one racing write: only a pending row changes, and an answer only
+    /// before the expiry.
+    pub const SETTLE: &str =
+        "UPDATE clarifications SET status = ?2, answer = ?3, choice = ?4, settled_at = ?5
+         WHERE id = ?1 AND status = 'pending' AND (?6 OR expires_at > ?5)";
+
+    /// ?1 now.
+    pub const EXPIRED_PENDING: &str = "SELECT * FROM clarifications
+         WHERE status = 'pending' AND expires_at <= ?1 AND task_token IS NOT NULL";
+}

@@ -9,9 +9,11 @@
 
 pub mod account;
 pub mod names;
+#[cfg(feature = "native")]
 pub mod proxy;
 #[cfg(feature = "aws")]
 pub mod ssm;
 
 pub use account::{Account, AccountSource, validate_account_id};
+#[cfg(feature = "native")]
 pub use proxy::{CloudSettings, CloudTools};

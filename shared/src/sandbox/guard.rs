@@ -68,28 +68,35 @@ fn check(vm: &VirtualMachine, args: &FuncArgs, allowed: &[String]) -> PyResult<(
 /// True when `globals` is the namespace of a loaded module other than
 /// `__main__`: the import comes from library code, not from the script.
 /// Checking identity with `sys.modules[name].__dict__` keeps a script from
-/// passing a made-up `{'__name__': 'json'}`.
+/// passing a made-up `{'__name__': 'json'}`. The module is looked up by
+/// `__name__`, then by `__spec__.name` (`_pydatetime` calls itself
+/// `datetime`).
 fn is_stdlib_namespace(vm: &VirtualMachine, globals: &PyObjectRef) -> bool {
     let Some(dict) = globals.downcast_ref::<PyDict>() else {
         return false;
     };
-    let Ok(Some(name)) = dict.get_item_opt("__name__", vm) else {
-        return false;
-    };
-    let Some(name) = name
-        .downcast_ref::<PyStr>()
-        .and_then(|s| s.to_str().map(str::to_owned))
-    else {
-        return false;
-    };
-    if name == "__main__" {
-        return false;
-    }
     let Ok(modules) = vm.sys_module.get_attr("modules", vm) else {
         return false;
     };
-    let Ok(module) = modules.get_item(name.as_str(), vm) else {
-        return false;
-    };
-    module.get_attr("__dict__", vm).is_ok_and(|d| d.is(globals))
+    let by_name = dict.get_item_opt("__name__", vm).ok().flatten();
+    let by_spec = dict
+        .get_item_opt("__spec__", vm)
+        .ok()
+        .flatten()
+        .and_then(|spec| spec.get_attr("name", vm).ok());
+    [by_name, by_spec].into_iter().flatten().any(|name| {
+        let Some(name) = name
+            .downcast_ref::<PyStr>()
+            .and_then(|s| s.to_str().map(str::to_owned))
+        else {
+            return false;
+        };
+        if name == "__main__" {
+            return false;
+        }
+        let Ok(module) = modules.get_item(name.as_str(), vm) else {
+            return false;
+        };
+        module.get_attr("__dict__", vm).is_ok_and(|d| d.is(globals))
+    })
 }

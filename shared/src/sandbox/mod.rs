@@ -8,21 +8,39 @@
 //!   `seccomp` filter, runs the script and writes output to `outbuf`;
 //! - `pool`: the server's side, which keeps children forked ahead of calls
 //!   and kills each at its deadline.
+//!
+//! `vm`, `guard` and `scrub` (feature `python-vm`) are all the Worker's
+//! wasm32 build takes; the rest is the process sandbox (feature `python`).
 
-pub mod alloc;
-mod child;
-pub mod error;
 pub mod guard;
-pub mod outbuf;
-pub mod pool;
-pub mod proto;
-pub mod rlimit;
 pub mod scrub;
-pub mod seccomp;
 pub mod vm;
+
+#[cfg(feature = "python")]
+pub mod alloc;
+#[cfg(feature = "python")]
+mod child;
+#[cfg(feature = "python")]
+pub mod error;
+#[cfg(feature = "python")]
+pub mod outbuf;
+#[cfg(feature = "python")]
+pub mod pool;
+#[cfg(feature = "python")]
+pub mod proto;
+#[cfg(feature = "python")]
+pub mod rlimit;
+#[cfg(feature = "python")]
+pub mod seccomp;
+#[cfg(feature = "python")]
 pub mod zygote;
 
+pub use crate::tools::python_execute::ExecOutput;
+#[cfg(feature = "python")]
 pub use error::SandboxError;
-pub use pool::{ExecOutput, Sandbox, SandboxConfig};
+#[cfg(feature = "python")]
+pub use pool::{Sandbox, SandboxConfig};
+#[cfg(feature = "python")]
 pub use proto::Walls;
+#[cfg(feature = "python")]
 pub use zygote::ZygoteConfig;

@@ -17,6 +17,8 @@ use nix::sys::socket::{
     AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, socketpair,
 };
 use serde_json::value::RawValue;
+
+use crate::tools::python_execute::{ExecOutput, memory_note, timeout_note};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -34,20 +36,6 @@ pub struct SandboxConfig {
     pub zygote: ZygoteConfig,
     pub spare_children: usize,
     pub max_concurrency: usize,
-}
-
-/// One finished call, in the contract's shape.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ExecOutput {
-    pub stdout: String,
-    pub stderr: String,
-    pub exit_code: i64,
-    pub timed_out: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Box<RawValue>>,
-    /// Time the child spent from request to report (not part of the contract).
-    #[serde(skip)]
-    pub child_us: u64,
 }
 
 /// A warm child, as the zygote handed it over.
@@ -332,21 +320,12 @@ impl Sandbox {
         }
         out.stdout = outbuf::read(&child.out, Stream::Stdout).map_err(SandboxError::Child)?;
         out.stderr = outbuf::read(&child.out, Stream::Stderr).map_err(SandboxError::Child)?;
-        if !note.is_empty() {
-            if !out.stderr.is_empty() && !out.stderr.ends_with('\n') {
-                out.stderr.push('\n');
-            }
-            out.stderr.push_str(&note);
-            out.stderr = crate::truncate::truncate(&out.stderr);
-        }
+        out.add_note(&note);
         Ok(out)
     }
 
     fn memory_error(&self) -> String {
-        format!(
-            "MemoryError: the script exceeded the sandbox memory limit of {} MB\n",
-            self.memory_mb
-        )
+        memory_note(self.memory_mb)
     }
 
     fn classify_death(&self, status: Option<i32>, timeout: Duration) -> (i64, bool, String) {
@@ -392,11 +371,6 @@ impl Sandbox {
             ),
         }
     }
-}
-
-/// The contract's timeout message.
-pub fn timeout_note(timeout: Duration) -> String {
-    format!("[Execution timed out after {}s]", timeout.as_secs().max(1))
 }
 
 async fn read_report(sock: &mut tokio::net::UnixStream) -> Option<ChildReport> {

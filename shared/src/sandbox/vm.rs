@@ -12,6 +12,7 @@ use rustpython_vm::{
     AsObject, Interpreter, InterpreterBuilder, PyObjectRef, PyResult, VirtualMachine,
     builtins::{PyBaseExceptionRef, PyDictRef, PyInt, PyStrRef},
     compiler::Mode,
+    frozen::FrozenModule,
     scope::Scope,
 };
 
@@ -109,17 +110,38 @@ fn settings() -> rustpython_vm::Settings {
 }
 
 impl WarmVm {
-    /// Builds the interpreter and warms it. `allowed` is the full allowlist;
-    /// a module that cannot be imported is an error naming it.
+    /// Builds the interpreter on the whole frozen stdlib and warms it.
+    /// `allowed` is the full allowlist; a module that cannot be imported is
+    /// an error naming it.
+    #[cfg(feature = "python")]
     pub fn new(allowed: &[String]) -> Result<Self, String> {
-        let builder = InterpreterBuilder::new().settings(settings());
+        Self::with_stdlib(allowed, rustpython_pylib::FROZEN_STDLIB, |_| Ok(()))
+    }
+
+    /// Builds the interpreter on `stdlib` (the Worker freezes only what the
+    /// allowlist needs), runs `adapt` for the runtime's own definitions
+    /// before anything else is imported, and warms it.
+    pub fn with_stdlib(
+        allowed: &[String],
+        stdlib: impl IntoIterator<Item = (&'static str, FrozenModule)>,
+        adapt: impl FnOnce(&VirtualMachine) -> PyResult<()>,
+    ) -> Result<Self, String> {
+        let mut s = settings();
+        // A fixed hash seed where there is no entropy while warming (the
+        // Worker's snapshot); randomness that matters is reseeded per call.
+        if cfg!(target_arch = "wasm32") {
+            s.hash_seed = Some(0);
+        }
+        let builder = InterpreterBuilder::new().settings(s);
         let defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
         let interp = builder
             .add_native_modules(&defs)
-            .add_frozen_modules(rustpython_pylib::FROZEN_STDLIB)
+            .add_frozen_modules(stdlib)
             .build();
         let (dumps, reseed) = interp.enter(|vm| {
-            warm(vm, allowed).map_err(|e| format!("sandbox warm-up failed: {}", describe(vm, &e)))
+            adapt(vm)
+                .and_then(|()| warm(vm, allowed))
+                .map_err(|e| format!("sandbox warm-up failed: {}", describe(vm, &e)))
         })?;
         Ok(Self {
             interp,

@@ -3,7 +3,6 @@
 pub mod clarify;
 #[cfg(feature = "ssh")]
 pub mod list_servers;
-#[cfg(feature = "python")]
 pub mod python_execute;
 #[cfg(feature = "ssh")]
 pub mod ssh_run;

@@ -1,18 +1,84 @@
 //! `python.execute` (DESIGN §2): runs Python source in the sandbox.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+//!
+//! The contract (spec, input rules, output shape, the notes added to
+//! stderr) compiles everywhere; the tool itself runs on the process sandbox
+//! (feature `python`). The Worker runs the same contract on wasm32.
 
+#[cfg(feature = "python")]
+use std::sync::Arc;
+use std::time::Duration;
+
+#[cfg(feature = "python")]
+use crate::clock::Instant;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::config::PythonConfig;
 use crate::error::ToolError;
-use crate::sandbox::{ExecOutput, Sandbox};
-use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+#[cfg(feature = "python")]
+use crate::sandbox::Sandbox;
+use crate::tool::ToolSpec;
+#[cfg(feature = "python")]
+use crate::tool::{CallContext, Tool, ToolFuture};
 
 pub use crate::tool::{DEADLINE_MARGIN, NOT_AN_OBJECT, effective_timeout};
 pub const CODE_REQUIRED: &str = "\"code\" is required and must be a non-empty string";
 
+/// One finished call, in the contract's shape.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ExecOutput {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i64,
+    pub timed_out: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<RawValue>>,
+    /// Time the child spent from request to report (not part of the contract).
+    #[serde(skip)]
+    pub child_us: u64,
+}
+
+impl ExecOutput {
+    /// The answer for a script stopped at its deadline, keeping what it printed.
+    pub fn timed_out(stdout: String, stderr: String, timeout: Duration) -> Self {
+        let mut out = Self {
+            stdout,
+            stderr,
+            exit_code: -1,
+            timed_out: true,
+            result: None,
+            child_us: 0,
+        };
+        out.add_note(&timeout_note(timeout));
+        out
+    }
+
+    /// Appends a line from the sandbox (timeout, memory) to stderr, on a
+    /// line of its own and within the stream's limit.
+    pub fn add_note(&mut self, note: &str) {
+        if note.is_empty() {
+            return;
+        }
+        if !self.stderr.is_empty() && !self.stderr.ends_with('\n') {
+            self.stderr.push('\n');
+        }
+        self.stderr.push_str(note);
+        self.stderr = crate::truncate::truncate(&self.stderr);
+    }
+}
+
+/// The stderr note of a call stopped at its deadline (DESIGN §2).
+pub fn timeout_note(timeout: Duration) -> String {
+    format!("[Execution timed out after {}s]", timeout.as_secs().max(1))
+}
+
+/// The stderr line of a script stopped at the memory limit.
+pub fn memory_note(memory_mb: u64) -> String {
+    format!("MemoryError: the script exceeded the sandbox memory limit of {memory_mb} MB\n")
+}
+
+#[cfg(feature = "python")]
 pub struct PythonExecute {
     spec: ToolSpec,
     timeout: Duration,
@@ -70,6 +136,7 @@ pub fn parse_input(args: &Value) -> Result<&str, ToolError> {
     }
 }
 
+#[cfg(feature = "python")]
 impl PythonExecute {
     pub fn new(cfg: &PythonConfig, sandbox: Arc<Sandbox>) -> Self {
         Self {
@@ -101,6 +168,7 @@ impl PythonExecute {
     }
 }
 
+#[cfg(feature = "python")]
 impl Tool for PythonExecute {
     fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -118,6 +186,7 @@ impl Tool for PythonExecute {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::Instant;
 
     #[test]
     fn input_errors_use_the_contract_strings() {
@@ -148,6 +217,19 @@ mod tests {
         assert!(d.contains("Timeout: 20s."));
         assert!(d.contains("Allowed imports: array, base64, bisect,"));
         assert!(d.ends_with("All other imports will raise ImportError."));
+    }
+
+    #[test]
+    fn notes_go_on_their_own_line() {
+        let mut out =
+            ExecOutput::timed_out("partial".into(), "warn".into(), Duration::from_secs(3));
+        assert_eq!(out.stderr, "warn\n[Execution timed out after 3s]");
+        assert_eq!((out.exit_code, out.timed_out), (-1, true));
+        out.add_note("");
+        assert_eq!(out.stderr, "warn\n[Execution timed out after 3s]");
+        let json = serde_json::to_value(&out).unwrap();
+        assert_eq!(json["stdout"], "partial");
+        assert!(json.get("result").is_none());
     }
 
     #[test]

@@ -1,0 +1,187 @@
+//! The exports the sandbox Worker calls.
+//!
+//! Per call the Worker instantiates the (pre-initialized) module, writes the
+//! request JSON into memory obtained from `tg_alloc`, and calls `tg_run`,
+//! which returns the contract's output JSON as `ptr << 32 | len`. When the
+//! instance traps instead (memory limit, a panic, the stack, the sleep
+//! deadline), the Worker calls `tg_abort` on the same instance for the
+//! answer, with the output captured so far.
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rustpython_vm::frozen::FrozenLib;
+use serde_json::value::RawValue;
+use toolgate_shared::allowlist::DEFAULT_MODULES;
+use toolgate_shared::sandbox::vm::{Stream, WarmVm};
+use toolgate_shared::tools::python_execute::{ExecOutput, memory_note, timeout_note};
+use toolgate_shared::truncate::OwnedHeadTail;
+
+use crate::{RunRequest, budget, clock, host};
+
+/// The stdlib subset frozen by build.rs.
+static STDLIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/stdlib.bin"));
+
+#[derive(Default)]
+struct Call {
+    stdout: OwnedHeadTail,
+    stderr: OwnedHeadTail,
+    timeout_secs: u64,
+    memory_mb: u64,
+}
+
+thread_local! {
+    static WARM: RefCell<Option<WarmVm>> = const { RefCell::new(None) };
+    static CALL: RefCell<Call> = RefCell::new(Call::default());
+    static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+fn warm_up() {
+    if WARM.with(|w| w.borrow().is_some()) {
+        return;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let message = info.to_string();
+        PANIC.with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut() {
+                *p = Some(message);
+            }
+        });
+    }));
+    let allowed: Vec<String> = DEFAULT_MODULES.iter().map(|s| s.to_string()).collect();
+    let stdlib = FrozenLib::from_ref(STDLIB);
+    let vm = WarmVm::with_stdlib(&allowed, stdlib.decode(), clock::adapt)
+        .unwrap_or_else(|e| panic!("{e}"));
+    WARM.with(|w| *w.borrow_mut() = Some(vm));
+}
+
+/// Wizer's snapshot point: the module is saved with the warm interpreter.
+#[unsafe(export_name = "wizer.initialize")]
+pub extern "C" fn wizer_initialize() {
+    host::WARMING.store(true, Ordering::Relaxed);
+    warm_up();
+    host::WARMING.store(false, Ordering::Relaxed);
+}
+
+/// Memory for the request, `len` bytes, handed to `tg_run`.
+#[unsafe(no_mangle)]
+pub extern "C" fn tg_alloc(len: usize) -> *mut u8 {
+    Box::into_raw(vec![0u8; len].into_boxed_slice()).cast()
+}
+
+fn hand_out(json: String) -> u64 {
+    let bytes = json.into_bytes().into_boxed_slice();
+    let len = bytes.len() as u64;
+    let ptr = Box::into_raw(bytes) as *mut u8 as usize as u64;
+    (ptr << 32) | len
+}
+
+fn streams() -> (String, String) {
+    CALL.with(|c| match c.try_borrow_mut() {
+        Ok(mut c) => (c.stdout.render(), c.stderr.render()),
+        // A trap in the middle of a write: the streams are not readable.
+        Err(_) => (String::new(), String::new()),
+    })
+}
+
+fn output(exit_code: i64, result_json: Option<String>) -> ExecOutput {
+    let (stdout, stderr) = streams();
+    let mut out = ExecOutput {
+        stdout,
+        stderr,
+        exit_code,
+        timed_out: false,
+        result: None,
+        child_us: 0,
+    };
+    if let Some(r) = result_json {
+        match RawValue::from_string(r) {
+            Ok(v) => out.result = Some(v),
+            Err(_) => out.add_note("[result was not valid JSON and was dropped]\n"),
+        }
+    }
+    out
+}
+
+fn to_json(out: &ExecOutput) -> String {
+    serde_json::to_string(out).unwrap_or_else(|e| {
+        format!(r#"{{"stdout":"","stderr":"InternalError: {e}","exit_code":1,"timed_out":false}}"#)
+    })
+}
+
+/// Runs the request at `ptr` (from `tg_alloc`) and returns the output JSON.
+///
+/// # Safety
+/// `ptr`/`len` must be exactly what `tg_alloc(len)` returned, filled once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
+    // SAFETY: the caller passes back tg_alloc's own allocation of `len`.
+    let bytes = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) };
+    let req: RunRequest = match serde_json::from_slice(&bytes) {
+        Ok(r) => r,
+        Err(e) => {
+            let mut out = output(1, None);
+            out.add_note(&format!("InternalError: bad sandbox request: {e}\n"));
+            return hand_out(to_json(&out));
+        }
+    };
+    drop(bytes);
+    warm_up();
+    CALL.with(|c| {
+        *c.borrow_mut() = Call {
+            timeout_secs: req.timeout_secs,
+            memory_mb: req.memory_mb,
+            ..Call::default()
+        }
+    });
+    clock::start_call(req.timeout_secs);
+    let outcome = WARM.with(|w| {
+        let w = w.borrow();
+        let vm = w.as_ref().expect("warmed above");
+        vm.reseed();
+        budget::limit_growth(req.memory_mb);
+        vm.run(&req.code, |stream, text| {
+            CALL.with(|c| {
+                let mut c = c.borrow_mut();
+                match stream {
+                    Stream::Stdout => c.stdout.push_str(text),
+                    Stream::Stderr => c.stderr.push_str(text),
+                }
+            })
+        })
+    });
+    budget::lift();
+    hand_out(to_json(&output(outcome.exit_code, outcome.result_json)))
+}
+
+/// The answer after a trap. `deadline` is non-zero when the Worker's
+/// deadline import threw (a sleep past the timeout), `stack` when the
+/// engine's stack ran out.
+#[unsafe(no_mangle)]
+pub extern "C" fn tg_abort(deadline: u32, stack: u32) -> u64 {
+    budget::lift();
+    let (timeout_secs, memory_mb) = CALL.with(|c| {
+        c.try_borrow()
+            .map(|c| (c.timeout_secs, c.memory_mb))
+            .unwrap_or_default()
+    });
+    let mut out = output(1, None);
+    if deadline != 0 {
+        out.exit_code = -1;
+        out.timed_out = true;
+        out.add_note(&timeout_note(Duration::from_secs(timeout_secs)));
+    } else if budget::OOM.load(Ordering::Relaxed) {
+        out.add_note(&memory_note(memory_mb));
+    } else if stack != 0 {
+        out.add_note(
+            "RecursionError: maximum recursion depth exceeded (the Worker's stack ran out)\n",
+        );
+    } else {
+        let why = PANIC
+            .with(|p| p.try_borrow().ok().and_then(|p| p.clone()))
+            .unwrap_or_else(|| "the interpreter trapped".to_owned());
+        out.add_note(&format!("InternalError: the interpreter failed: {why}\n"));
+    }
+    hand_out(to_json(&out))
+}

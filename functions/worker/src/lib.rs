@@ -1,0 +1,110 @@
+//! Toolgate on Cloudflare Workers: `python.execute` and `clarify` behind the
+//! same HTTP API as `toolgate serve` (the shared axum router), so responses
+//! are the same bytes.
+//!
+//! - `settings`: vars and the bearer secret, read with the shared config
+//!   rules, and the refusal to serve without a secret;
+//! - `python`: `python.execute`, run by the sandbox Worker over a service
+//!   binding and raced against the timeout (a runaway script pins its
+//!   isolate; this one still answers);
+//! - `d1`: the clarify store on D1;
+//! - `log`: JSON log lines to the Workers console.
+#![cfg(target_arch = "wasm32")]
+
+mod d1;
+mod log;
+mod python;
+mod settings;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tower_service::Service;
+use worker::{Context, Env, HttpRequest, event};
+
+use toolgate_shared::clarify::Clarify;
+use toolgate_shared::http::{AppState, router};
+use toolgate_shared::registry::Registry;
+use toolgate_shared::tools::clarify::ClarifyTool;
+
+#[event(fetch)]
+async fn fetch(
+    req: HttpRequest,
+    env: Env,
+    _ctx: Context,
+) -> worker::Result<axum::http::Response<axum::body::Body>> {
+    log::init();
+    let settings = match settings::Settings::from_env(&env) {
+        Ok(s) => s,
+        Err(refusal) => return Ok(refusal),
+    };
+    let base_url = settings
+        .public_url
+        .clone()
+        .unwrap_or_else(|| settings::origin(&req));
+    let mut app = app(&env, &settings, base_url)?;
+    Ok(app.call(req).await?)
+}
+
+fn app(env: &Env, settings: &settings::Settings, base_url: String) -> worker::Result<axum::Router> {
+    let store = Arc::new(d1::D1Store::new(env.d1(d1::BINDING)?));
+    let nap: toolgate_shared::clarify::Nap =
+        Arc::new(|d: Duration| Box::pin(worker::send::SendFuture::new(worker::Delay::from(d))));
+    let clarify = Arc::new(
+        Clarify::new(
+            store,
+            None,
+            base_url,
+            Duration::from_secs(settings.config.clarify.expiry_secs),
+        )
+        .with_nap(nap),
+    );
+    let mut registry = Registry::new();
+    let python =
+        python::SandboxedPython::new(&settings.config.python, env.service(python::BINDING)?);
+    let health = python.health();
+    registry
+        .add(Arc::new(python))
+        .map_err(worker::Error::RustError)?;
+    registry
+        .add(Arc::new(ClarifyTool::new(clarify.clone())))
+        .map_err(worker::Error::RustError)?;
+    let state = AppState {
+        registry: Arc::new(registry),
+        token: settings.config.server.token.as_deref().map(Arc::from),
+        health: Arc::new(move || health.clone()),
+        loopback_hosts_only: false,
+        clarify: Some(clarify),
+    };
+    Ok(settings
+        .guard(router(state))
+        .layer(axum::middleware::from_fn(read_body_first)))
+}
+
+/// Bodies past this are not read at all (the router answers 413 first).
+const DRAIN_LIMIT: usize = 16 << 20;
+
+/// Reads the whole request body before routing. `wrangler dev`'s proxy
+/// stalls the connection after a response sent without reading the body
+/// (401, 413); the router's own limits then apply to the bytes read.
+async fn read_body_first(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let (parts, body) = req.into_parts();
+    match axum::body::to_bytes(body, DRAIN_LIMIT).await {
+        Ok(bytes) => {
+            let req = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+            next.run(req).await
+        }
+        Err(_) => {
+            axum::response::IntoResponse::into_response(toolgate_shared::error::ToolError::new(
+                toolgate_shared::error::ErrorCode::TooLarge,
+                format!(
+                    "Request body is larger than {} bytes",
+                    toolgate_shared::http::MAX_BODY_BYTES
+                ),
+            ))
+        }
+    }
+}

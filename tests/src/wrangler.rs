@@ -1,0 +1,157 @@
+//! `wrangler dev --local` (workerd) running the Worker from wrangler.toml,
+//! on 127.0.0.1, in its own process group so that dropping it stops workerd
+//! too. The Worker must be built first (`scripts/build-worker`, which
+//! scripts/test runs).
+
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repo root")
+        .to_path_buf()
+}
+
+fn tools_dir() -> PathBuf {
+    std::env::var_os("TOOLGATE_TEST_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/toolgate/test-tools")
+        })
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+pub struct Wrangler {
+    child: Child,
+    pub addr: String,
+    log: PathBuf,
+}
+
+/// What to start: the dispatcher (top level) or `[env.sandbox]`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Role {
+    Dispatcher,
+    Sandbox,
+}
+
+impl Wrangler {
+    /// Starts one Worker. `registry` is the dev registry folder through which
+    /// the dispatcher finds the sandbox (service binding across processes);
+    /// `state` holds the local D1 database.
+    pub fn start(role: Role, vars: &[(&str, &str)], registry: &Path, state: &Path) -> Self {
+        let port = free_port();
+        let log = state.join(format!("{role:?}-{port}.log").to_lowercase());
+        std::fs::create_dir_all(state).expect("state dir");
+        let out = File::create(&log).expect("log file");
+        let mut cmd = Command::new(tools_dir().join("node_modules/.bin/wrangler"));
+        cmd.current_dir(repo_root())
+            .args(["dev", "--local", "--ip", "127.0.0.1", "--port"])
+            .arg(port.to_string())
+            .arg("--inspector-port")
+            .arg(free_port().to_string())
+            .args(["--show-interactive-dev-session=false", "--persist-to"])
+            .arg(state)
+            .env("WRANGLER_REGISTRY_PATH", registry)
+            .env("WRANGLER_SEND_METRICS", "false")
+            // No Request.cf download: there is no network here, and its DNS
+            // failure delays the first request by seconds.
+            .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
+            .env("TOOLGATE_WORKER_PREBUILT", "1")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out)
+            .process_group(0);
+        if role == Role::Sandbox {
+            cmd.args(["--env", "sandbox"]);
+        }
+        for (k, v) in vars {
+            cmd.arg("--var").arg(format!("{k}:{v}"));
+        }
+        let child = cmd
+            .spawn()
+            .expect("spawn wrangler (scripts/install-test-tools)");
+        let w = Self {
+            child,
+            addr: format!("127.0.0.1:{port}"),
+            log,
+        };
+        w.wait_ready(role);
+        w
+    }
+
+    fn wait_ready(&self, role: Role) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let log = self.logs();
+            // The dispatcher is ready when it also sees the sandbox.
+            let ready = log.contains("Ready on http://")
+                && (role == Role::Sandbox || log.contains("[connected]"));
+            if ready {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("wrangler dev ({role:?}) did not start:\n{}", self.logs());
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The workerd processes of this wrangler (its process group).
+    pub fn workerd_rss_kib(&self) -> u64 {
+        let pgid = self.child.id() as i32;
+        let mut total = 0;
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            // fields[0] is the state; the process group is field 5 of stat.
+            if fields.get(2).and_then(|g| g.parse::<i32>().ok()) != Some(pgid)
+                || !stat.contains("(workerd)")
+            {
+                continue;
+            }
+            let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+            total += status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        total
+    }
+}
+
+impl Drop for Wrangler {
+    fn drop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: signalling the process group this fixture created.
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: as above; workerd may outlive wrangler's own exit.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,740 @@
+//! The Cloudflare Worker end to end under `wrangler dev --local` (workerd):
+//! the dispatcher and the sandbox each in their own wrangler process, as in
+//! production they are separate Workers (a script that never yields pins
+//! the sandbox isolate's only thread), clarify on a local D1 database.
+//!
+//! Needs `scripts/build-worker` first (scripts/test runs it). The tests run
+//! one at a time: the timing bounds are meant for an otherwise idle machine.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolgate_e2e::conformance::{CASES, Group, check};
+use toolgate_e2e::wrangler::{Role, Wrangler, repo_root};
+use toolgate_e2e::{Response, Server, raw_request};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const TOKEN: &str = "w0rker-t0ken";
+
+/// Cases whose expectations need process isolation: the native sandbox
+/// keeps a killed script's partial output (shared memory); on Workers the
+/// stuck sandbox isolate cannot be read, so the dispatcher's timeout answer
+/// has empty streams. Timing, `timed_out` and `exit_code` are still checked.
+const PARTIAL_OUTPUT_LOST: &[&str] = &["timeout_keeps_partial_stdout"];
+
+/// On wasm32 an index is 32 bits: `"a" * 10**11` is an OverflowError (as
+/// on 32-bit CPython) before it can be a MemoryError.
+const OVERFLOW_ON_WASM32: &[&str] = &["memory_bomb_string"];
+
+/// The check, minus what the Worker does differently by design (above).
+fn worker_check(case: &toolgate_e2e::conformance::Case, out: &Value, wall: f64) -> Vec<String> {
+    check(case, out, wall)
+        .into_iter()
+        .filter(|p| {
+            let lost = PARTIAL_OUTPUT_LOST.contains(&case.name)
+                && (p.contains("stdout") || p.contains("stderr"));
+            let overflow = OVERFLOW_ON_WASM32.contains(&case.name)
+                && out["exit_code"] == 1
+                && out["stderr"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("OverflowError"));
+            !(lost || overflow)
+        })
+        .collect()
+}
+
+struct Stack {
+    dir: PathBuf,
+    vars: Vec<(String, String)>,
+    sandbox: Option<Wrangler>,
+    dispatcher: Option<Wrangler>,
+}
+
+impl Stack {
+    fn start(vars: &[(&str, &str)]) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "toolgate-worker-{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos() ^ rand_suffix()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut s = Self {
+            dir,
+            vars: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            sandbox: None,
+            dispatcher: None,
+        };
+        s.sandbox = Some(s.launch(Role::Sandbox));
+        s.dispatcher = Some(s.launch(Role::Dispatcher));
+        s
+    }
+
+    fn launch(&self, role: Role) -> Wrangler {
+        let vars: Vec<(&str, &str)> = match role {
+            Role::Sandbox => vec![],
+            Role::Dispatcher => self
+                .vars
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+        };
+        Wrangler::start(
+            role,
+            &vars,
+            &self.dir.join("registry"),
+            &self.dir.join("state"),
+        )
+    }
+
+    /// A runaway script pins the sandbox under `wrangler dev` (no CPU limit
+    /// there): start a new one, as production's `limits.cpu_ms` would.
+    fn restart_sandbox(&mut self) {
+        self.sandbox = None;
+        self.sandbox = Some(self.launch(Role::Sandbox));
+        // The dispatcher reconnects through the registry.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let out = self.exec("print('back')");
+            if out["stdout"] == "back\n" {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("the dispatcher did not reach the new sandbox");
+    }
+
+    fn restart_dispatcher(&mut self) {
+        self.dispatcher = None;
+        self.dispatcher = Some(self.launch(Role::Dispatcher));
+    }
+
+    fn addr(&self) -> String {
+        self.dispatcher.as_ref().unwrap().addr.clone()
+    }
+
+    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+        raw_request(&self.addr(), method, path, headers, body)
+    }
+
+    fn post(&self, path: &str, body: &Value) -> Response {
+        let auth = format!("Bearer {TOKEN}");
+        self.request(
+            "POST",
+            path,
+            &[
+                ("Content-Type", "application/json"),
+                ("Authorization", &auth),
+            ],
+            body.to_string().as_bytes(),
+        )
+    }
+
+    fn exec(&self, code: &str) -> Value {
+        let r = self.post("/tools/python.execute", &json!({ "code": code }));
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.dispatcher = None;
+        self.sandbox = None;
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rand_suffix() -> u128 {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b).unwrap();
+    u64::from_le_bytes(b) as u128
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn body(r: &Response) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+#[test]
+fn worker_passes_the_conformance_cases() {
+    let _g = lock();
+    let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for name in ["python.execute", "python__execute"] {
+        for case in CASES.iter().filter(|c| c.group == Group::Default) {
+            let started = Instant::now();
+            let r = stack.post(&format!("/tools/{name}"), &json!({"code": case.code}));
+            let wall = started.elapsed().as_secs_f64();
+            ran += 1;
+            if r.status != 200 {
+                failures.push(format!(
+                    "{} via {name}: HTTP {} {}",
+                    case.name,
+                    r.status,
+                    body(&r)
+                ));
+                continue;
+            }
+            for e in worker_check(case, &r.json(), wall) {
+                failures.push(format!("{} via {name}: {e}", case.name));
+            }
+        }
+    }
+    assert!(ran >= 150, "ran {ran}");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every timeout case at 1 s and 2 s, each answered within the timeout plus
+/// one second; the sandbox is restarted after each runaway, and the next
+/// call works.
+#[test]
+fn worker_times_out_runaway_scripts() {
+    let _g = lock();
+    for secs in [1u64, 2] {
+        let t = secs.to_string();
+        let mut stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN), ("TOOLGATE_PYTHON_TIMEOUT", &t)]);
+        let mut failures = Vec::new();
+        for case in CASES.iter().filter(|c| c.group == Group::Timeout(secs)) {
+            let started = Instant::now();
+            let out = stack.exec(case.code);
+            let wall = started.elapsed().as_secs_f64();
+            let problems = worker_check(case, &out, wall);
+            failures.extend(problems.into_iter().map(|p| format!("{}: {p}", case.name)));
+            if out["timed_out"] == true {
+                assert!(
+                    wall <= secs as f64 + 1.0,
+                    "{}: answered after {wall:.2}s with a {secs}s timeout",
+                    case.name
+                );
+                stack.restart_sandbox();
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "timeout {secs}s:\n{}",
+            failures.join("\n")
+        );
+        // A plain spin loop, then the next call in a new sandbox.
+        let started = Instant::now();
+        let out = stack.exec("print('spinning')\nwhile True:\n    pass");
+        let wall = started.elapsed().as_secs_f64();
+        assert_eq!(
+            (out["exit_code"].clone(), out["timed_out"].clone()),
+            (json!(-1), json!(true))
+        );
+        assert!(wall <= secs as f64 + 1.0, "spin answered after {wall:.2}s");
+        assert!(
+            out["stderr"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("[Execution timed out after {secs}s]"))
+        );
+        stack.restart_sandbox();
+        assert_eq!(stack.exec("print(6 * 7)")["stdout"], "42\n");
+    }
+}
+
+/// The sandbox Worker's own stops, which keep the output: the memory limit
+/// and a sleep past the timeout (the clock does not move while a request
+/// computes, so `sleep` advances a per-call clock).
+#[test]
+fn worker_stops_memory_bombs_and_long_sleeps() {
+    let _g = lock();
+    let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN), ("TOOLGATE_PYTHON_TIMEOUT", "3")]);
+    for bomb in [
+        "print('before')\nx = []\nwhile True:\n    x.append('y' * 1_000_000)",
+        "print('before')\nd = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 50\n    i += 1",
+        "print('before')\nx = bytearray(10**9)",
+    ] {
+        let started = Instant::now();
+        let out = stack.exec(bomb);
+        let wall = started.elapsed().as_secs_f64();
+        assert!(wall < 4.0, "{bomb}: {wall:.2}s");
+        assert_eq!(out["exit_code"], 1, "{bomb}: {out}");
+        assert_eq!(out["timed_out"], false);
+        assert_eq!(out["stdout"], "before\n", "{bomb}: {out}");
+        assert!(
+            out["stderr"].as_str().unwrap().contains("MemoryError"),
+            "{bomb}: {out}"
+        );
+    }
+    let started = Instant::now();
+    let out = stack
+        .exec("import time\nprint('a')\ntime.sleep(2)\nprint('b')\ntime.sleep(10**6)\nprint('c')");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(out["stdout"], "a\nb\n");
+    assert_eq!(
+        (out["exit_code"].clone(), out["timed_out"].clone()),
+        (json!(-1), json!(true))
+    );
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .ends_with("[Execution timed out after 3s]"),
+        "{out}"
+    );
+    // Time moves by what was slept; datetime works (std's clock panics on wasm).
+    let out = stack.exec(
+        "import time, datetime\nt0 = time.monotonic()\ntime.sleep(1.5)\nresult = [round(time.monotonic() - t0, 1), datetime.datetime.now().year >= 2025, time.localtime().tm_year == datetime.date.today().year]",
+    );
+    assert_eq!(out["result"], json!([1.5, true, true]), "{out}");
+    // Nothing of a call survives into the next: a fresh instance each time.
+    stack.exec("import json\njson.dumps = None\nleak = 1\nimport random\nrandom.seed(1)");
+    let out = stack.exec("import json, random\nresult = [json.dumps([1]), 'leak' in globals()]");
+    assert_eq!(out["result"], json!(["[1]", false]));
+    let a = stack.exec("import random\nresult = random.random()")["result"].clone();
+    let b = stack.exec("import random\nresult = random.random()")["result"].clone();
+    assert_ne!(a, b, "every call must get fresh randomness");
+}
+
+/// Auth, the missing-secret refusal, and the contract byte for byte against
+/// `toolgate serve`.
+#[test]
+fn worker_speaks_the_same_contract_as_toolgate_serve() {
+    let _g = lock();
+    let mut stack = Stack::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_PYTHON_MEMORY_MB", "64"),
+    ]);
+    let local = Server::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_PYTHON_MEMORY_MB", "64"),
+    ]);
+    let auth = format!("Bearer {TOKEN}");
+    let json_ct = ("Content-Type", "application/json");
+    let requests: Vec<Req> = vec![
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            br#"{"code":"print('hi')\nresult = {'a': [1, 2.5, None], 'b': 'x'}"}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python__execute".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            br#"{"code":"def f():\n    raise ValueError('bad')\nf()"}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            br#"{"code":"import os"}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            br#"{"code":"raise SystemExit(3)"}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            br#"{"code":"print('x' * 60000)"}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            br#"{"code":""}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            b"[1, 2]".to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            b"{not json".to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![("Content-Type", "text/plain"), ("Authorization", &auth)],
+            b"{}".to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct],
+            br#"{"code":"print(1)"}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![json_ct, ("Authorization", "Bearer wrong")],
+            br#"{"code":"print(1)"}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/no_such_tool".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            b"{}".to_vec(),
+        ),
+        (
+            "GET",
+            "/tools/python.execute".into(),
+            vec![("Authorization", &auth)],
+            vec![],
+        ),
+        (
+            "GET",
+            "/nowhere".into(),
+            vec![("Authorization", &auth)],
+            vec![],
+        ),
+        (
+            "GET",
+            "/tools?format=bogus".into(),
+            vec![("Authorization", &auth)],
+            vec![],
+        ),
+        (
+            "POST",
+            "/tools/clarify".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            br#"{"question": ""}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/clarify".into(),
+            vec![json_ct, ("Authorization", &auth)],
+            br#"{"question": "q", "options": "a"}"#.to_vec(),
+        ),
+        (
+            "GET",
+            "/clarifications/0000000000000000000000000000000000000000".into(),
+            vec![],
+            vec![],
+        ),
+        (
+            "POST",
+            "/clarifications/0000000000000000000000000000000000000000/answer".into(),
+            vec![json_ct],
+            br#"{"choice": 0}"#.to_vec(),
+        ),
+    ];
+    for (i, (method, path, headers, b)) in requests.iter().enumerate() {
+        let w = stack.request(method, path, headers, b);
+        let l = local.request(method, path, headers, b);
+        assert_eq!(
+            (w.status, body(&w)),
+            (l.status, body(&l)),
+            "request {i}, {method} {path}: the Worker and toolgate serve differ; dispatcher log:\n{}",
+            stack.dispatcher.as_ref().unwrap().logs()
+        );
+        assert!(
+            w.header("content-type")
+                .is_some_and(|c| c.starts_with("application/json")),
+            "{method} {path}"
+        );
+    }
+    // The tool specs the Worker lists are toolgate serve's, in every format.
+    for format in ["native", "openai", "anthropic", "mcp"] {
+        let path = format!("/tools?format={format}");
+        let w = stack
+            .request("GET", &path, &[("Authorization", &auth)], b"")
+            .json();
+        let l = local
+            .request("GET", &path, &[("Authorization", &auth)], b"")
+            .json();
+        let w_tools = w["tools"].as_array().unwrap();
+        assert_eq!(w_tools.len(), 2, "{w}");
+        for t in w_tools {
+            let name = t.get("name").or_else(|| t["function"].get("name")).unwrap();
+            let same = l["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x.get("name").or_else(|| x["function"].get("name")) == Some(name));
+            assert_eq!(Some(t), same, "{format}: {name}");
+        }
+    }
+    let health = stack.request("GET", "/healthz", &[], b"").json();
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["walls"]["instance_per_call"], true);
+    assert_eq!(health["walls"]["memory_mb"], 64);
+    // Over the limit: the same 413.
+    let big = vec![b' '; (1 << 20) + 10];
+    let headers = [json_ct, ("Authorization", auth.as_str())];
+    let w = stack.request("POST", "/tools/python.execute", &headers, &big);
+    let l = local.request("POST", "/tools/python.execute", &headers, &big);
+    assert_eq!((w.status, body(&w)), (l.status, body(&l)));
+    assert_eq!(w.status, 413);
+
+    // No secret: every tool route refuses with 503 naming it; /healthz and
+    // the answer routes still work. Anonymous use must be chosen.
+    stack.vars = vec![];
+    stack.restart_dispatcher();
+    let r = stack.request(
+        "POST",
+        "/tools/python.execute",
+        &[json_ct],
+        br#"{"code":"print(1)"}"#,
+    );
+    assert_eq!(r.status, 503, "{}", body(&r));
+    assert_eq!(r.json()["error"]["code"], "not_configured");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("wrangler secret put TOOLGATE_TOKEN")
+    );
+    assert_eq!(stack.request("GET", "/tools", &[], b"").status, 503);
+    assert_eq!(stack.request("GET", "/healthz", &[], b"").status, 200);
+    stack.vars = vec![("TOOLGATE_ALLOW_ANONYMOUS".into(), "true".into())];
+    stack.restart_dispatcher();
+    let r = stack.request(
+        "POST",
+        "/tools/python.execute",
+        &[json_ct],
+        br#"{"code":"print(1)"}"#,
+    );
+    assert_eq!((r.status, r.json()["stdout"].clone()), (200, json!("1\n")));
+}
+
+/// The clarify lifecycle through D1: ask, read (JSON and the page), answer,
+/// refuse a second answer, cancel, long-poll, racing answers, and the data
+/// surviving a restart of the Worker.
+#[test]
+fn worker_clarify_lifecycle_on_d1() {
+    let _g = lock();
+    let mut stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
+    let ask = |q: &str| -> Value {
+        let r = stack.post(
+            "/tools/clarify",
+            &json!({"question": q, "options": ["yes", "no"]}),
+        );
+        assert_eq!(r.status, 200, "{}", body(&r));
+        r.json()
+    };
+    let c = ask("Deploy <b>now</b>?");
+    assert_eq!(c["status"], "pending");
+    let id = c["id"].as_str().unwrap().to_owned();
+    let url = c["answer_url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("http://{}/clarifications/{id}", stack.addr())),
+        "{url}"
+    );
+    let page = stack.request(
+        "GET",
+        &format!("/clarifications/{id}"),
+        &[("Accept", "text/html")],
+        b"",
+    );
+    assert_eq!(page.status, 200);
+    let html = body(&page);
+    assert!(
+        html.contains("Deploy &lt;b&gt;now&lt;/b&gt;?") && !html.contains("<b>now"),
+        "{html}"
+    );
+
+    // A long-poll sees the answer when it lands.
+    let addr = stack.addr();
+    let path = format!("/clarifications/{id}?wait=20");
+    let poll = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = raw_request(&addr, "GET", &path, &[], b"");
+        (r, t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let r = stack.request(
+        "POST",
+        &format!("/clarifications/{id}/answer"),
+        &[("Content-Type", "application/json")],
+        br#"{"choice": 1}"#,
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    assert_eq!(
+        (r.json()["status"].clone(), r.json()["answer"].clone()),
+        (json!("answered"), json!("no"))
+    );
+    let (polled, waited) = poll.join().unwrap();
+    assert_eq!(polled.json()["status"], "answered");
+    assert!(
+        waited < Duration::from_secs(10),
+        "long-poll took {waited:?}"
+    );
+
+    let again = stack.request(
+        "POST",
+        &format!("/clarifications/{id}/answer"),
+        &[("Content-Type", "application/json")],
+        br#"{"answer": "late"}"#,
+    );
+    assert_eq!(again.status, 409);
+    assert_eq!(again.json()["clarification"]["answer"], "no");
+
+    // Racing answers: exactly one wins.
+    let race = ask("Which one?")["id"].as_str().unwrap().to_owned();
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let addr = stack.addr();
+            let race = race.clone();
+            std::thread::spawn(move || {
+                let b = json!({"answer": format!("answer {i}")}).to_string();
+                raw_request(
+                    &addr,
+                    "POST",
+                    &format!("/clarifications/{race}/answer"),
+                    &[("Content-Type", "application/json")],
+                    b.as_bytes(),
+                )
+                .status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 409),
+        "{statuses:?}"
+    );
+
+    let cancel = ask("Cancel me?")["id"].as_str().unwrap().to_owned();
+    let r = stack.request(
+        "POST",
+        &format!("/clarifications/{cancel}/cancel"),
+        &[],
+        b"",
+    );
+    assert_eq!(
+        (r.status, r.json()["status"].clone()),
+        (200, json!("cancelled"))
+    );
+    let r = stack.request(
+        "GET",
+        "/clarifications/ffffffffffffffffffffffffffffffffffffffff",
+        &[],
+        b"",
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (404, json!("not_found"))
+    );
+
+    // D1 keeps them across a restart.
+    stack.restart_dispatcher();
+    let r = stack.request("GET", &format!("/clarifications/{id}"), &[], b"");
+    assert_eq!((r.status, r.json()["answer"].clone()), (200, json!("no")));
+    let r = stack.request("GET", &format!("/clarifications/{cancel}"), &[], b"");
+    assert_eq!(r.json()["status"], "cancelled");
+}
+
+/// Method, path, headers, body.
+type Req<'a> = (&'a str, String, Vec<(&'a str, &'a str)>, Vec<u8>);
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// 500 sequential calls leave the sandbox's memory flat (a fresh wasm
+/// instance per call, dropped after it), and print the latencies README
+/// reports.
+#[test]
+fn worker_memory_stays_flat_over_500_calls() {
+    let _g = lock();
+    let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
+    let time = |code: &str| {
+        let t = Instant::now();
+        let out = stack.exec(code);
+        assert_eq!(out["exit_code"], 0, "{out}");
+        t.elapsed().as_secs_f64() * 1000.0
+    };
+    let first = time("print(1)");
+    for _ in 0..50 {
+        time("print(1)");
+    }
+    let rss = || stack.sandbox.as_ref().unwrap().workerd_rss_kib();
+    let before = rss();
+    let mut print_ms = Vec::new();
+    let mut json_ms = Vec::new();
+    for i in 0..500 {
+        if i % 2 == 0 {
+            print_ms.push(time("print(1)"));
+        } else {
+            json_ms.push(time("import json\nprint(json.dumps({'a': [1, 2]}))"));
+        }
+    }
+    let after = rss();
+    eprintln!(
+        "worker: first call {first:.1} ms; print(1) p50 {:.1} ms; import json p50 {:.1} ms; sandbox workerd RSS {before} KiB -> {after} KiB over 500 calls",
+        median(print_ms),
+        median(json_ms)
+    );
+    assert!(before > 0, "no workerd process found for the sandbox");
+    // One instance is ~25 MB of memory; GC timing moves RSS by a few. A
+    // per-call leak of even 1 MB would add 500 MB.
+    assert!(
+        after < before + 96 * 1024,
+        "sandbox memory grew from {before} KiB to {after} KiB over 500 calls"
+    );
+}
+
+/// The size limit, as `wrangler deploy --dry-run` reports it for each Worker.
+#[test]
+fn worker_bundles_fit_the_size_limit() {
+    let _g = lock();
+    const LIMIT_KIB: f64 = 10.0 * 1024.0;
+    let tools = std::env::var_os("TOOLGATE_TEST_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/toolgate/test-tools")
+        });
+    for env in [None, Some("sandbox")] {
+        let out_dir =
+            std::env::temp_dir().join(format!("toolgate-dry-run-{}-{env:?}", std::process::id()));
+        let mut cmd = std::process::Command::new(tools.join("node_modules/.bin/wrangler"));
+        cmd.current_dir(repo_root())
+            .args(["deploy", "--dry-run", "--outdir"])
+            .arg(&out_dir)
+            .env("TOOLGATE_WORKER_PREBUILT", "1")
+            .env("WRANGLER_SEND_METRICS", "false");
+        if let Some(e) = env {
+            cmd.args(["--env", e]);
+        }
+        let out = cmd.output().expect("wrangler deploy --dry-run");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{text}");
+        let gzip = text
+            .lines()
+            .find_map(|l| l.split("gzip:").nth(1))
+            .and_then(|v| v.trim().trim_end_matches("KiB").trim().parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no gzip size in:\n{text}"));
+        eprintln!("worker bundle {env:?}: {gzip} KiB gzip");
+        assert!(
+            gzip <= LIMIT_KIB,
+            "{env:?}: {gzip} KiB gzip is over the 10 MiB limit"
+        );
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+}
