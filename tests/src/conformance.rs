@@ -3,7 +3,11 @@
 //! time), and the check of one response against a case. Used against
 //! `toolgate serve` (tests/conformance.rs) and the Worker (tests/worker.rs).
 
+use std::time::Instant;
+
 use serde_json::{Value, json};
+
+use crate::Response;
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Group {
@@ -718,4 +722,37 @@ pub fn check(case: &Case, out: &Value, wall: f64) -> Vec<String> {
         }
     }
     errs
+}
+
+/// Runs every case of `group` under both tool names through `post` (path,
+/// arguments) and returns how many ran and what failed, judged by `judge`
+/// (`check`, or a runtime's variant of it).
+pub fn run_group(
+    group: Group,
+    post: impl Fn(&str, &Value) -> Response,
+    judge: impl Fn(&Case, &Value, f64) -> Vec<String>,
+) -> (usize, Vec<String>) {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for name in ["python.execute", "python__execute"] {
+        for case in CASES.iter().filter(|c| c.group == group) {
+            let started = Instant::now();
+            let r = post(&format!("/tools/{name}"), &json!({"code": case.code}));
+            let wall = started.elapsed().as_secs_f64();
+            ran += 1;
+            if r.status != 200 {
+                failures.push(format!(
+                    "{} via {name}: HTTP {} {}",
+                    case.name,
+                    r.status,
+                    String::from_utf8_lossy(&r.body)
+                ));
+                continue;
+            }
+            for e in judge(case, &r.json(), wall) {
+                failures.push(format!("{} via {name}: {e}", case.name));
+            }
+        }
+    }
+    (ran, failures)
 }

@@ -2,11 +2,8 @@
 //! real binary, under both the canonical and the exported tool name.
 //! The cases live in `toolgate_e2e::conformance`.
 
-use std::time::Instant;
-
-use serde_json::json;
 use toolgate_e2e::Server;
-use toolgate_e2e::conformance::{CASES, Group, check};
+use toolgate_e2e::conformance::{self, CASES, Group, check};
 
 fn run_group(group: Group) {
     let env: Vec<(&str, String)> = match group {
@@ -16,28 +13,8 @@ fn run_group(group: Group) {
     };
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let server = Server::start(&env);
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for name in ["python.execute", "python__execute"] {
-        for case in CASES.iter().filter(|c| c.group == group) {
-            let started = Instant::now();
-            let r = server.post_json(&format!("/tools/{name}"), &json!({"code": case.code}));
-            let wall = started.elapsed().as_secs_f64();
-            ran += 1;
-            if r.status != 200 {
-                failures.push(format!(
-                    "{} via {name}: HTTP {} {}",
-                    case.name,
-                    r.status,
-                    String::from_utf8_lossy(&r.body)
-                ));
-                continue;
-            }
-            for e in check(case, &r.json(), wall) {
-                failures.push(format!("{} via {name}: {e}", case.name));
-            }
-        }
-    }
+    let (ran, failures) =
+        conformance::run_group(group, |path, args| server.post_json(path, args), check);
     assert!(ran > 0, "no cases in {group:?}");
     assert!(
         failures.is_empty(),

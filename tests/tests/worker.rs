@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolgate_e2e::conformance::{CASES, Group, check};
+use toolgate_e2e::conformance::{self, CASES, Group, check};
 use toolgate_e2e::wrangler::{Role, Wrangler, repo_root};
 use toolgate_e2e::{Response, Server, raw_request};
 
@@ -168,28 +168,11 @@ fn body(r: &Response) -> String {
 fn worker_passes_the_conformance_cases() {
     let _g = lock();
     let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for name in ["python.execute", "python__execute"] {
-        for case in CASES.iter().filter(|c| c.group == Group::Default) {
-            let started = Instant::now();
-            let r = stack.post(&format!("/tools/{name}"), &json!({"code": case.code}));
-            let wall = started.elapsed().as_secs_f64();
-            ran += 1;
-            if r.status != 200 {
-                failures.push(format!(
-                    "{} via {name}: HTTP {} {}",
-                    case.name,
-                    r.status,
-                    body(&r)
-                ));
-                continue;
-            }
-            for e in worker_check(case, &r.json(), wall) {
-                failures.push(format!("{} via {name}: {e}", case.name));
-            }
-        }
-    }
+    let (ran, failures) = conformance::run_group(
+        Group::Default,
+        |path, args| stack.post(path, args),
+        worker_check,
+    );
     assert!(ran >= 150, "ran {ran}");
     assert!(
         failures.is_empty(),
@@ -318,55 +301,33 @@ fn worker_speaks_the_same_contract_as_toolgate_serve() {
     ]);
     let auth = format!("Bearer {TOKEN}");
     let json_ct = ("Content-Type", "application/json");
+    // An authorized JSON POST, the usual shape; other rows spell theirs out.
+    let tool = |path: &str, b: &[u8]| -> Req {
+        (
+            "POST",
+            path.into(),
+            vec![json_ct, ("Authorization", &auth)],
+            b.to_vec(),
+        )
+    };
     let requests: Vec<Req> = vec![
-        (
-            "POST",
-            "/tools/python.execute".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            br#"{"code":"print('hi')\nresult = {'a': [1, 2.5, None], 'b': 'x'}"}"#.to_vec(),
+        tool(
+            "/tools/python.execute",
+            br#"{"code":"print('hi')\nresult = {'a': [1, 2.5, None], 'b': 'x'}"}"#,
         ),
-        (
-            "POST",
-            "/tools/python__execute".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            br#"{"code":"def f():\n    raise ValueError('bad')\nf()"}"#.to_vec(),
+        tool(
+            "/tools/python__execute",
+            br#"{"code":"def f():\n    raise ValueError('bad')\nf()"}"#,
         ),
-        (
-            "POST",
-            "/tools/python.execute".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            br#"{"code":"import os"}"#.to_vec(),
+        tool("/tools/python.execute", br#"{"code":"import os"}"#),
+        tool(
+            "/tools/python.execute",
+            br#"{"code":"raise SystemExit(3)"}"#,
         ),
-        (
-            "POST",
-            "/tools/python.execute".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            br#"{"code":"raise SystemExit(3)"}"#.to_vec(),
-        ),
-        (
-            "POST",
-            "/tools/python.execute".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            br#"{"code":"print('x' * 60000)"}"#.to_vec(),
-        ),
-        (
-            "POST",
-            "/tools/python.execute".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            br#"{"code":""}"#.to_vec(),
-        ),
-        (
-            "POST",
-            "/tools/python.execute".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            b"[1, 2]".to_vec(),
-        ),
-        (
-            "POST",
-            "/tools/python.execute".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            b"{not json".to_vec(),
-        ),
+        tool("/tools/python.execute", br#"{"code":"print('x' * 60000)"}"#),
+        tool("/tools/python.execute", br#"{"code":""}"#),
+        tool("/tools/python.execute", b"[1, 2]"),
+        tool("/tools/python.execute", b"{not json"),
         (
             "POST",
             "/tools/python.execute".into(),
@@ -385,12 +346,7 @@ fn worker_speaks_the_same_contract_as_toolgate_serve() {
             vec![json_ct, ("Authorization", "Bearer wrong")],
             br#"{"code":"print(1)"}"#.to_vec(),
         ),
-        (
-            "POST",
-            "/tools/no_such_tool".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            b"{}".to_vec(),
-        ),
+        tool("/tools/no_such_tool", b"{}"),
         (
             "GET",
             "/tools/python.execute".into(),
@@ -409,18 +365,8 @@ fn worker_speaks_the_same_contract_as_toolgate_serve() {
             vec![("Authorization", &auth)],
             vec![],
         ),
-        (
-            "POST",
-            "/tools/clarify".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            br#"{"question": ""}"#.to_vec(),
-        ),
-        (
-            "POST",
-            "/tools/clarify".into(),
-            vec![json_ct, ("Authorization", &auth)],
-            br#"{"question": "q", "options": "a"}"#.to_vec(),
-        ),
+        tool("/tools/clarify", br#"{"question": ""}"#),
+        tool("/tools/clarify", br#"{"question": "q", "options": "a"}"#),
         (
             "GET",
             "/clarifications/0000000000000000000000000000000000000000".into(),
