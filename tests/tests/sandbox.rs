@@ -227,6 +227,62 @@ fn spares_killed_from_outside_are_replaced() {
     assert_eq!(settled(&s).len(), IDLE_PROCESSES);
 }
 
+/// The soft limit `name` (as /proc/PID/limits spells it) of a process.
+fn limit_of(pid: u32, name: &str) -> Option<String> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with(name))?;
+    line[name.len()..]
+        .split_whitespace()
+        .next()
+        .map(str::to_owned)
+}
+
+fn seccomp_filtered(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .is_ok_and(|st| st.lines().any(|l| l == "Seccomp:\t2"))
+}
+
+/// Spares are sealed before any script reaches them (so a call does not pay
+/// for it): seccomp on, every rlimit but the per-call CPU cap in force, and
+/// only the report socket open.
+#[test]
+fn waiting_spares_are_already_sealed() {
+    let s = Server::start(&[]);
+    s.exec("print(1)");
+    let procs = settled(&s);
+    assert_eq!(procs.len(), IDLE_PROCESSES, "{procs:?}");
+    // The zygote is the server's child; the spares are the zygote's.
+    let zygotes = toolgate_e2e::children_of(s.pid());
+    let spares: Vec<u32> = procs.into_iter().filter(|p| !zygotes.contains(p)).collect();
+    assert_eq!(spares.len(), IDLE_PROCESSES - 1);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    for p in spares {
+        // A spare seals itself right after its warm-up run; give it a moment.
+        while !seccomp_filtered(p) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(seccomp_filtered(p), "spare {p} waits without its filter");
+        assert_eq!(limit_of(p, "Max processes").as_deref(), Some("0"));
+        assert_eq!(limit_of(p, "Max open files").as_deref(), Some("4"));
+        assert_eq!(limit_of(p, "Max file size").as_deref(), Some("0"));
+        assert_eq!(limit_of(p, "Max core file size").as_deref(), Some("0"));
+        assert_ne!(
+            limit_of(p, "Max address space").as_deref(),
+            Some("unlimited")
+        );
+        assert_eq!(
+            limit_of(p, "Max cpu time").as_deref(),
+            Some("unlimited"),
+            "the CPU cap comes with the call"
+        );
+        let fds: Vec<String> = std::fs::read_dir(format!("/proc/{p}/fd"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(fds, vec!["3".to_string()], "spare {p}: open descriptors");
+    }
+}
+
 /// The child that runs a script, seen from outside through /proc while it
 /// sleeps: an empty environment, cwd `/`, only its report socket open, the
 /// rlimits in force, and seccomp in filter mode.
@@ -242,22 +298,21 @@ fn a_running_child_is_isolated() {
         let s = s.clone();
         std::thread::spawn(move || s.exec("import time\ntime.sleep(3)"))
     };
-    // Only a child that is running a script has its seccomp filter on. The
-    // previous call's child may still be exiting: take the one that is still
-    // there a moment later (the sleeping script lasts 3 s).
-    let filtered = |p: &u32| {
-        std::fs::read_to_string(format!("/proc/{p}/status"))
-            .is_ok_and(|st| st.lines().any(|l| l == "Seccomp:\t2"))
-    };
+    // Spares wait sealed; only a child that was handed a script has a CPU
+    // cap (the server sets it per call). The previous call's child may still
+    // be exiting: take the one that is still there a moment later (the
+    // sleeping script lasts 3 s).
+    let running = |p: &u32| limit_of(*p, "Max cpu time").as_deref() == Some("5");
     let deadline = Instant::now() + Duration::from_secs(3);
     let child = loop {
-        let candidates: Vec<u32> = sandbox_processes(&s).into_iter().filter(filtered).collect();
+        let candidates: Vec<u32> = sandbox_processes(&s).into_iter().filter(running).collect();
         std::thread::sleep(Duration::from_millis(200));
-        if let Some(p) = candidates.into_iter().find(filtered) {
+        if let Some(p) = candidates.into_iter().find(running) {
             break p;
         }
         assert!(Instant::now() < deadline, "no running child found");
     };
+    assert!(seccomp_filtered(child), "the running child has its filter");
     let environ = std::fs::read(format!("/proc/{child}/environ")).unwrap();
     assert!(
         environ.is_empty(),
@@ -271,15 +326,7 @@ fn a_running_child_is_isolated() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(fds, vec!["3".to_string()], "open descriptors");
-    let limits = std::fs::read_to_string(format!("/proc/{child}/limits")).unwrap();
-    let limit = |name: &str| -> String {
-        let line = limits.lines().find(|l| l.starts_with(name)).unwrap();
-        line[name.len()..]
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .to_owned()
-    };
+    let limit = |name: &str| limit_of(child, name).unwrap();
     assert_eq!(limit("Max processes"), "0");
     assert_eq!(limit("Max open files"), "4");
     assert_eq!(limit("Max file size"), "0");

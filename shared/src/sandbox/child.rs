@@ -2,7 +2,7 @@
 //! reports, and exits. Runs only in the process `zygote` forked.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{FromRawFd, RawFd};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -50,7 +50,36 @@ fn report(r: &ChildReport) -> ! {
     let mut sock = ManuallyDrop::new(unsafe { File::from_raw_fd(CHILD_FD) });
     // One write: the parent wakes once.
     let _ = sock.write_all(&frame);
+    // Then wait to be killed rather than exit: exiting tears down the
+    // copy-on-write image at once (1–2 ms), on a CPU the server needs to
+    // read this report. The server SIGKILLs the child once it has read
+    // everything; EOF (the server gone) also ends the wait.
+    let mut byte = [0u8; 1];
+    while let Err(e) = sock.read(&mut byte) {
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
     exit_now(0)
+}
+
+/// Every wall but the CPU cap (see [`rlimit::limit_cpu`]): rlimits, then the
+/// seccomp filter.
+fn seal(seccomp_on: bool, memory_mb: u64) -> Result<(), String> {
+    let base = rlimit::current_vm_bytes().unwrap_or(0);
+    if base == 0 {
+        return Err("cannot measure the process size for the memory cap".into());
+    }
+    // Built per child: tgkill is allowed only towards this process, so that
+    // abort() still works and no other process can be signalled.
+    // SAFETY: getpid has no preconditions.
+    let filter = seccomp_on.then(|| seccomp::build(unsafe { libc::getpid() }));
+    rlimit::apply(base, memory_mb).map_err(|e| e.to_string())?;
+    if let Some(f) = filter {
+        f.and_then(|f| seccomp::apply(&f))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// The child's whole life. `out` is the shared output mapping.
@@ -69,11 +98,10 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
     std::panic::set_hook(Box::new(|_| {}));
     warm.reseed();
     warm.prefault();
-    let base = rlimit::current_vm_bytes().unwrap_or(0);
-    // Built per child: tgkill is allowed only towards this process, so that
-    // abort() still works and no other process can be signalled.
-    // SAFETY: getpid has no preconditions.
-    let filter = seccomp_on.then(|| seccomp::build(unsafe { libc::getpid() }));
+    // Seal now, while waiting, so that no call pays for it (the kernel
+    // compiles the filter on install: ~0.2 ms). A failure is reported when
+    // the request comes, as the server is waiting for an answer then.
+    let sealed = seal(seccomp_on, memory_mb);
 
     // SAFETY: as in `report`.
     let mut sock = ManuallyDrop::new(unsafe { File::from_raw_fd(CHILD_FD) });
@@ -89,22 +117,8 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
             message: format!("bad request: {e}"),
         }),
     };
-    if base == 0 {
-        report(&ChildReport::Crashed {
-            message: "cannot measure the process size for the memory cap".into(),
-        });
-    }
-    if let Err(e) = rlimit::apply(base, memory_mb, req.timeout_secs) {
-        report(&ChildReport::Crashed {
-            message: e.to_string(),
-        });
-    }
-    if let Some(f) = filter
-        && let Err(e) = f.and_then(|f| seccomp::apply(&f))
-    {
-        report(&ChildReport::Crashed {
-            message: e.to_string(),
-        });
+    if let Err(message) = sealed {
+        report(&ChildReport::Crashed { message });
     }
 
     // SAFETY: `out` is the zygote's MAP_SHARED mapping of outbuf::SIZE bytes,

@@ -195,10 +195,8 @@ impl Sandbox {
             .acquire()
             .await
             .map_err(|_| SandboxError::ZygoteGone)?;
-        let timeout_secs = timeout.as_secs().max(1);
         let body = serde_json::to_vec(&ChildRequest {
             code: code.to_owned(),
-            timeout_secs,
         })
         .map_err(|e| SandboxError::Child(e.into()))?;
         let mut frame = Vec::with_capacity(body.len() + 4);
@@ -254,6 +252,9 @@ impl Sandbox {
             .set_nonblocking(true)
             .map_err(SandboxError::Child)?;
         let mut sock = tokio::net::UnixStream::from_std(std_sock).map_err(SandboxError::Child)?;
+        // The child waits sealed but for the CPU cap, which depends on the
+        // call. A dead spare fails here (ESRCH) and the caller takes another.
+        super::rlimit::limit_cpu(child.pid, timeout.as_secs().max(1))?;
         if let Err(e) = sock.write_all(frame).await {
             // Never started: a dead spare. The caller takes another.
             return Err(SandboxError::Child(e));

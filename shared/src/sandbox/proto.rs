@@ -39,7 +39,6 @@ pub struct Walls {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ChildRequest {
     pub code: String,
-    pub timeout_secs: u64,
 }
 
 /// Child → server: how the script ended.

@@ -1,4 +1,5 @@
-//! Resource limits applied in the child before it runs a script.
+//! Resource limits: set in each spare child before it waits for a script,
+//! except the CPU cap, which the server sets per call.
 
 use std::io;
 
@@ -39,20 +40,42 @@ pub fn current_vm_bytes() -> io::Result<u64> {
     Ok(pages * page.max(4096) as u64)
 }
 
-/// Caps for one script.
+/// Caps every spare carries while it waits, so that sealing costs a call
+/// nothing:
 /// - Address space: the warm image the child inherited plus `memory_mb`, so
 ///   the cap measures what the script allocates.
-/// - CPU: the timeout plus slack, a backstop should the parent never kill it.
 /// - No new files, no processes, no file writes, no core dumps.
-pub fn apply(base_vm_bytes: u64, memory_mb: u64, timeout_secs: u64) -> Result<(), SandboxError> {
+///
+/// The CPU cap depends on the call's timeout; the server sets it with
+/// [`limit_cpu`] just before it sends the script.
+pub fn apply(base_vm_bytes: u64, memory_mb: u64) -> Result<(), SandboxError> {
     let as_bytes = base_vm_bytes.saturating_add(memory_mb << 20);
     set(libc::RLIMIT_AS, "RLIMIT_AS", as_bytes, as_bytes)?;
-    let cpu = timeout_secs.saturating_add(1);
-    set(libc::RLIMIT_CPU, "RLIMIT_CPU", cpu, cpu.saturating_add(1))?;
     // fd 3 (the report socket) stays usable; nothing new can be opened.
     set(libc::RLIMIT_NOFILE, "RLIMIT_NOFILE", 4, 4)?;
     set(libc::RLIMIT_NPROC, "RLIMIT_NPROC", 0, 0)?;
     set(libc::RLIMIT_FSIZE, "RLIMIT_FSIZE", 0, 0)?;
     set(libc::RLIMIT_CORE, "RLIMIT_CORE", 0, 0)?;
+    Ok(())
+}
+
+/// CPU seconds for the child `pid`: the timeout plus slack, a backstop
+/// should the server never kill it. Set from the server (same user, only
+/// lowering), since the sealed child may not call setrlimit itself.
+pub fn limit_cpu(pid: i32, timeout_secs: u64) -> Result<(), SandboxError> {
+    let cpu = timeout_secs.saturating_add(1);
+    let lim = libc::rlimit {
+        rlim_cur: cpu as libc::rlim_t,
+        rlim_max: cpu.saturating_add(1) as libc::rlim_t,
+    };
+    // SAFETY: `lim` is a valid rlimit that outlives the call; prlimit only
+    // reads it, and a null old-limit pointer asks for nothing back.
+    let rc = unsafe { libc::prlimit(pid, libc::RLIMIT_CPU, &lim, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(SandboxError::Rlimit {
+            resource: "RLIMIT_CPU",
+            source: io::Error::last_os_error(),
+        });
+    }
     Ok(())
 }

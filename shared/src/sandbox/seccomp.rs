@@ -1,7 +1,8 @@
 //! The child's seccomp-bpf filter, built with `seccompiler` (rust-vmm).
 //!
 //! It allows what a running interpreter needs: memory, futex, clock reads,
-//! sleep, randomness, writes to its report socket, and exit. Anything else
+//! sleep, randomness, reading its request from and writing its report to its
+//! socket, and exit. Anything else
 //! kills the process. Executable mappings are refused too, so a memory-safety
 //! bug in the VM cannot turn data into code.
 
@@ -77,6 +78,12 @@ pub fn build(pid: i32) -> Result<BpfProgram, SandboxError> {
             rule(vec![cond(0, SeccompCmpOp::Eq, CHILD_FD as u64)?])?,
             rule(vec![cond(0, SeccompCmpOp::Eq, 2)?])?,
         ],
+    );
+    // The one request arrives on the report socket after the filter is in
+    // place (spares wait sealed).
+    rules.insert(
+        libc::SYS_read,
+        vec![rule(vec![cond(0, SeccompCmpOp::Eq, CHILD_FD as u64)?])?],
     );
     // abort() signals itself; no other process may be signalled.
     rules.insert(
@@ -200,6 +207,17 @@ mod tests {
         // fd 1 is the test's stdout: a write there must kill, not print.
         // SAFETY: write from a static buffer.
         let st = run(|| unsafe { libc::write(1, b"leak\n".as_ptr().cast(), 5) as i32 });
+        assert!(killed_by_sigsys(st), "status {st:#x}");
+    }
+
+    #[test]
+    fn reads_only_come_from_the_report_socket() {
+        // fd 0 is the test's stdin: the request arrives on fd 3 only.
+        // SAFETY: read into a stack buffer; expected to be refused.
+        let st = run(|| unsafe {
+            let mut b = [0u8; 1];
+            libc::read(0, b.as_mut_ptr().cast(), 1) as i32
+        });
         assert!(killed_by_sigsys(st), "status {st:#x}");
     }
 

@@ -1,31 +1,72 @@
-//! Per-call latency at the sandbox API (no HTTP): `Sandbox::execute` on each
-//! snippet, one call at a time, as a warm Lambda sees it. Prints JSON medians.
+//! Per-call latency of python.execute on each snippet, one call at a time:
+//! - at the sandbox API (`Sandbox::execute` in-process, no HTTP), with calls
+//!   20 ms apart (as a warm Lambda sees them: the CPU has gone idle and the
+//!   replacement fork is done) and back to back;
+//! - with `--http HOST:PORT`, through a running `toolgate serve`, on one
+//!   kept-alive connection, back to back and 20 ms apart.
 //!
-//! Usage: toolgate-bench [--n N] [DIR]   (DIR defaults to bench/snippets)
+//! Prints JSON medians.
+//!
+//! Usage: toolgate-bench [--n N] [--http HOST:PORT] [DIR]   (DIR defaults to bench/snippets)
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolgate_shared::config::PythonConfig;
 use toolgate_shared::sandbox::{Sandbox, SandboxConfig, alloc::SandboxAlloc};
 
+mod common;
+use common::{Conn, median};
+
 #[global_allocator]
 static ALLOC: SandboxAlloc = SandboxAlloc;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The pause before each call in the "idle" series.
+const GAP: Duration = Duration::from_millis(20);
+
+/// `n` calls at the sandbox API, each after `gap`: medians of the whole call
+/// and of the part spent in the child, in ms.
+async fn api_series(sandbox: &Sandbox, code: &str, n: usize, gap: Duration) -> (f64, f64) {
+    let (mut total, mut child) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        tokio::time::sleep(gap).await;
+        let t = Instant::now();
+        let r = sandbox
+            .execute(code, Duration::from_secs(60))
+            .await
+            .unwrap();
+        total.push(t.elapsed().as_secs_f64() * 1e3);
+        child.push(r.child_us as f64 / 1e3);
+        assert_eq!(r.exit_code, 0, "{}", r.stderr);
+    }
+    (median(total), median(child))
+}
+
+/// `n` calls through `toolgate serve` on one kept-alive connection, each
+/// after `gap`: the median in ms.
+fn http_series(conn: &mut Conn, code: &str, n: usize, gap: Duration) -> f64 {
+    let body = json!({ "code": code }).to_string();
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        std::thread::sleep(gap);
+        let t = Instant::now();
+        let (status, resp) = conn.post("/tools/python.execute", &body);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&resp));
+    }
+    median(times)
 }
 
 fn main() {
     toolgate_shared::sandbox::zygote::maybe_run();
     let mut n = 31usize;
+    let mut http: Option<String> = None;
     let mut dir = "bench/snippets".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--n" => n = args.next().and_then(|v| v.parse().ok()).expect("--n N"),
+            "--http" => http = Some(args.next().expect("--http HOST:PORT")),
             other => dir = other.to_string(),
         }
     }
@@ -47,33 +88,31 @@ fn main() {
     rt.block_on(async {
         let cfg = PythonConfig::default();
         let started = Instant::now();
-        let sandbox = Arc::new(Sandbox::start(SandboxConfig::for_python(&cfg).unwrap()).unwrap());
+        let sandbox = Sandbox::start(SandboxConfig::for_python(&cfg).unwrap()).unwrap();
         let warm_ms = started.elapsed().as_secs_f64() * 1e3;
-        let timeout = Duration::from_secs(60);
+        let mut conn = http.as_deref().map(Conn::open);
         let mut out = serde_json::Map::new();
         for (name, code) in &snippets {
-            let first = sandbox.execute(code, timeout).await.unwrap();
+            let first = sandbox.execute(code, Duration::from_secs(60)).await.unwrap();
             assert_eq!(first.exit_code, 0, "{name}: {}", first.stderr);
-            let mut times = Vec::with_capacity(n);
-            let mut child = Vec::with_capacity(n);
-            for _ in 0..n {
-                // Calls arrive apart, as on a warm Lambda: the previous
-                // call's replacement fork has finished.
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                let t = Instant::now();
-                let r = sandbox.execute(code, timeout).await.unwrap();
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-                child.push(r.child_us as f64 / 1e3);
-                assert_eq!(r.exit_code, 0);
+            let (api_idle, child_ms) = api_series(&sandbox, code, n, GAP).await;
+            let (api_b2b, _) = api_series(&sandbox, code, n, Duration::ZERO).await;
+            let mut row = json!({
+                "api_idle_ms": api_idle,
+                "api_b2b_ms": api_b2b,
+                "child_ms": child_ms,
+            });
+            if let Some(conn) = conn.as_mut() {
+                // The server process is separate; blocking here is harmless.
+                http_series(conn, code, 1, Duration::ZERO);
+                row["http_b2b_ms"] = json!(http_series(conn, code, n, Duration::ZERO));
+                row["http_idle_ms"] = json!(http_series(conn, code, n, GAP));
             }
-            out.insert(
-                name.clone(),
-                json!({ "median_ms": median(times), "child_median_ms": median(child) }),
-            );
+            out.insert(name.clone(), row);
         }
         println!(
             "{}",
-            json!({ "sandbox_api": out, "zygote_warm_ms": warm_ms, "n": n })
+            json!({ "sandbox": out, "zygote_warm_ms": warm_ms, "n": n, "gap_ms": GAP.as_millis() as u64 })
         );
     });
 }

@@ -5,8 +5,6 @@
 //!
 //! Usage: toolgate-cloud-bench --mcp URL --toolgate HOST:PORT --account ID [--n N]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::Instant;
 
 use rmcp::ServiceExt;
@@ -14,40 +12,8 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// One HTTP/1.1 POST on a kept-alive connection; returns the status.
-fn post(conn: &mut BufReader<TcpStream>, host: &str, path: &str, body: &str) -> u16 {
-    let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    conn.get_mut().write_all(req.as_bytes()).expect("write");
-    let mut line = String::new();
-    conn.read_line(&mut line).expect("status line");
-    let status = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let mut len = 0usize;
-    loop {
-        line.clear();
-        conn.read_line(&mut line).expect("header");
-        if line == "\r\n" {
-            break;
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut buf = vec![0; len];
-    conn.read_exact(&mut buf).expect("body");
-    status
-}
+mod common;
+use common::{Conn, median};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -72,8 +38,7 @@ async fn main() {
         ().serve(StreamableHttpClientTransport::from_uri(mcp))
             .await
             .expect("connect to the MCP server");
-    let mut conn = BufReader::new(TcpStream::connect(&toolgate).expect("connect to toolgate"));
-    conn.get_ref().set_nodelay(true).ok();
+    let mut conn = Conn::open(&toolgate);
     let path = format!("/tools/{account}__echo");
     let body = json!({"message": "bench"}).to_string();
     let (mut direct, mut proxied) = (Vec::new(), Vec::new());
@@ -84,11 +49,7 @@ async fn main() {
         client.call_tool(call).await.expect("direct call");
         let d = t.elapsed().as_secs_f64() * 1000.0;
         let t = Instant::now();
-        assert_eq!(
-            post(&mut conn, &toolgate, &path, &body),
-            200,
-            "proxied call"
-        );
+        assert_eq!(conn.post(&path, &body).0, 200, "proxied call");
         let p = t.elapsed().as_secs_f64() * 1000.0;
         if i >= 20 {
             // The first calls warm both paths up.
