@@ -237,6 +237,18 @@ fn limit_of(pid: u32, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The nice value of a process, from /proc/PID/stat.
+fn nice_of(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name; nice is field 19 of the whole line.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(16)?
+        .parse()
+        .ok()
+}
+
 fn seccomp_filtered(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .is_ok_and(|st| st.lines().any(|l| l == "Seccomp:\t2"))
@@ -280,6 +292,9 @@ fn waiting_spares_are_already_sealed() {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(fds, vec!["3".to_string()], "spare {p}: open descriptors");
+        // Spares (and the zygote) run below the server's priority, so that
+        // warming a replacement never delays an answer.
+        assert_eq!(nice_of(p), Some(10), "spare {p}: nice");
     }
 }
 

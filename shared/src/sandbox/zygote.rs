@@ -30,6 +30,9 @@ pub struct ZygoteConfig {
     pub require_seccomp: bool,
 }
 
+/// The zygote's and its children's nice value (see `run`).
+pub const NICE: i32 = 10;
+
 /// Call first in `main` of every binary that hosts the sandbox: when the
 /// binary was started as the zygote, this never returns.
 pub fn maybe_run() {
@@ -61,6 +64,12 @@ fn run(config_json: &str) -> ! {
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     }
+    // Nice 10, inherited by every child: forking and warming a replacement
+    // spare must not delay the server's answer (measured: HTTP p50 for
+    // print(1) 2.5–3.8 ms at nice 0, 1.3 ms at nice 10). A script still has
+    // a whole CPU when nothing else wants it.
+    // SAFETY: setpriority on our own process with integer arguments.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, NICE) };
     let cfg: ZygoteConfig = match serde_json::from_str(config_json) {
         Ok(c) => c,
         Err(e) => fail(&format!("bad zygote config: {e}")),
