@@ -105,6 +105,10 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
 
     // SAFETY: as in `report`.
     let mut sock = ManuallyDrop::new(unsafe { File::from_raw_fd(CHILD_FD) });
+    if sock.write_all(&[proto::SEALED]).is_err() {
+        // The server dropped this spare (shutdown): nothing to do.
+        exit_now(0)
+    }
     let frame = proto::read_frame(&mut *sock);
     let received = std::time::Instant::now();
     let Ok(frame) = frame else {

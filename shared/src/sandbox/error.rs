@@ -27,6 +27,8 @@ pub enum SandboxError {
     ZygoteGone,
     #[error("no warm sandbox process became available within {0} s")]
     NoChild(u64),
+    #[error("a warm sandbox process died or did not seal itself in time")]
+    NotSealed,
     #[error("sandbox child channel failed: {0}")]
     Child(io::Error),
 }

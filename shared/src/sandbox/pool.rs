@@ -270,8 +270,14 @@ impl Sandbox {
             .set_nonblocking(true)
             .map_err(SandboxError::Child)?;
         let mut sock = tokio::net::UnixStream::from_std(std_sock).map_err(SandboxError::Child)?;
-        // The child waits sealed but for the CPU cap, which depends on the
-        // call. A dead spare fails here (ESRCH) and the caller takes another.
+        // The spare says when it is sealed (a fresh one may still be warming
+        // up); only then does it get the call's CPU cap and the script. A
+        // spare that died fails here, and the caller takes another.
+        let mut sealed = [0u8; 1];
+        match tokio::time::timeout(CHILD_WAIT, sock.read_exact(&mut sealed)).await {
+            Ok(Ok(_)) if sealed[0] == proto::SEALED => {}
+            _ => return Err(SandboxError::NotSealed),
+        }
         super::rlimit::limit_cpu(child.pid, timeout.as_secs().max(1))?;
         if let Err(e) = sock.write_all(frame).await {
             // Never started: a dead spare. The caller takes another.

@@ -19,6 +19,10 @@ pub const FAILED: u8 = b'E';
 pub const CHILD: u8 = b'C';
 /// Zygote → server: a child was reaped; pid and raw wait status (i32 LE each).
 pub const EXITED: u8 = b'X';
+/// Child → server, one byte before anything else: sealed and waiting. The
+/// server sets the per-call CPU cap and sends the script only after it, so
+/// the child's own limits never race the server's.
+pub const SEALED: u8 = b's';
 
 /// Which walls are active around each call, reported by `GET /healthz`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

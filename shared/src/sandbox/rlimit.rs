@@ -46,11 +46,19 @@ pub fn current_vm_bytes() -> io::Result<u64> {
 ///   the cap measures what the script allocates.
 /// - No new files, no processes, no file writes, no core dumps.
 ///
-/// The CPU cap depends on the call's timeout; the server sets it with
-/// [`limit_cpu`] just before it sends the script.
+/// The CPU cap depends on the call's timeout; the server lowers it with
+/// [`limit_cpu`] just before it sends the script. Until then it is the
+/// longest timeout there can be, so that a host that forbids `prlimit` still
+/// has a backstop.
 pub fn apply(base_vm_bytes: u64, memory_mb: u64) -> Result<(), SandboxError> {
     let as_bytes = base_vm_bytes.saturating_add(memory_mb << 20);
     set(libc::RLIMIT_AS, "RLIMIT_AS", as_bytes, as_bytes)?;
+    set(
+        libc::RLIMIT_CPU,
+        "RLIMIT_CPU",
+        CPU_CEILING_SECS,
+        CPU_CEILING_SECS + 1,
+    )?;
     // fd 3 (the report socket) stays usable; nothing new can be opened.
     set(libc::RLIMIT_NOFILE, "RLIMIT_NOFILE", 4, 4)?;
     set(libc::RLIMIT_NPROC, "RLIMIT_NPROC", 0, 0)?;
@@ -59,9 +67,15 @@ pub fn apply(base_vm_bytes: u64, memory_mb: u64) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// A spare's CPU cap until a call lowers it: the longest timeout (DESIGN §2
+/// clamps it to 1200 s) plus slack.
+pub const CPU_CEILING_SECS: u64 = 1201;
+
 /// CPU seconds for the child `pid`: the timeout plus slack, a backstop
 /// should the server never kill it. Set from the server (same user, only
-/// lowering), since the sealed child may not call setrlimit itself.
+/// lowering), since the sealed child may not call setrlimit itself. Fails
+/// only for a child that is gone (ESRCH); where `prlimit` is refused the
+/// spare's ceiling stays, and the kill at the deadline still holds.
 pub fn limit_cpu(pid: i32, timeout_secs: u64) -> Result<(), SandboxError> {
     let cpu = timeout_secs.saturating_add(1);
     let lim = libc::rlimit {
@@ -71,11 +85,19 @@ pub fn limit_cpu(pid: i32, timeout_secs: u64) -> Result<(), SandboxError> {
     // SAFETY: `lim` is a valid rlimit that outlives the call; prlimit only
     // reads it, and a null old-limit pointer asks for nothing back.
     let rc = unsafe { libc::prlimit(pid, libc::RLIMIT_CPU, &lim, std::ptr::null_mut()) };
-    if rc != 0 {
+    if rc == 0 {
+        return Ok(());
+    }
+    let source = io::Error::last_os_error();
+    if source.raw_os_error() == Some(libc::ESRCH) {
         return Err(SandboxError::Rlimit {
             resource: "RLIMIT_CPU",
-            source: io::Error::last_os_error(),
+            source,
         });
     }
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(error = %source, "prlimit refused: each script keeps the spare's CPU cap of {CPU_CEILING_SECS} s");
+    });
     Ok(())
 }
