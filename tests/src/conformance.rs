@@ -756,3 +756,13 @@ pub fn run_group(
     }
     (ran, failures)
 }
+
+/// Fails the test with every failure `run_group` collected, one per line.
+pub fn assert_no_failures(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

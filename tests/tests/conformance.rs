@@ -16,12 +16,7 @@ fn run_group(group: Group) {
     let (ran, failures) =
         conformance::run_group(group, |path, args| server.post_json(path, args), check);
     assert!(ran > 0, "no cases in {group:?}");
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    conformance::assert_no_failures(&failures);
 }
 
 #[test]

@@ -5,7 +5,10 @@ use std::io;
 
 use super::error::SandboxError;
 
+/// Sets one limit on process `pid` (0: this process). `prlimit` serves both
+/// the child sealing itself and the server capping a child's CPU.
 fn set(
+    pid: libc::pid_t,
     resource: libc::__rlimit_resource_t,
     name: &'static str,
     soft: u64,
@@ -16,8 +19,9 @@ fn set(
         rlim_max: hard as libc::rlim_t,
     };
     // SAFETY: `lim` is a valid, initialized rlimit that outlives the call;
-    // setrlimit only reads it.
-    let rc = unsafe { libc::setrlimit(resource, &lim) };
+    // prlimit only reads it, and a null old-limit pointer asks for nothing
+    // back.
+    let rc = unsafe { libc::prlimit(pid, resource, &lim, std::ptr::null_mut()) };
     if rc != 0 {
         return Err(SandboxError::Rlimit {
             resource: name,
@@ -52,18 +56,14 @@ pub fn current_vm_bytes() -> io::Result<u64> {
 /// has a backstop.
 pub fn apply(base_vm_bytes: u64, memory_mb: u64) -> Result<(), SandboxError> {
     let as_bytes = base_vm_bytes.saturating_add(memory_mb << 20);
-    set(libc::RLIMIT_AS, "RLIMIT_AS", as_bytes, as_bytes)?;
-    set(
-        libc::RLIMIT_CPU,
-        "RLIMIT_CPU",
-        CPU_CEILING_SECS,
-        CPU_CEILING_SECS + 1,
-    )?;
+    set(0, libc::RLIMIT_AS, "RLIMIT_AS", as_bytes, as_bytes)?;
+    let cpu = CPU_CEILING_SECS;
+    set(0, libc::RLIMIT_CPU, "RLIMIT_CPU", cpu, cpu + 1)?;
     // fd 3 (the report socket) stays usable; nothing new can be opened.
-    set(libc::RLIMIT_NOFILE, "RLIMIT_NOFILE", 4, 4)?;
-    set(libc::RLIMIT_NPROC, "RLIMIT_NPROC", 0, 0)?;
-    set(libc::RLIMIT_FSIZE, "RLIMIT_FSIZE", 0, 0)?;
-    set(libc::RLIMIT_CORE, "RLIMIT_CORE", 0, 0)?;
+    set(0, libc::RLIMIT_NOFILE, "RLIMIT_NOFILE", 4, 4)?;
+    set(0, libc::RLIMIT_NPROC, "RLIMIT_NPROC", 0, 0)?;
+    set(0, libc::RLIMIT_FSIZE, "RLIMIT_FSIZE", 0, 0)?;
+    set(0, libc::RLIMIT_CORE, "RLIMIT_CORE", 0, 0)?;
     Ok(())
 }
 
@@ -78,26 +78,20 @@ pub const CPU_CEILING_SECS: u64 = 1201;
 /// spare's ceiling stays, and the kill at the deadline still holds.
 pub fn limit_cpu(pid: i32, timeout_secs: u64) -> Result<(), SandboxError> {
     let cpu = timeout_secs.saturating_add(1);
-    let lim = libc::rlimit {
-        rlim_cur: cpu as libc::rlim_t,
-        rlim_max: cpu.saturating_add(1) as libc::rlim_t,
-    };
-    // SAFETY: `lim` is a valid rlimit that outlives the call; prlimit only
-    // reads it, and a null old-limit pointer asks for nothing back.
-    let rc = unsafe { libc::prlimit(pid, libc::RLIMIT_CPU, &lim, std::ptr::null_mut()) };
-    if rc == 0 {
-        return Ok(());
+    match set(
+        pid,
+        libc::RLIMIT_CPU,
+        "RLIMIT_CPU",
+        cpu,
+        cpu.saturating_add(1),
+    ) {
+        Err(SandboxError::Rlimit { source, .. }) if source.raw_os_error() != Some(libc::ESRCH) => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(error = %source, "prlimit refused: each script keeps the spare's CPU cap of {CPU_CEILING_SECS} s");
+            });
+            Ok(())
+        }
+        other => other,
     }
-    let source = io::Error::last_os_error();
-    if source.raw_os_error() == Some(libc::ESRCH) {
-        return Err(SandboxError::Rlimit {
-            resource: "RLIMIT_CPU",
-            source,
-        });
-    }
-    static WARNED: std::sync::Once = std::sync::Once::new();
-    WARNED.call_once(|| {
-        tracing::warn!(error = %source, "prlimit refused: each script keeps the spare's CPU cap of {CPU_CEILING_SECS} s");
-    });
-    Ok(())
 }

@@ -2,9 +2,9 @@
 //!
 //! It allows what a running interpreter needs: memory, futex, clock reads,
 //! sleep, randomness, reading its request from and writing its report to its
-//! socket, and exit. Anything else
-//! kills the process. Executable mappings are refused too, so a memory-safety
-//! bug in the VM cannot turn data into code.
+//! socket, and exit. Anything else kills the process. Executable mappings
+//! are refused too, so a memory-safety bug in the VM cannot turn data into
+//! code.
 
 use std::collections::BTreeMap;
 
