@@ -230,6 +230,7 @@ fn healthz_reports_the_walls() {
         "scrub",
         "process_per_call",
         "rlimits",
+        "stop_at_deadline",
         "kill_at_deadline",
     ] {
         assert_eq!(w[wall], true, "{wall} in {w}");

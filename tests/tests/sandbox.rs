@@ -69,6 +69,56 @@ fn timed_out_scripts_leave_no_process_and_burn_no_cpu() {
     assert!(busy.is_empty(), "processes still burning CPU: {busy:?}");
 }
 
+/// How each timed-out call of `s` ended, from the log: "in_vm", "killed" or
+/// "finished_at_deadline".
+fn deadline_stops(s: &Server) -> Vec<String> {
+    s.logs()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["message"] == "script stopped at its deadline")
+        .map(|v| v["stop"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Wall 4, in two stages. At the deadline the script is stopped inside the
+/// VM at its next bytecode boundary and runs nothing more: not its `except
+/// BaseException`, its `finally`, nor a `__del__` (a stop that unwinds, such
+/// as a panic, would run that one). Native code reaches no boundary and is
+/// killed after a short grace.
+#[test]
+fn the_deadline_stops_bytecode_in_the_vm_and_kills_native_code() {
+    let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "1")]);
+    s.exec("print(1)");
+    let bytecode = "\
+class Late:
+    def __del__(self):
+        print('__del__ ran')
+keep = Late()
+print('started')
+try:
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            print('caught')
+finally:
+    print('finally ran')
+";
+    let out = s.exec(bytecode);
+    assert_eq!(out["timed_out"], true, "{out}");
+    assert_eq!(out["exit_code"], -1);
+    assert_eq!(out["stdout"], "started\n", "nothing ran after the stop");
+    assert_eq!(out["stderr"], "[Execution timed out after 1s]");
+    let out = s.exec("result = sum(range(10**14))");
+    assert_eq!(out["timed_out"], true, "{out}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while deadline_stops(&s).len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(deadline_stops(&s), ["in_vm", "killed"], "{}", s.logs());
+}
+
 #[test]
 fn a_stuck_script_does_not_slow_eight_concurrent_calls() {
     let s = std::sync::Arc::new(Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "6")]));
@@ -249,9 +299,26 @@ fn nice_of(pid: u32) -> Option<i64> {
         .ok()
 }
 
+/// The threads of a process (the interpreter's and the watchdog's).
+fn threads_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Seccomp in filter mode on every thread of `pid`: a filter is per
+/// thread, and a thread that escaped it would be a way out.
 fn seccomp_filtered(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .is_ok_and(|st| st.lines().any(|l| l == "Seccomp:\t2"))
+    let tids = threads_of(pid);
+    !tids.is_empty()
+        && tids.iter().all(|t| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{t}/status"))
+                .is_ok_and(|st| st.lines().any(|l| l == "Seccomp:\t2"))
+        })
 }
 
 /// Spares are sealed before any script reaches them (so a call does not pay
@@ -284,6 +351,7 @@ fn waiting_spares_are_already_sealed() {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(seccomp_filtered(p), "spare {p} waits without its filter");
+        assert_eq!(threads_of(p).len(), 2, "spare {p}: interpreter + watchdog");
         assert_eq!(limit_of(p, "Max processes").as_deref(), Some("0"));
         assert_eq!(limit_of(p, "Max open files").as_deref(), Some("4"));
         assert_eq!(limit_of(p, "Max file size").as_deref(), Some("0"));

@@ -57,6 +57,7 @@ impl SandboxedPython {
             "rlimits": false,
             "seccomp": false,
             "memory_mb": self.memory_mb,
+            "stop_at_deadline": false,
             "kill_at_deadline": "the dispatcher answers at the timeout; the sandbox Worker's limits.cpu_ms ends the script",
         }})
     }

@@ -1,11 +1,19 @@
-//! A forked child: it waits warm for one script, seals itself, runs it,
-//! reports, and exits. Runs only in the process `zygote` forked.
+//! A forked child: it seals itself, waits warm for one script, runs it,
+//! reports, and waits to be killed. Runs only in the process `zygote` forked.
+//!
+//! Two threads: the interpreter's, and a watchdog that, once the script
+//! runs, waits for the server's [`proto::STOP`] at the deadline and stops
+//! the interpreter at its next bytecode boundary. Both are started before
+//! the seal, so the filter covers both.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{FromRawFd, RawFd};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustpython_vm::signal::UserSignalSender;
 
 use super::outbuf::OutBuf;
 use super::proto::{self, ChildReport, ChildRequest};
@@ -41,26 +49,97 @@ fn isolate_fds(sock: RawFd) {
     }
 }
 
+/// The report socket, as a `File` that never closes it.
+fn report_socket() -> ManuallyDrop<File> {
+    // SAFETY: CHILD_FD is open for the child's whole life (isolate_fds);
+    // ManuallyDrop keeps File from closing a descriptor it does not own.
+    ManuallyDrop::new(unsafe { File::from_raw_fd(CHILD_FD) })
+}
+
+/// Sends one prebuilt frame, then waits to be killed rather than exit:
+/// exiting tears down the copy-on-write image at once (1–2 ms), on a CPU the
+/// server needs to read this report. The server SIGKILLs the child once it
+/// has read everything; EOF (the server gone) also ends the wait.
+fn send_and_wait(frame: &[u8]) -> ! {
+    let mut sock = report_socket();
+    // One write: the parent wakes once.
+    let _ = sock.write_all(frame);
+    let mut byte = [0u8; 1];
+    loop {
+        match sock.read(&mut byte) {
+            Ok(0) => break,
+            Ok(_) => {} // a STOP that crossed the report: keep waiting
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    exit_now(0)
+}
+
 fn report(r: &ChildReport) -> ! {
     let body = serde_json::to_vec(r).unwrap_or_default();
     let mut frame = Vec::with_capacity(body.len() + 4);
     let _ = proto::write_frame(&mut frame, &body);
-    // SAFETY: CHILD_FD is open (isolate_fds); ManuallyDrop keeps File from
-    // closing a descriptor it does not own.
-    let mut sock = ManuallyDrop::new(unsafe { File::from_raw_fd(CHILD_FD) });
-    // One write: the parent wakes once.
-    let _ = sock.write_all(&frame);
-    // Then wait to be killed rather than exit: exiting tears down the
-    // copy-on-write image at once (1–2 ms), on a CPU the server needs to
-    // read this report. The server SIGKILLs the child once it has read
-    // everything; EOF (the server gone) also ends the wait.
-    let mut byte = [0u8; 1];
-    while let Err(e) = sock.read(&mut byte) {
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            break;
-        }
+    send_and_wait(&frame)
+}
+
+/// The in-VM stop: runs on the interpreter's thread at a bytecode boundary
+/// and never returns, so nothing of the script runs after it: no `except`,
+/// no `finally`, no `__del__` (there is no unwinding). The frame is prebuilt
+/// because the script may have used its whole memory.
+fn stop_now() -> ! {
+    send_and_wait(proto::STOPPED_FRAME)
+}
+
+/// Set once the request has been read: from then on the watchdog owns reads
+/// of the socket (before, it would race the main thread for the request).
+static SCRIPT_RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// The watchdog needs a few frames: a read and a channel send.
+const WATCHDOG_STACK: usize = 64 << 10;
+
+/// Starts the watchdog, parked until [`SCRIPT_RUNNING`]; None if the thread
+/// cannot be made (the kill at the deadline still stops the script).
+fn start_watchdog(stop: UserSignalSender) -> Option<std::thread::Thread> {
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    let main = std::thread::current();
+    let h = std::thread::Builder::new()
+        .stack_size(WATCHDOG_STACK)
+        .spawn(move || {
+            STARTED.store(true, Ordering::Release);
+            main.unpark();
+            while !SCRIPT_RUNNING.load(Ordering::Acquire) {
+                std::thread::park();
+            }
+            let mut sock = report_socket();
+            let mut byte = [0u8; 1];
+            loop {
+                match sock.read(&mut byte) {
+                    Ok(1) if byte[0] == proto::STOP => {
+                        // Runs on the interpreter's thread at its next
+                        // bytecode boundary; a native built-in reaches none
+                        // until it returns, and is killed.
+                        let _ = stop.send(Box::new(|_| stop_now()));
+                        break;
+                    }
+                    Ok(1) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    _ => break,
+                }
+            }
+            // Park rather than exit: SIGKILL ends the process anyway, and
+            // thread exit would widen what the filter has to allow.
+            loop {
+                std::thread::park();
+            }
+        })
+        .ok()?;
+    // A new thread registers itself with the kernel (rseq, its signal stack)
+    // as it starts; that must happen before the seal, or the filter kills it.
+    while !STARTED.load(Ordering::Acquire) {
+        std::thread::park();
     }
-    exit_now(0)
+    Some(h.thread().clone())
 }
 
 /// Every wall but the CPU cap (see [`rlimit::limit_cpu`]): rlimits, then the
@@ -98,13 +177,13 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
     std::panic::set_hook(Box::new(|_| {}));
     warm.reseed();
     warm.prefault();
+    let watchdog = start_watchdog(warm.stopper());
     // Seal now, while waiting, so that no call pays for it (the kernel
     // compiles the filter on install: ~0.2 ms). A failure is reported when
     // the request comes, as the server is waiting for an answer then.
     let sealed = seal(seccomp_on, memory_mb);
 
-    // SAFETY: as in `report`.
-    let mut sock = ManuallyDrop::new(unsafe { File::from_raw_fd(CHILD_FD) });
+    let mut sock = report_socket();
     if sock.write_all(&[proto::SEALED]).is_err() {
         // The server dropped this spare (shutdown): nothing to do.
         exit_now(0)
@@ -123,6 +202,10 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
     };
     if let Err(message) = sealed {
         report(&ChildReport::Crashed { message });
+    }
+    SCRIPT_RUNNING.store(true, Ordering::Release);
+    if let Some(w) = &watchdog {
+        w.unpark();
     }
 
     // SAFETY: `out` is the zygote's MAP_SHARED mapping of outbuf::SIZE bytes,

@@ -7,7 +7,8 @@
 //!   call; the child closes its descriptors, applies `rlimit`s and the
 //!   `seccomp` filter, runs the script and writes output to `outbuf`;
 //! - `pool`: the server's side, which keeps children forked ahead of calls
-//!   and kills each at its deadline.
+//!   and, at each call's deadline, stops the script in the VM (the child's
+//!   watchdog), then kills the child.
 //!
 //! `vm`, `guard` and `scrub` (feature `python-vm`) are all the Worker's
 //! wasm32 build takes; the rest is the process sandbox (feature `python`).

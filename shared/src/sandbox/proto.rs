@@ -23,6 +23,9 @@ pub const EXITED: u8 = b'X';
 /// server sets the per-call CPU cap and sends the script only after it, so
 /// the child's own limits never race the server's.
 pub const SEALED: u8 = b's';
+/// Server → child, at the deadline: stop at the next bytecode boundary. The
+/// child answers with [`STOPPED_FRAME`]; SIGKILL follows either way.
+pub const STOP: u8 = b'k';
 
 /// Which walls are active around each call, reported by `GET /healthz`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -35,6 +38,8 @@ pub struct Walls {
     /// Why seccomp is off, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seccomp_error: Option<String>,
+    /// The script is stopped at the next bytecode boundary at its deadline.
+    pub stop_at_deadline: bool,
     pub kill_at_deadline: bool,
     pub memory_mb: u64,
 }
@@ -57,6 +62,8 @@ pub enum ChildReport {
         child_us: u64,
     },
     OutOfMemory,
+    /// Stopped by [`STOP`] at a bytecode boundary.
+    Stopped,
     Crashed {
         message: String,
     },
@@ -64,6 +71,10 @@ pub enum ChildReport {
 
 /// The out-of-memory frame, prebuilt so that it can be sent without allocating.
 pub const OOM_FRAME: &[u8] = b"\x18\x00\x00\x00{\"kind\":\"out_of_memory\"}";
+
+/// The stopped frame, prebuilt for the same reason: the stop comes when the
+/// script may have used up its memory.
+pub const STOPPED_FRAME: &[u8] = b"\x12\x00\x00\x00{\"kind\":\"stopped\"}";
 
 /// Frames larger than this are refused; a result is capped well below it.
 pub const MAX_FRAME: usize = 64 << 20;
@@ -100,5 +111,14 @@ mod tests {
         let body = read_frame(&mut r).unwrap();
         let report: ChildReport = serde_json::from_slice(&body).unwrap();
         assert_eq!(report, ChildReport::OutOfMemory);
+    }
+
+    #[test]
+    fn stopped_frame_is_a_valid_report() {
+        let mut r = STOPPED_FRAME;
+        let body = read_frame(&mut r).unwrap();
+        assert!(r.is_empty(), "the length prefix covers the whole frame");
+        let report: ChildReport = serde_json::from_slice(&body).unwrap();
+        assert_eq!(report, ChildReport::Stopped);
     }
 }

@@ -113,8 +113,11 @@ pub fn build(pid: i32) -> Result<BpfProgram, SandboxError> {
         .map_err(|e: seccompiler::BackendError| SandboxError::SeccompBuild(e.to_string()))
 }
 
+/// Installs the filter on every thread of the process (TSYNC): a child's
+/// watchdog thread exists before the seal, and must not escape it.
 pub fn apply(prog: &BpfProgram) -> Result<(), SandboxError> {
-    seccompiler::apply_filter(prog).map_err(|e| SandboxError::SeccompApply(e.to_string()))
+    seccompiler::apply_filter_all_threads(prog)
+        .map_err(|e| SandboxError::SeccompApply(e.to_string()))
 }
 
 #[cfg(test)]
@@ -219,6 +222,36 @@ mod tests {
             libc::read(0, b.as_mut_ptr().cast(), 1) as i32
         });
         assert!(killed_by_sigsys(st), "status {st:#x}");
+    }
+
+    #[test]
+    fn threads_started_before_the_filter_are_filtered_too() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static GO: AtomicBool = AtomicBool::new(false);
+        // SAFETY: getpid has no preconditions.
+        let prog = build(unsafe { libc::getpid() }).unwrap();
+        // SAFETY: fork in a test; the child starts one thread (glibc resets
+        // the allocator's locks at fork), then installs the filter.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let t = std::thread::spawn(|| {
+                while !GO.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+                // SAFETY: open with a static C string; expected to be refused.
+                unsafe { libc::open(c"/etc/passwd".as_ptr(), libc::O_RDONLY) }
+            });
+            let code = if apply(&prog).is_ok() { 0 } else { 99 };
+            GO.store(true, Ordering::Release);
+            let _ = t.join();
+            // SAFETY: _exit has no preconditions.
+            unsafe { libc::_exit(code) }
+        }
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(killed_by_sigsys(status), "status {status:#x}");
     }
 
     #[test]

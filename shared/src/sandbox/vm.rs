@@ -60,6 +60,10 @@ pub struct WarmVm {
     interp: Interpreter,
     dumps: PyObjectRef,
     reseed: Option<PyObjectRef>,
+    /// The VM's user-signal channel: a closure sent here runs on the
+    /// interpreter's thread at the next bytecode boundary (see `child`).
+    #[cfg(feature = "python")]
+    stop: rustpython_vm::signal::UserSignalSender,
 }
 
 const STREAMS_PY: &str = r#"
@@ -133,6 +137,10 @@ impl WarmVm {
             s.hash_seed = Some(0);
         }
         let builder = InterpreterBuilder::new().settings(s);
+        #[cfg(feature = "python")]
+        let (stop, stop_rx) = rustpython_vm::signal::user_signal_channel();
+        #[cfg(feature = "python")]
+        let builder = builder.init_hook(move |vm| vm.set_user_signal_channel(stop_rx));
         let defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
         let interp = builder
             .add_native_modules(&defs)
@@ -147,6 +155,8 @@ impl WarmVm {
             interp,
             dumps,
             reseed,
+            #[cfg(feature = "python")]
+            stop,
         })
     }
 
@@ -173,6 +183,14 @@ impl WarmVm {
     /// namespace is dropped, and the script changes no shared object.
     pub fn prefault(&self) {
         let _ = self.run(PREFAULT_PY, |_, _| {});
+    }
+
+    /// A handle that interrupts a running script: `f` sent through it runs
+    /// on the interpreter's thread at the next bytecode boundary. Native
+    /// built-ins do not reach one until they return.
+    #[cfg(feature = "python")]
+    pub fn stopper(&self) -> rustpython_vm::signal::UserSignalSender {
+        self.stop.clone()
     }
 
     /// Runs `source` in a fresh `__main__` namespace, sending output to `sink`.

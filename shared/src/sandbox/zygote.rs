@@ -70,6 +70,10 @@ fn run(config_json: &str) -> ! {
     // a whole CPU when nothing else wants it.
     // SAFETY: setpriority on our own process with integer arguments.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, NICE) };
+    // One malloc arena: a child's watchdog thread would otherwise reserve an
+    // arena of its own (64 MB of address space) inside the script's memory cap.
+    // SAFETY: mallopt with a valid parameter, before any other thread exists.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
     let cfg: ZygoteConfig = match serde_json::from_str(config_json) {
         Ok(c) => c,
         Err(e) => fail(&format!("bad zygote config: {e}")),
@@ -94,6 +98,7 @@ fn run(config_json: &str) -> ! {
         rlimits: true,
         seccomp: seccomp_on,
         seccomp_error,
+        stop_at_deadline: true,
         kill_at_deadline: true,
         memory_mb: cfg.memory_mb,
     };
