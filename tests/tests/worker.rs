@@ -272,6 +272,17 @@ fn worker_stops_memory_bombs_and_long_sleeps() {
         "import time, datetime\nt0 = time.monotonic()\ntime.sleep(1.5)\nresult = [round(time.monotonic() - t0, 1), datetime.datetime.now().year >= 2025, time.localtime().tm_year == datetime.date.today().year]",
     );
     assert_eq!(out["result"], json!([1.5, true, true]), "{out}");
+    // Calendar fields as CPython gives them: 1970-01-01 was a Thursday
+    // (tm_wday 3), 1970-01-05 a Monday (0). RustPython on wasm32 counts
+    // from Sunday; the clock shim corrects it.
+    let out = stack.exec(
+        "import time\nt = time.gmtime(0)\nm = time.localtime(4 * 86400)\nresult = [t.tm_wday, t.tm_yday, m.tm_wday, time.strftime('%a %j', t), time.asctime(m), tuple(m)[:3]]",
+    );
+    assert_eq!(
+        out["result"],
+        json!([3, 1, 0, "Thu 001", "Mon Jan  5 00:00:00 1970", [1970, 1, 5]]),
+        "{out}"
+    );
     // Nothing of a call survives into the next: a fresh instance each time.
     stack.exec("import json\njson.dumps = None\nleak = 1\nimport random\nrandom.seed(1)");
     let out = stack.exec("import json, random\nresult = [json.dumps([1]), 'leak' in globals()]");

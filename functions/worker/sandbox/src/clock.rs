@@ -7,7 +7,9 @@
 //! per-call offset forward, and sleeping past the call's timeout ends the
 //! call as a timeout, as the native sandbox's kill would. Local time is UTC,
 //! as on Workers. `datetime` uses its pure-Python implementation, which
-//! reads the clock through `time`.
+//! reads the clock through `time`. `gmtime`'s weekday is corrected: RustPython
+//! counts it from Sunday on this target (`strftime` and `asctime` recompute
+//! it from the date, so they were right).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -66,7 +68,11 @@ def sleep(secs):
     _sleep(secs)
 
 def gmtime(secs=None):
-    return _gmtime(time() if secs is None else secs)
+    t = _gmtime(time() if secs is None else secs)
+    # RustPython on wasm32 counts tm_wday from Sunday; Python, from Monday.
+    return _t.struct_time((t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min,
+                           t.tm_sec, (t.tm_wday + 6) % 7, t.tm_yday, t.tm_isdst,
+                           t.tm_zone, t.tm_gmtoff))
 
 localtime = gmtime
 
