@@ -323,11 +323,21 @@ fn seccomp_filtered(pid: u32) -> bool {
 
 /// Spares are sealed before any script reaches them (so a call does not pay
 /// for it): seccomp on, every rlimit in force (CPU at its ceiling until a call
-/// sets its own), and only the report socket open.
+/// sets its own), and only the report socket open. Both kinds: the warm spares
+/// made after a lone call, and the lean ones (no warm-up run) made while
+/// calls come back to back.
 #[test]
 fn waiting_spares_are_already_sealed() {
     let s = Server::start(&[]);
     s.exec("print(1)");
+    assert_spares_sealed(&s);
+    for _ in 0..6 {
+        s.exec("print(1)");
+    }
+    assert_spares_sealed(&s);
+}
+
+fn assert_spares_sealed(s: &Server) {
     // The zygote is the server's child; the spares are the zygote's. The
     // child that ran the call is killed as the call ends, but stays visible
     // until it is reaped: wait for it to go (it is the one with a CPU cap).

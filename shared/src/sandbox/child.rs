@@ -161,8 +161,16 @@ fn seal(seccomp_on: bool, memory_mb: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The child's whole life. `out` is the shared output mapping.
-pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, memory_mb: u64) -> ! {
+/// The child's whole life. `out` is the shared output mapping; `warm_up`
+/// runs the throwaway script first (see [`WarmVm::prefault`]).
+pub(super) fn run(
+    warm: &WarmVm,
+    sock: RawFd,
+    out: *mut u8,
+    seccomp_on: bool,
+    memory_mb: u64,
+    warm_up: bool,
+) -> ! {
     // SAFETY: prctl/sigprocmask/chdir with valid arguments; the empty set is
     // initialized by sigemptyset before use.
     unsafe {
@@ -176,7 +184,9 @@ pub(super) fn run(warm: &WarmVm, sock: RawFd, out: *mut u8, seccomp_on: bool, me
     alloc::arm(CHILD_FD);
     std::panic::set_hook(Box::new(|_| {}));
     warm.reseed();
-    warm.prefault();
+    if warm_up {
+        warm.prefault();
+    }
     let watchdog = start_watchdog(warm.stopper());
     // Seal now, while waiting, so that no call pays for it (the kernel
     // compiles the filter on install: ~0.2 ms). A failure is reported when

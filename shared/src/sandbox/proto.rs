@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 
 /// Server → zygote: fork one more warm child.
 pub const SPAWN: u8 = b'S';
+/// Server → zygote: fork one more child that skips its warm-up run (see
+/// `pool::BACK_TO_BACK`).
+pub const SPAWN_LEAN: u8 = b'L';
 /// Zygote → server: warm and ready; JSON [`Walls`] follows.
 pub const READY: u8 = b'R';
 /// Zygote → server: warm-up failed; a UTF-8 message follows.

@@ -178,9 +178,12 @@ fn serve(warm: &WarmVm, seccomp_on: bool, memory_mb: u64) -> ! {
                 // The server closed the channel: exit; children die with us.
                 std::process::exit(0);
             }
-            if buf[0] == proto::SPAWN
-                && let Err(e) = spawn(warm, seccomp_on, memory_mb)
-            {
+            let warm_up = match buf[0] {
+                proto::SPAWN => true,
+                proto::SPAWN_LEAN => false,
+                _ => continue,
+            };
+            if let Err(e) = spawn(warm, seccomp_on, memory_mb, warm_up) {
                 eprintln!("toolgate zygote: cannot fork a child: {e}");
             }
         }
@@ -205,7 +208,7 @@ fn reap(sfd: RawFd) {
     }
 }
 
-fn spawn(warm: &WarmVm, seccomp_on: bool, memory_mb: u64) -> std::io::Result<()> {
+fn spawn(warm: &WarmVm, seccomp_on: bool, memory_mb: u64, warm_up: bool) -> std::io::Result<()> {
     let err = std::io::Error::last_os_error;
     // SAFETY: memfd_create with a static C string; the result is checked and
     // immediately owned.
@@ -256,6 +259,7 @@ fn spawn(warm: &WarmVm, seccomp_on: bool, memory_mb: u64) -> std::io::Result<()>
             ptr.cast(),
             seccomp_on,
             memory_mb,
+            warm_up,
         );
     }
     drop(theirs);
