@@ -128,6 +128,14 @@ impl Server {
         self.logs.lock().unwrap().clone()
     }
 
+    /// The log lines that are JSON (the server logs JSON under test).
+    pub fn json_logs(&self) -> Vec<Value> {
+        self.logs()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
     pub fn request(
         &self,
         method: &str,

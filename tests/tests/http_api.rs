@@ -246,9 +246,9 @@ fn every_call_logs_tool_duration_and_outcome_as_json() {
     let _ = s.post_json("/tools/python.execute", &json!({"code": ""}));
     std::thread::sleep(std::time::Duration::from_millis(200));
     let logs = s.logs();
-    let lines: Vec<Value> = logs
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let lines: Vec<Value> = s
+        .json_logs()
+        .into_iter()
         .filter(|v| v["message"] == "tool call")
         .collect();
     assert_eq!(lines.len(), 2, "logs:\n{logs}");

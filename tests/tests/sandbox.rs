@@ -72,9 +72,8 @@ fn timed_out_scripts_leave_no_process_and_burn_no_cpu() {
 /// How each timed-out call of `s` ended, from the log: "in_vm", "killed" or
 /// "finished_at_deadline".
 fn deadline_stops(s: &Server) -> Vec<String> {
-    s.logs()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    s.json_logs()
+        .into_iter()
         .filter(|v| v["message"] == "script stopped at its deadline")
         .map(|v| v["stop"].as_str().unwrap_or("").to_owned())
         .collect()
@@ -299,15 +298,20 @@ fn nice_of(pid: u32) -> Option<i64> {
         .ok()
 }
 
-/// The threads of a process (the interpreter's and the watchdog's).
-fn threads_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
+/// The entries of /proc/PID/`sub` (`fd`, `task`); none once it is gone.
+fn proc_dir(pid: u32, sub: &str) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/{sub}"))
         .map(|d| {
             d.filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The threads of a process (the interpreter's and the watchdog's).
+fn threads_of(pid: u32) -> Vec<String> {
+    proc_dir(pid, "task")
 }
 
 /// Seccomp in filter mode on every thread of `pid`: a filter is per
@@ -375,11 +379,7 @@ fn assert_spares_sealed(s: &Server) {
             Some("1201"),
             "a ceiling until the call's own cap comes with it"
         );
-        let fds: Vec<String> = std::fs::read_dir(format!("/proc/{p}/fd"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(fds, vec!["3".to_string()], "spare {p}: open descriptors");
+        assert_eq!(proc_dir(p, "fd"), ["3"], "spare {p}: open descriptors");
         // Spares (and the zygote) run below the server's priority, so that
         // warming a replacement never delays an answer.
         assert_eq!(nice_of(p), Some(10), "spare {p}: nice");
@@ -424,11 +424,7 @@ fn a_running_child_is_isolated() {
     );
     let cwd = std::fs::read_link(format!("/proc/{child}/cwd")).unwrap();
     assert_eq!(cwd, std::path::Path::new("/"));
-    let fds: Vec<String> = std::fs::read_dir(format!("/proc/{child}/fd"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(fds, vec!["3".to_string()], "open descriptors");
+    assert_eq!(proc_dir(child, "fd"), ["3"], "open descriptors");
     let limit = |name: &str| limit_of(child, name).unwrap();
     assert_eq!(limit("Max processes"), "0");
     assert_eq!(limit("Max open files"), "4");

@@ -92,9 +92,9 @@ fn runs_a_command_with_streams_and_exit_code_apart_and_audits_it() {
     // The audit line: server, command, intent, caller, exit code, bytes,
     // duration; and never the key.
     let logs = s.logs();
-    let audit: Vec<Value> = logs
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let audit: Vec<Value> = s
+        .json_logs()
+        .into_iter()
         .filter(|l| l["target"] == "toolgate::audit")
         .collect();
     assert_eq!(audit.len(), 2, "{logs}");

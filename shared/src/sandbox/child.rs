@@ -142,8 +142,8 @@ fn start_watchdog(stop: UserSignalSender) -> Option<std::thread::Thread> {
     Some(h.thread().clone())
 }
 
-/// Every wall but the CPU cap (see [`rlimit::limit_cpu`]): rlimits, then the
-/// seccomp filter.
+/// Every wall but the call's own CPU cap (see [`rlimit::limit_cpu`]):
+/// rlimits, then the seccomp filter.
 fn seal(seccomp_on: bool, memory_mb: u64) -> Result<(), String> {
     let base = rlimit::current_vm_bytes().unwrap_or(0);
     if base == 0 {

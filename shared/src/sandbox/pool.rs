@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -113,10 +113,15 @@ struct Shared {
     walls: RwLock<Option<Walls>>,
     shutdown: AtomicBool,
     zygote_pid: Mutex<Option<i32>>,
-    /// Calls running now, and when the last one ended: together they say
-    /// whether calls come back to back.
-    running: AtomicUsize,
-    last_call_end: Mutex<Option<Instant>>,
+    /// Whether calls come back to back (see [`Shared::call_started`]).
+    calls: Mutex<CallClock>,
+}
+
+/// Calls running now, and when the last one ended.
+#[derive(Default)]
+struct CallClock {
+    running: usize,
+    last_end: Option<Instant>,
 }
 
 impl Shared {
@@ -153,11 +158,12 @@ impl Shared {
     /// `back_to_back` is true when it came within [`BACK_TO_BACK`] of the
     /// previous call's end, or while another call runs.
     fn call_started(&self) -> CallGuard<'_> {
-        let last = *self.last_call_end.lock().expect("last call lock");
-        let busy = self.running.fetch_add(1, Ordering::SeqCst) > 0;
+        let mut c = self.calls.lock().expect("calls lock");
+        let back_to_back = c.running > 0 || c.last_end.is_some_and(|t| t.elapsed() < BACK_TO_BACK);
+        c.running += 1;
         CallGuard {
             shared: self,
-            back_to_back: busy || last.is_some_and(|t| t.elapsed() < BACK_TO_BACK),
+            back_to_back,
         }
     }
 }
@@ -169,8 +175,9 @@ struct CallGuard<'a> {
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        self.shared.running.fetch_sub(1, Ordering::SeqCst);
-        *self.shared.last_call_end.lock().expect("last call lock") = Some(Instant::now());
+        let mut c = self.shared.calls.lock().expect("calls lock");
+        c.running -= 1;
+        c.last_end = Some(Instant::now());
     }
 }
 
@@ -210,8 +217,7 @@ impl Sandbox {
             walls: RwLock::new(None),
             shutdown: AtomicBool::new(false),
             zygote_pid: Mutex::new(None),
-            running: AtomicUsize::new(0),
-            last_call_end: Mutex::new(None),
+            calls: Mutex::default(),
         });
         let (tx, rx) = mpsc::channel(256);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
