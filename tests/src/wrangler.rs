@@ -21,7 +21,7 @@ fn tools_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/toolgate/test-tools")
+                .join(".cache/toolgate/tools")
         })
 }
 

@@ -654,7 +654,7 @@ fn worker_bundles_fit_the_size_limit() {
     let tools = std::env::var_os("TOOLGATE_TEST_TOOLS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/toolgate/test-tools")
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/toolgate/tools")
         });
     for env in [None, Some("sandbox")] {
         let out_dir =
