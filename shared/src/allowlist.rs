@@ -38,3 +38,37 @@ pub const DEFAULT_MODULES: [&str; 33] = [
     "numbers",
     "unicodedata",
 ];
+
+/// Modules that reach the host, or the interpreter's own machinery, in
+/// CPython. Configuring one is an error at start-up, and no script may
+/// import one by any call (`sandbox::guard`).
+pub const FORBIDDEN_MODULES: [&str; 28] = [
+    "os",
+    "sys",
+    "subprocess",
+    "socket",
+    "io",
+    "ctypes",
+    "importlib",
+    "gc",
+    "marshal",
+    "builtins",
+    "posix",
+    "nt",
+    "_io",
+    "_thread",
+    "threading",
+    "_signal",
+    "signal",
+    "multiprocessing",
+    "select",
+    "selectors",
+    "mmap",
+    "fcntl",
+    "resource",
+    "pathlib",
+    "shutil",
+    "tempfile",
+    "_imp",
+    "code",
+];

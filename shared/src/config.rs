@@ -13,41 +13,7 @@ pub const MAX_TIMEOUT_SECS: u64 = 1200;
 pub const DEFAULT_MEMORY_MB: u64 = 256;
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
-pub use crate::allowlist::DEFAULT_MODULES;
-
-/// Modules that reach the host, or the interpreter's own machinery, in
-/// CPython. They cannot exist in the sandbox, so configuring one is an error
-/// at start-up rather than a silent no-op.
-pub const FORBIDDEN_MODULES: [&str; 28] = [
-    "os",
-    "sys",
-    "subprocess",
-    "socket",
-    "io",
-    "ctypes",
-    "importlib",
-    "gc",
-    "marshal",
-    "builtins",
-    "posix",
-    "nt",
-    "_io",
-    "_thread",
-    "threading",
-    "_signal",
-    "signal",
-    "multiprocessing",
-    "select",
-    "selectors",
-    "mmap",
-    "fcntl",
-    "resource",
-    "pathlib",
-    "shutil",
-    "tempfile",
-    "_imp",
-    "code",
-];
+pub use crate::allowlist::{DEFAULT_MODULES, FORBIDDEN_MODULES};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PythonConfig {
@@ -61,6 +27,9 @@ pub struct PythonConfig {
     pub spare_children: usize,
     /// Calls that may run at once; more wait their turn.
     pub max_concurrency: usize,
+    /// Calls one caller may run at once; `None` is three quarters of
+    /// `max_concurrency`, so a burst always leaves room for others.
+    pub max_per_caller: Option<usize>,
 }
 
 impl Default for PythonConfig {
@@ -73,11 +42,19 @@ impl Default for PythonConfig {
             require_seccomp: false,
             spare_children: 2,
             max_concurrency: 16,
+            max_per_caller: None,
         }
     }
 }
 
 impl PythonConfig {
+    /// The share one caller may hold: the setting, else three quarters of
+    /// the total (at least 1).
+    pub fn per_caller(&self) -> usize {
+        self.max_per_caller
+            .unwrap_or((self.max_concurrency * 3 / 4).max(1))
+    }
+
     pub fn tool_name(&self) -> String {
         format!("{}.execute", self.namespace)
     }
@@ -345,6 +322,7 @@ struct FilePython {
     require_seccomp: Option<bool>,
     spare_children: Option<usize>,
     max_concurrency: Option<usize>,
+    max_per_caller: Option<usize>,
 }
 
 /// `TOOLGATE_PYTHON_TIMEOUT`: anything that does not parse falls back to 20;
@@ -485,6 +463,9 @@ impl Config {
         }
         if let Some(n) = file.python.max_concurrency {
             p.max_concurrency = n;
+        }
+        if let Some(n) = file.python.max_per_caller {
+            p.max_per_caller = Some(n);
         }
 
         for (id, c) in file.clouds {
@@ -672,6 +653,13 @@ impl Config {
             p.max_concurrency =
                 env_number("TOOLGATE_PYTHON_MAX_CONCURRENCY", &v, "a whole number")?;
         }
+        if let Some(v) = env("TOOLGATE_PYTHON_MAX_PER_CALLER") {
+            p.max_per_caller = Some(env_number(
+                "TOOLGATE_PYTHON_MAX_PER_CALLER",
+                &v,
+                "a whole number",
+            )?);
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -694,6 +682,13 @@ impl Config {
                 name: "max_concurrency",
                 what: "between 1 and 1024",
                 value: p.max_concurrency.to_string(),
+            });
+        }
+        if !(1..=p.max_concurrency).contains(&p.per_caller()) {
+            return Err(ConfigError::BadValue {
+                name: "max_per_caller",
+                what: "between 1 and max_concurrency",
+                value: p.per_caller().to_string(),
             });
         }
         let s = &self.ssh;
@@ -858,6 +853,35 @@ mod tests {
         let e = Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_MEMORY_MB", "lots")]))
             .unwrap_err();
         assert!(e.to_string().contains("TOOLGATE_PYTHON_MEMORY_MB"));
+    }
+
+    #[test]
+    fn a_callers_share_defaults_to_three_quarters_and_is_checked() {
+        let c = Config::from_parts("", "", &with_env(&[])).unwrap();
+        assert_eq!(c.python.per_caller(), 12, "3/4 of the default 16");
+        let c = Config::from_parts("[python]\nmax_concurrency = 1\n", "f.toml", &with_env(&[]))
+            .unwrap();
+        assert_eq!(c.python.per_caller(), 1, "never below one place");
+        let c = Config::from_parts(
+            "",
+            "",
+            &with_env(&[("TOOLGATE_PYTHON_MAX_PER_CALLER", "16")]),
+        )
+        .unwrap();
+        assert_eq!(
+            c.python.per_caller(),
+            16,
+            "a share of all turns fairness off"
+        );
+        for bad in ["0", "17"] {
+            let e = Config::from_parts(
+                "",
+                "",
+                &with_env(&[("TOOLGATE_PYTHON_MAX_PER_CALLER", bad)]),
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("max_per_caller"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -732,10 +732,20 @@ pub fn run_group(
     post: impl Fn(&str, &Value) -> Response,
     judge: impl Fn(&Case, &Value, f64) -> Vec<String>,
 ) -> (usize, Vec<String>) {
+    let cases: Vec<&Case> = CASES.iter().filter(|c| c.group == group).collect();
+    run_cases(cases.iter().copied(), post, judge)
+}
+
+/// Runs `cases` under both tool names, as [`run_group`] does.
+pub fn run_cases<'a>(
+    cases: impl IntoIterator<Item = &'a Case> + Clone,
+    post: impl Fn(&str, &Value) -> Response,
+    judge: impl Fn(&Case, &Value, f64) -> Vec<String>,
+) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut ran = 0;
     for name in ["python.execute", "python__execute"] {
-        for case in CASES.iter().filter(|c| c.group == group) {
+        for case in cases.clone() {
             let started = Instant::now();
             let r = post(&format!("/tools/{name}"), &json!({"code": case.code}));
             let wall = started.elapsed().as_secs_f64();

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod conformance;
+pub mod hostile;
 pub mod lambda_events;
 pub mod peer;
 pub mod sshd;

@@ -335,3 +335,67 @@ result = present
     assert_eq!(out["exit_code"], 0, "{out}");
     assert_eq!(out["result"], json!([]), "{out}");
 }
+
+/// The routes an outside attack found (issue 17), each as it was found:
+/// any compiled-in module through a library's globals, and a spec that
+/// changes its name between the check and the creation. None reaches a
+/// module outside the sandbox's set (tests/module_wall.rs checks every
+/// module by every route).
+#[test]
+fn compiled_in_modules_outside_the_set_are_unreachable() {
+    let s = Server::start(&[]);
+    let code = r#"
+import typing, json
+imp = typing.sys.modules["_imp"]
+class Spec:
+    def __init__(self, first, then):
+        self.names = [first, then]
+    @property
+    def name(self):
+        return self.names.pop(0) if len(self.names) > 1 else self.names[0]
+reached = []
+for name in ("_testinternalcapi", "_testcapi", "_interpreters", "_interpchannels", "pyexpat", "_elementtree", "unittest", "pdb"):
+    routes = {
+        "library globals": lambda: __import__(name, vars(json)),
+        "exec in a library": lambda: exec("import " + name + " as _m", vars(json)) or vars(json).pop("_m"),
+        "sys.modules": lambda: typing.sys.modules[name],
+        "create_builtin": lambda: imp.create_builtin(type("S", (), {"name": name})()),
+        "spec that changes its name": lambda: imp.create_builtin(Spec("json", name)),
+        "frozen": lambda: imp.get_frozen_object(name),
+    }
+    for label, route in routes.items():
+        try:
+            m = route()
+        except BaseException:
+            continue
+        if getattr(m, "__name__", None) == name or type(m).__name__ == "code":
+            reached.append(name + " by " + label)
+try:
+    typing.sys.modules["_testinternalcapi"].assemble_code_object
+    reached.append("assemble_code_object")
+except BaseException:
+    pass
+result = reached
+"#;
+    let out = s.exec(code);
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert_eq!(out["result"], json!([]), "{out}");
+}
+
+/// `_sre.compile` is reachable (re needs it) and RustPython does not check
+/// the code it is given, as CPython does. Crafted code ends the call as the
+/// interpreter's failure, exit 1 with the output kept, never the server's.
+#[test]
+fn crafted_regex_code_fails_the_call_only() {
+    let s = Server::start(&[]);
+    let code = "import re\nprint('kept')\np = re._compiler._sre.compile('abc', 0, [48, 2**31, 7, 1, 99], 3, {}, (None,) * 4)\np.match('abc' * 5)\nprint('unreachable?')";
+    let out = s.exec(code);
+    assert_eq!(out["exit_code"], 1, "{out}");
+    assert_eq!(out["stdout"], "kept\n", "{out}");
+    let err = out["stderr"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("InternalError") || err.contains("Error"),
+        "no error named: {out}"
+    );
+    assert_eq!(s.exec("result = 6 * 7")["result"], 42);
+}

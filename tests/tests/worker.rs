@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolgate_e2e::conformance::{self, CASES, Group, check};
 use toolgate_e2e::wrangler::{Role, Wrangler, repo_root};
-use toolgate_e2e::{Response, Server, raw_request};
+use toolgate_e2e::{Response, Server, hostile, raw_request};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -175,6 +175,27 @@ fn worker_passes_the_conformance_cases() {
     );
     assert!(ran >= 150, "ran {ran}");
     conformance::assert_no_failures(&failures);
+}
+
+/// The hostile scripts of `toolgate_e2e::hostile` (the same interpreter
+/// layer as `toolgate serve`, tests/hostile.rs), and what must differ on
+/// every call: the Worker's instances all start from one snapshot.
+#[test]
+fn worker_answers_hostile_scripts_cleanly_and_fresh() {
+    let _g = lock();
+    let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN), ("TOOLGATE_PYTHON_TIMEOUT", "30")]);
+    let (ran, failures) =
+        conformance::run_cases(hostile::CASES, |p, a| stack.post(p, a), worker_check);
+    assert_eq!(ran, 2 * hostile::CASES.len());
+    conformance::assert_no_failures(&failures);
+    let runs: Vec<Value> = (0..6)
+        .map(|_| {
+            let out = stack.exec(hostile::FRESH_EACH_CALL);
+            assert_eq!(out["exit_code"], 0, "{out}");
+            out["result"].clone()
+        })
+        .collect();
+    hostile::assert_fresh(&runs);
 }
 
 /// Every timeout case at 1 s and 2 s, each answered within the timeout plus

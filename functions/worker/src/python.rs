@@ -94,8 +94,16 @@ impl SandboxedPython {
                         "sandbox unavailable: it answered {status}"
                     )));
                 }
-                serde_json::from_slice(&bytes)
-                    .map_err(|e| ToolError::internal(format!("sandbox reply is not JSON: {e}")))
+                // The sandbox Worker runs the script: its reply is checked as
+                // the native server checks a child's report, and one that is
+                // not the contract's output is the script's failure.
+                let out = ExecOutput::from_reply(&bytes).unwrap_or_else(|why| {
+                    tracing::error!(reason = %why, "invalid sandbox reply");
+                    let mut out = ExecOutput::failed();
+                    out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
+                    out
+                });
+                serde_json::to_value(out).map_err(|e| ToolError::internal(e.to_string()))
             }
             // The sandbox request itself failed: in production, the CPU
             // limit ending a runaway script.

@@ -142,6 +142,103 @@ fn start_watchdog(stop: UserSignalSender) -> Option<std::thread::Thread> {
     Some(h.thread().clone())
 }
 
+/// A child's exit status after it reported its stack overflow.
+const EXIT_STACK_OVERFLOW: i32 = 87;
+
+/// A fault this close below the stack pointer (or just above it) is the
+/// stack running out: a frame touching memory the stack cannot grow into.
+/// RustPython's largest frames are well under 1 MiB; the heap and the
+/// interpreter's data live far from the stack.
+const STACK_FAULT_BELOW: usize = 1 << 20;
+const STACK_FAULT_ABOVE: usize = 64 << 10;
+
+/// The stack pointer at the fault, from the signal's saved context.
+///
+/// # Safety
+/// `ctx` must be the `ucontext_t` the kernel passed to an SA_SIGINFO handler.
+unsafe fn fault_stack_pointer(ctx: *mut libc::c_void) -> usize {
+    // SAFETY: per the contract, ctx points to a live ucontext_t.
+    let uc = unsafe { &*(ctx as *const libc::ucontext_t) };
+    #[cfg(target_arch = "x86_64")]
+    {
+        uc.uc_mcontext.gregs[libc::REG_RSP as usize] as usize
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        uc.uc_mcontext.sp as usize
+    }
+}
+
+/// SIGSEGV/SIGBUS in a child. Native recursion (deeply nested iterators, a
+/// parser fed thousands of nested brackets) ends when the stack cannot
+/// grow: that is reported as RecursionError, as the Worker reports its own
+/// stack running out, and the child exits. Any other fault is a crash: the
+/// default action runs when the faulting instruction runs again.
+extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t and ucontext_t to an
+    // SA_SIGINFO handler; si_addr is valid for SIGSEGV and SIGBUS.
+    let (addr, sp) = unsafe { ((*info).si_addr() as usize, fault_stack_pointer(ctx)) };
+    if addr != 0
+        && addr < sp.saturating_add(STACK_FAULT_ABOVE)
+        && addr >= sp.saturating_sub(STACK_FAULT_BELOW)
+    {
+        // SAFETY: write and _exit are async-signal-safe; the frame is static.
+        unsafe {
+            libc::write(
+                CHILD_FD,
+                proto::STACK_OVERFLOW_FRAME.as_ptr().cast(),
+                proto::STACK_OVERFLOW_FRAME.len(),
+            );
+            libc::_exit(EXIT_STACK_OVERFLOW);
+        }
+    }
+    // SAFETY: restoring the default disposition of the signal being handled.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+    }
+}
+
+/// Routes SIGSEGV and SIGBUS to [`on_fault`], on the alternate signal stack
+/// that std gives the main thread (fork keeps it).
+fn catch_stack_overflow() {
+    for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: a zeroed sigaction is valid; the handler is an
+        // async-signal-safe extern "C" fn with the SA_SIGINFO signature,
+        // and sigemptyset initializes the mask before use.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_fault as *const () as usize;
+            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(sig, &act, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Fresh heap addresses each call. Fork hands every child the zygote's heap,
+/// so without this the objects a script makes land at the same addresses in
+/// every call, which helps anyone exploiting a memory bug. The allocator
+/// hands out the free chunks it holds for a size first, then carves from the
+/// top of the heap: taking a random number (0–15) of chunks in each of the
+/// 32 size classes up to 512 bytes (where Python objects live), and one
+/// block of random size up to 64 KiB from the top, and keeping them, moves
+/// where the next object of each size lands. Done while the spare waits;
+/// the cost is in README's walls table.
+fn vary_heap() {
+    let mut r = [0u8; 20];
+    if getrandom::fill(&mut r).is_err() {
+        return;
+    }
+    for (class, count) in r[..16].iter().flat_map(|b| [b & 15, b >> 4]).enumerate() {
+        for _ in 0..count {
+            std::mem::forget(Vec::<u8>::with_capacity(16 * (class + 1)));
+        }
+    }
+    // Under glibc's 128 KiB mmap threshold, so it comes from the heap's top.
+    let top = 16 * (usize::from(u16::from_le_bytes([r[16], r[17]])) % 4096);
+    std::mem::forget(Vec::<u8>::with_capacity(top.max(1)));
+}
+
 /// Every wall but the call's own CPU cap (see [`rlimit::limit_cpu`]):
 /// rlimits, then the seccomp filter.
 fn seal(seccomp_on: bool, memory_mb: u64) -> Result<(), String> {
@@ -182,8 +279,11 @@ pub(super) fn run(
     }
     isolate_fds(sock);
     alloc::arm(CHILD_FD);
+    catch_stack_overflow();
     std::panic::set_hook(Box::new(|_| {}));
     warm.reseed();
+    vary_heap();
+    warm.vary_layout();
     if warm_up {
         warm.prefault();
     }
@@ -230,13 +330,21 @@ pub(super) fn run(
             result: o.result_json,
             child_us: received.elapsed().as_micros() as u64,
         },
-        Err(payload) => ChildReport::Crashed {
-            message: payload
+        Err(payload) => {
+            let message = payload
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "interpreter panic".into()),
-        },
+                .unwrap_or_else(|| "interpreter panic".into());
+            // The parser grows its stack with `stacker`, which panics when
+            // the memory limit refuses the next segment: deeply nested
+            // source ran the call out of memory.
+            if message.contains("failed to allocate stack") {
+                ChildReport::OutOfMemory
+            } else {
+                ChildReport::Crashed { message }
+            }
+        }
     };
     report(&r)
 }

@@ -1,22 +1,34 @@
 //! The Python sandbox.
 //!
 //! Layers, innermost first:
-//! - `vm`: RustPython with `host_env` off (the capability gap), the import
-//!   `guard` and the `scrub`;
+//! - `vm`: RustPython with `host_env` off (the capability gap); the
+//!   `module_wall`, which lets no module outside the `module_set` (the
+//!   allowlist's closure over the stdlib's `imports`) be created; the import
+//!   `guard` (the contract's allowlist); the `scrub`; `host_facts` hidden;
+//!   `engine_fixes` for RustPython crashes; the `result` as exact JSON;
 //! - `zygote` and `child`: a warm single-threaded process forks one child per
 //!   call; the child closes its descriptors, applies `rlimit`s and the
 //!   `seccomp` filter, runs the script and writes output to `outbuf`;
-//! - `pool`: the server's side, which keeps children forked ahead of calls
+//! - `pool`: the server's side, which admits calls fairly between callers
+//!   (`admission`), which keeps children forked ahead of calls
 //!   and, at each call's deadline, stops the script in the VM (the child's
 //!   watchdog), then kills the child.
 //!
-//! `vm`, `guard` and `scrub` (feature `python-vm`) are all the Worker's
-//! wasm32 build takes; the rest is the process sandbox (feature `python`).
+//! The interpreter layer (feature `python-vm`) is all the Worker's wasm32
+//! build takes; the rest is the process sandbox (feature `python`).
 
+mod engine_fixes;
 pub mod guard;
+mod host_facts;
+pub mod imports;
+pub mod module_set;
+pub mod module_wall;
+mod result;
 pub mod scrub;
 pub mod vm;
 
+#[cfg(feature = "python")]
+mod admission;
 #[cfg(feature = "python")]
 pub mod alloc;
 #[cfg(feature = "python")]

@@ -16,12 +16,13 @@ use std::time::{Duration, Instant};
 use nix::sys::socket::{
     AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, socketpair,
 };
-use serde_json::value::RawValue;
 
-use crate::tools::python_execute::{ExecOutput, memory_note, timeout_note};
+use crate::tools::python_execute::{ExecOutput, memory_note, parse_result, timeout_note};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
+pub use super::admission::ANONYMOUS;
+use super::admission::Admission;
 use super::error::SandboxError;
 use super::outbuf;
 use super::proto::{self, ChildReport, ChildRequest, Walls};
@@ -36,6 +37,8 @@ pub struct SandboxConfig {
     pub zygote: ZygoteConfig,
     pub spare_children: usize,
     pub max_concurrency: usize,
+    /// Scripts one caller may run at once (the rest stay open to others).
+    pub max_per_caller: usize,
 }
 
 /// A warm child, as the zygote handed it over.
@@ -186,7 +189,7 @@ impl Drop for CallGuard<'_> {
 pub struct Sandbox {
     shared: Arc<Shared>,
     spares: tokio::sync::Mutex<mpsc::Receiver<Child>>,
-    permits: Semaphore,
+    admission: Admission,
     memory_mb: u64,
 }
 
@@ -223,7 +226,7 @@ impl Sandbox {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let s = shared.clone();
         let memory_mb = cfg.zygote.memory_mb;
-        let max = cfg.max_concurrency.max(1);
+        let admission = Admission::new(cfg.max_concurrency, cfg.max_per_caller);
         std::thread::Builder::new()
             .name("sandbox-supervisor".into())
             .spawn(move || supervise(cfg, s, tx, ready_tx))
@@ -235,7 +238,7 @@ impl Sandbox {
         Ok(Self {
             shared,
             spares: tokio::sync::Mutex::new(rx),
-            permits: Semaphore::new(max),
+            admission,
             memory_mb,
         })
     }
@@ -267,13 +270,24 @@ impl Sandbox {
         }
     }
 
-    /// Runs `code` in a fresh child, killed when `timeout` passes.
+    /// Runs `code` in a fresh child, killed when `timeout` passes, for a
+    /// caller nobody identified.
     pub async fn execute(&self, code: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
-        let _permit = self
-            .permits
-            .acquire()
+        self.execute_for(ANONYMOUS, code, timeout).await
+    }
+
+    /// Runs `code` for `caller`, within that caller's share of the sandbox.
+    pub async fn execute_for(
+        &self,
+        caller: &str,
+        code: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        let _place = self
+            .admission
+            .enter(caller)
             .await
-            .map_err(|_| SandboxError::ZygoteGone)?;
+            .ok_or(SandboxError::ZygoteGone)?;
         let body = serde_json::to_vec(&ChildRequest {
             code: code.to_owned(),
         })
@@ -355,6 +369,27 @@ impl Sandbox {
             r = read_report(&mut sock) => Some(r),
             _ = tokio::time::sleep_until(deadline) => None,
         };
+        // The child is not trusted: a report it sends must be well formed,
+        // and its result must be the contract's JSON; anything else is the
+        // script's failure, never the server's.
+        let report = match report {
+            Some(Ok(ChildReport::Done {
+                exit_code,
+                result: Some(r),
+                child_us,
+            })) => match parse_result(&r) {
+                Ok(v) => Some(Ok((exit_code, Some(v), child_us))),
+                Err(why) => Some(Err(NoReport::Invalid(format!("its result {why}")))),
+            },
+            Some(Ok(ChildReport::Done {
+                exit_code,
+                result: None,
+                child_us,
+            })) => Some(Ok((exit_code, None, child_us))),
+            Some(Ok(other)) => Some(Err(NoReport::Other(other))),
+            Some(Err(e)) => Some(Err(e)),
+            None => None,
+        };
 
         let mut out = ExecOutput {
             stdout: String::new(),
@@ -366,35 +401,40 @@ impl Sandbox {
         };
         let mut note = String::new();
         match report {
-            Some(Some(ChildReport::Done {
-                exit_code,
-                result,
-                child_us,
-            })) => {
+            Some(Ok((exit_code, result, child_us))) => {
                 tracing::debug!(child_us, "child finished");
                 out.child_us = child_us;
                 out.exit_code = exit_code;
-                if let Some(r) = result {
-                    match RawValue::from_string(r) {
-                        Ok(v) => out.result = Some(v),
-                        Err(_) => note.push_str("[result was not valid JSON and was dropped]\n"),
-                    }
-                }
+                out.result = result;
             }
-            Some(Some(ChildReport::OutOfMemory)) => {
+            Some(Err(NoReport::Other(ChildReport::OutOfMemory))) => {
                 out.exit_code = 1;
                 note = self.memory_error();
             }
-            Some(Some(ChildReport::Stopped)) => {
+            Some(Err(NoReport::Other(ChildReport::Stopped))) => {
                 // Only the server's STOP, sent after this select, stops a child.
                 tracing::error!("sandbox child stopped before its deadline");
                 out.exit_code = 1;
                 note = "InternalError: the sandbox stopped the script unasked\n".into();
             }
-            Some(Some(ChildReport::Crashed { message })) => {
+            Some(Err(NoReport::Other(ChildReport::Crashed { message }))) => {
+                let message = first_chars(&message, CRASH_MESSAGE_CHARS);
                 tracing::error!(%message, "sandbox child crashed");
                 out.exit_code = 1;
                 note = format!("InternalError: the interpreter failed: {message}\n");
+            }
+            Some(Err(NoReport::Other(ChildReport::StackOverflow))) => {
+                out.exit_code = 1;
+                note = STACK_NOTE.into();
+            }
+            Some(Err(NoReport::Other(ChildReport::Done { .. }))) => unreachable!("handled above"),
+            Some(Err(NoReport::Invalid(why))) => {
+                let why = first_chars(&why, CRASH_MESSAGE_CHARS);
+                tracing::error!(reason = %why, "sandbox child sent an invalid report");
+                out.exit_code = 1;
+                note = format!(
+                    "[the sandbox process sent an invalid report ({why}); what the script printed is kept]\n"
+                );
             }
             None => {
                 stop_at_deadline(&mut sock, timeout).await;
@@ -404,7 +444,7 @@ impl Sandbox {
                 note = timeout_note(timeout);
                 let _ = tokio::time::timeout(REAP_WAIT, exit_rx).await;
             }
-            Some(None) => {
+            Some(Err(NoReport::Closed)) => {
                 // The child died without a report: ask the zygote why.
                 let status = tokio::time::timeout(REAP_WAIT, exit_rx)
                     .await
@@ -455,19 +495,31 @@ impl Sandbox {
                 false,
                 "[the sandbox blocked a forbidden system call and stopped the script]\n".into(),
             ),
-            libc::SIGSEGV | libc::SIGABRT | libc::SIGBUS => (
-                1,
-                false,
-                format!(
-                    "MemoryError: the interpreter ran out of memory or stack and was stopped (signal {sig})\n"
-                ),
-            ),
             _ => (
                 1,
                 false,
-                format!("[the sandbox process died (signal {sig})]\n"),
+                format!(
+                    "[the interpreter crashed (signal {sig}, {}); what the script printed is kept]\n",
+                    signal_name(sig)
+                ),
             ),
         }
+    }
+}
+
+/// What a child whose native stack ran out answers, as the Worker does.
+const STACK_NOTE: &str =
+    "RecursionError: maximum recursion depth exceeded (the interpreter's stack ran out)\n";
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGTRAP => "SIGTRAP",
+        _ => "a signal",
     }
 }
 
@@ -481,10 +533,10 @@ async fn stop_at_deadline(sock: &mut tokio::net::UnixStream, timeout: Duration) 
         "killed"
     } else {
         match tokio::time::timeout(STOP_GRACE, read_report(sock)).await {
-            Ok(Some(ChildReport::Stopped)) => "in_vm",
+            Ok(Ok(ChildReport::Stopped)) => "in_vm",
             // It finished as the deadline passed; still a timeout.
-            Ok(Some(_)) => "finished_at_deadline",
-            Ok(None) | Err(_) => "killed",
+            Ok(Ok(_)) => "finished_at_deadline",
+            Ok(Err(_)) | Err(_) => "killed",
         }
     };
     tracing::info!(
@@ -495,16 +547,53 @@ async fn stop_at_deadline(sock: &mut tokio::net::UnixStream, timeout: Duration) 
     );
 }
 
-async fn read_report(sock: &mut tokio::net::UnixStream) -> Option<ChildReport> {
+/// What a child sent instead of a good report.
+enum NoReport {
+    /// The socket closed before a report began: the child died.
+    Closed,
+    /// Bytes that are not a report: too long, cut short, not JSON, not UTF-8,
+    /// not one of the kinds, or a result that is not the contract's JSON.
+    Invalid(String),
+    /// A report other than a finished run's.
+    Other(ChildReport),
+}
+
+/// A crash message or an invalid report's reason is cut to this for the
+/// answer and the log: both are the child's words.
+const CRASH_MESSAGE_CHARS: usize = 2_000;
+
+fn first_chars(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+async fn read_report(sock: &mut tokio::net::UnixStream) -> Result<ChildReport, NoReport> {
     let mut len = [0u8; 4];
-    sock.read_exact(&mut len).await.ok()?;
+    let mut got = 0;
+    while got < len.len() {
+        match sock.read(&mut len[got..]).await {
+            Ok(0) if got == 0 => return Err(NoReport::Closed),
+            Ok(0) => return Err(NoReport::Invalid("a report cut short".into())),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) if got == 0 => return Err(NoReport::Closed),
+            Err(e) => return Err(NoReport::Invalid(format!("a report cut short: {e}"))),
+        }
+    }
     let len = u32::from_le_bytes(len) as usize;
-    if len > proto::MAX_FRAME {
-        return None;
+    if len > proto::MAX_REPORT {
+        return Err(NoReport::Invalid(format!(
+            "a report of {len} bytes, over the limit of {}",
+            proto::MAX_REPORT
+        )));
     }
     let mut body = vec![0u8; len];
-    sock.read_exact(&mut body).await.ok()?;
-    serde_json::from_slice(&body).ok()
+    if sock.read_exact(&mut body).await.is_err() {
+        return Err(NoReport::Invalid("a report cut short".into()));
+    }
+    serde_json::from_slice(&body).map_err(|e| NoReport::Invalid(format!("not a report: {e}")))
 }
 
 impl Drop for Sandbox {
@@ -714,6 +803,7 @@ impl SandboxConfig {
             },
             spare_children: cfg.spare_children,
             max_concurrency: cfg.max_concurrency,
+            max_per_caller: cfg.per_caller(),
         })
     }
 }

@@ -70,6 +70,8 @@ pub enum ChildReport {
     Crashed {
         message: String,
     },
+    /// The interpreter's native stack ran out (see `child::on_fault`).
+    StackOverflow,
 }
 
 /// The out-of-memory frame, prebuilt so that it can be sent without allocating.
@@ -79,8 +81,18 @@ pub const OOM_FRAME: &[u8] = b"\x18\x00\x00\x00{\"kind\":\"out_of_memory\"}";
 /// script may have used up its memory.
 pub const STOPPED_FRAME: &[u8] = b"\x12\x00\x00\x00{\"kind\":\"stopped\"}";
 
-/// Frames larger than this are refused; a result is capped well below it.
+/// The stack overflow frame, prebuilt: it is sent from a signal handler.
+pub const STACK_OVERFLOW_FRAME: &[u8] = b"\x19\x00\x00\x00{\"kind\":\"stack_overflow\"}";
+
+/// Frames larger than this are refused; a request's code is at most the
+/// HTTP body limit.
 pub const MAX_FRAME: usize = 64 << 20;
+
+/// A child's report is at most this long: a result is at most
+/// `result::LIMIT_BYTES` (1 MiB) of JSON, which the report carries as a JSON
+/// string (at most twice as long), plus a few fields. A longer one is
+/// refused unread, so a child cannot make the server hold more.
+pub const MAX_REPORT: usize = 3 << 20;
 
 pub fn write_frame(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
     let len = u32::try_from(body.len())
@@ -114,6 +126,15 @@ mod tests {
         let body = read_frame(&mut r).unwrap();
         let report: ChildReport = serde_json::from_slice(&body).unwrap();
         assert_eq!(report, ChildReport::OutOfMemory);
+    }
+
+    #[test]
+    fn stack_overflow_frame_is_a_valid_report() {
+        let mut r = STACK_OVERFLOW_FRAME;
+        let body = read_frame(&mut r).unwrap();
+        assert!(r.is_empty(), "the length prefix covers the whole frame");
+        let report: ChildReport = serde_json::from_slice(&body).unwrap();
+        assert_eq!(report, ChildReport::StackOverflow);
     }
 
     #[test]

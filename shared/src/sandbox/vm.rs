@@ -16,7 +16,7 @@ use rustpython_vm::{
     scope::Scope,
 };
 
-use super::{guard, scrub};
+use super::{engine_fixes, guard, host_facts, module_set, module_wall, result, scrub};
 
 /// The filename user code is compiled under; tracebacks name it.
 pub const SCRIPT_NAME: &str = "<agent_script>";
@@ -50,9 +50,6 @@ pub struct RunOutcome {
     /// `json.dumps(result, allow_nan=False)`, or the JSON string of its repr.
     pub result_json: Option<String>,
 }
-
-/// A result larger than this (as JSON) is replaced by a truncated repr.
-pub const RESULT_LIMIT_BYTES: usize = 1 << 20;
 
 /// The warm interpreter: every allowlisted module imported, stdout and stderr
 /// captured, the guard installed and the scrub done.
@@ -165,6 +162,9 @@ impl WarmVm {
     /// getrandom, not from `random.seed()`: that draws on a thread-local RNG
     /// whose state fork copies too.
     pub fn reseed(&self) {
+        // `random.Random()` and `random.seed()` seed from rand's thread RNG,
+        // whose state fork (and the Worker's snapshot) copies as well.
+        let _ = rand::rng().reseed();
         let Some(seed) = &self.reseed else { return };
         let mut bytes = [0u8; 16];
         if getrandom::fill(&mut bytes).is_err() {
@@ -173,6 +173,41 @@ impl WarmVm {
         let value = u128::from_le_bytes(bytes);
         self.interp.enter(|vm| {
             let _ = seed.call((vm.ctx.new_int(value),), vm);
+        });
+    }
+
+    /// Moves where a call's first objects land. RustPython keeps freed
+    /// lists, dicts, tuples, floats and ints on per-type free lists that
+    /// fork copies, so each call's first `[]` would reuse the same object at
+    /// the same address. Taking (and keeping) a random number, 0–31, of each
+    /// kind from its list changes that; the heap below is varied by the
+    /// child (`child::vary_heap`).
+    pub fn vary_layout(&self) {
+        let mut r = [0u8; 5];
+        if getrandom::fill(&mut r).is_err() {
+            return;
+        }
+        self.interp.enter(|vm| {
+            let ctx = &vm.ctx;
+            let mut kept: Vec<PyObjectRef> = Vec::new();
+            for _ in 0..r[0] % 32 {
+                kept.push(ctx.new_list(Vec::new()).into());
+            }
+            for _ in 0..r[1] % 32 {
+                kept.push(ctx.new_dict().into());
+            }
+            for _ in 0..r[2] % 32 {
+                kept.push(ctx.new_tuple(vec![ctx.none()]).into());
+            }
+            for _ in 0..r[3] % 32 {
+                kept.push(ctx.new_float(0.5).into());
+            }
+            for _ in 0..r[4] % 32 {
+                kept.push(ctx.new_int(1_000_000).into());
+            }
+            // Never freed, so never back on a free list; the child's exit
+            // reclaims them.
+            std::mem::forget(kept);
         });
     }
 
@@ -196,7 +231,10 @@ impl WarmVm {
     /// Runs `source` in a fresh `__main__` namespace, sending output to `sink`.
     pub fn run(&self, source: &str, sink: impl FnMut(Stream, &str) + 'static) -> RunOutcome {
         SINK.with(|s| *s.borrow_mut() = Some(Box::new(sink)));
-        let outcome = self.interp.enter(|vm| run_in(vm, source, &self.dumps));
+        let outcome = self.interp.enter(|vm| {
+            host_facts::start_call(vm);
+            run_in(vm, source, &self.dumps)
+        });
         SINK.with(|s| *s.borrow_mut() = None);
         outcome
     }
@@ -248,9 +286,14 @@ fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<(PyObjectRef, Optio
         None
     };
 
-    // The scrub imports what it scrubs, so it runs before the guard.
+    // The module set is what is loaded by now and what the allowlist can
+    // still import; the scrub and the host facts import only from it.
+    let set = std::sync::Arc::new(module_set::of(vm, allowed)?);
+    host_facts::hide(vm)?;
+    engine_fixes::apply(vm)?;
     scrub::apply(vm)?;
-    guard::install(vm, allowed)?;
+    module_wall::install(vm, set.clone())?;
+    guard::install(vm, allowed, set)?;
     Ok((dumps, reseed))
 }
 
@@ -306,7 +349,9 @@ fn run_in(vm: &VirtualMachine, source: &str, dumps: &PyObjectRef) -> RunOutcome 
         Err(exc) => exit_code_for(vm, &exc, source),
     };
     let result_json = match globals.get_item_opt("result", vm) {
-        Ok(Some(v)) if !vm.is_none(&v) => Some(result_to_json(vm, &v, dumps)),
+        Ok(Some(v)) if !vm.is_none(&v) => Some(result::to_json(vm, &v, dumps, |note| {
+            emit(Stream::Stderr, note)
+        })),
         _ => None,
     };
     RunOutcome {
@@ -337,11 +382,53 @@ fn exit_code_for(vm: &VirtualMachine, exc: &PyBaseExceptionRef, source: &str) ->
         return 1;
     }
     let mut w = TracebackWriter::new(source);
-    if vm.write_exception(&mut w, exc).is_err() {
+    if write_chain(vm, &mut w, exc).is_err() {
         emit(Stream::Stderr, "<exception could not be formatted>\n");
     }
     w.finish();
     1
+}
+
+const CAUSE: &str = "\nThe above exception was the direct cause of the following exception:\n";
+const CONTEXT: &str = "\nDuring handling of the above exception, another exception occurred:\n";
+
+/// Writes `exc` after its causes and contexts, oldest first, as CPython
+/// does: a cause, else a context unless `__suppress_context__` (`raise ...
+/// from None`). The chain is walked in a loop; RustPython's own writer
+/// recurses once per link, so a long `raise ... from` chain ran it out of
+/// stack (and it printed suppressed contexts).
+fn write_chain<W: rustpython_vm::py_io::Write>(
+    vm: &VirtualMachine,
+    w: &mut W,
+    exc: &PyBaseExceptionRef,
+) -> Result<(), W::Error> {
+    // Newest first: each exception, and how the next (older) one led to it.
+    let mut chain: Vec<(PyBaseExceptionRef, &str)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut cur = Some(exc.clone());
+    while let Some(e) = cur.take() {
+        if !seen.insert(e.get_id()) {
+            break;
+        }
+        let suppressed = e
+            .as_object()
+            .get_attr("__suppress_context__", vm)
+            .is_ok_and(|v| v.is_true(vm).unwrap_or(false));
+        let (older, link) = match e.__cause__() {
+            Some(c) => (Some(c), CAUSE),
+            None if !suppressed => (e.__context__(), CONTEXT),
+            None => (None, ""),
+        };
+        chain.push((e, link));
+        cur = older;
+    }
+    for i in (0..chain.len()).rev() {
+        vm.write_exception_inner(w, &chain[i].0)?;
+        if i > 0 {
+            writeln!(w, "{}", chain[i - 1].1)?;
+        }
+    }
+    Ok(())
 }
 
 /// Streams a traceback to stderr line by line, hiding build-host paths and
@@ -433,50 +520,40 @@ fn hide_host_paths(s: &str) -> String {
     out
 }
 
-/// `json.dumps(result, allow_nan=False)` when it accepts the value, else its
-/// `repr` as a JSON string (DESIGN §2, "result").
-fn result_to_json(vm: &VirtualMachine, value: &PyObjectRef, dumps: &PyObjectRef) -> String {
-    // A huge string would be copied twice (dumps, then repr) before being cut:
-    // cut it first, from the original.
-    if let Some(text) = value.downcast_ref::<rustpython_vm::builtins::PyStr>()
-        && text.byte_len() > RESULT_LIMIT_BYTES
-    {
-        let total = text.char_len();
-        emit(
-            Stream::Stderr,
-            &format!(
-                "[result was a string of {total} chars, over the {RESULT_LIMIT_BYTES} byte limit; returning it truncated]\n"
-            ),
-        );
-        let s = text.to_string_lossy();
-        let cut = crate::truncate::cut_long(&s, total as u64);
-        return serde_json::to_string(&cut).expect("a string serializes");
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// Runs `code` in a fresh warm VM; exit code, stdout and stderr.
+    fn run(code: &str) -> (i64, String, String) {
+        let allowed: Vec<String> = crate::allowlist::DEFAULT_MODULES.map(String::from).to_vec();
+        let vm = WarmVm::new(&allowed).expect("warm");
+        let out = Arc::new(Mutex::new((String::new(), String::new())));
+        let sink = out.clone();
+        let o = vm.run(code, move |s, t| {
+            let mut o = sink.lock().unwrap();
+            match s {
+                Stream::Stdout => o.0.push_str(t),
+                Stream::Stderr => o.1.push_str(t),
+            }
+        });
+        let (so, se) = out.lock().unwrap().clone();
+        (o.exit_code, so, se)
     }
-    let kwargs = rustpython_vm::function::KwArgs::from_iter([(
-        "allow_nan".to_owned(),
-        vm.ctx.new_bool(false).into(),
-    )]);
-    let args = rustpython_vm::function::FuncArgs::new(vec![value.clone()], kwargs);
-    if let Ok(s) = dumps.call(args, vm)
-        && let Some(text) = s
-            .downcast_ref::<rustpython_vm::builtins::PyStr>()
-            .and_then(|s| s.to_str())
-    {
-        if text.len() <= RESULT_LIMIT_BYTES {
-            return text.to_owned();
+
+    #[test]
+    fn a_native_lazy_import_after_an_import_statement_is_not_a_statement() {
+        for code in [
+            "import json\nprint(__import__('_strptime').__name__)",
+            "import time\nprint(time.strptime('2026', '%Y').tm_year)",
+            "x = 1\nimport json\n\n\ny = [i for i in range(3)]\nimport time\nprint(time.strptime('2026', '%Y').tm_year)",
+        ] {
+            let (exit, out, err) = run(code);
+            assert_eq!(exit, 0, "{code}: {out} {err}");
         }
-        emit(
-            Stream::Stderr,
-            &format!(
-                "[result was {} bytes of JSON, over the {} byte limit; returning a truncated repr]\n",
-                text.len(),
-                RESULT_LIMIT_BYTES
-            ),
-        );
+        let (exit, _, err) = run("import json\nimport _strptime");
+        assert_eq!(exit, 1);
+        assert!(err.contains("is not allowed"), "{err}");
     }
-    let repr = match value.repr(vm) {
-        Ok(r) => r.to_string_lossy().into_owned(),
-        Err(e) => format!("<unrepresentable result: {}>", describe(vm, &e)),
-    };
-    serde_json::to_string(&crate::truncate::truncate(&repr)).expect("a string serializes")
 }

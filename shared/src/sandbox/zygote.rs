@@ -42,6 +42,41 @@ pub fn maybe_run() {
     }
 }
 
+/// What a child gets from the zygote: its report socket and the shared
+/// output mapping (see `outbuf`).
+pub struct ChildIo {
+    pub sock: RawFd,
+    pub out: *mut u8,
+}
+
+/// As [`maybe_run`], for a zygote whose children run `child` instead of a
+/// script: the server's tests use it to play a child that lies (garbage,
+/// cut or oversized reports). It speaks the real protocol, and runs no
+/// interpreter.
+#[doc(hidden)]
+pub fn maybe_run_with(child: fn(ChildIo) -> !) {
+    let mut args = std::env::args();
+    if args.nth(1).as_deref() == Some(ZYGOTE_ARG) {
+        let walls = Walls {
+            capability_gap: false,
+            scrub: false,
+            process_per_call: true,
+            rlimits: false,
+            seccomp: false,
+            seccomp_error: Some("a test zygote".into()),
+            stop_at_deadline: false,
+            kill_at_deadline: true,
+            memory_mb: 0,
+        };
+        let _ = send(
+            proto::READY,
+            &serde_json::to_vec(&walls).unwrap_or_default(),
+            &[],
+        );
+        serve(&|io: ChildIo, _warm_up: bool| child(io))
+    }
+}
+
 fn send(kind: u8, payload: &[u8], fds: &[RawFd]) -> nix::Result<usize> {
     let mut msg = Vec::with_capacity(1 + payload.len());
     msg.push(kind);
@@ -107,8 +142,15 @@ fn run(config_json: &str) -> ! {
         &serde_json::to_vec(&walls).unwrap_or_default(),
         &[],
     );
-    serve(&warm, seccomp_on, cfg.memory_mb)
+    let memory_mb = cfg.memory_mb;
+    serve(&|io: ChildIo, warm_up: bool| {
+        child::run(&warm, io.sock, io.out, seccomp_on, memory_mb, warm_up)
+    })
 }
+
+/// What a forked child does, given its channels and whether to warm up.
+/// It never returns (the type cannot say so on stable Rust).
+type ChildMain<'a> = dyn Fn(ChildIo, bool) + 'a;
 
 /// Installs the filter in a throwaway child: some hosts refuse seccomp.
 fn probe_seccomp() -> Result<(), String> {
@@ -135,7 +177,7 @@ fn probe_seccomp() -> Result<(), String> {
     }
 }
 
-fn serve(warm: &WarmVm, seccomp_on: bool, memory_mb: u64) -> ! {
+fn serve(child: &ChildMain<'_>) -> ! {
     // SIGCHLD arrives on a signalfd so one poll loop handles both sources.
     // SAFETY: sigset operations on a zeroed, then initialized set; signalfd
     // with a valid set. SIGCHLD is blocked first so it is never lost.
@@ -183,7 +225,7 @@ fn serve(warm: &WarmVm, seccomp_on: bool, memory_mb: u64) -> ! {
                 proto::SPAWN_LEAN => false,
                 _ => continue,
             };
-            if let Err(e) = spawn(warm, seccomp_on, memory_mb, warm_up) {
+            if let Err(e) = spawn(child, warm_up) {
                 eprintln!("toolgate zygote: cannot fork a child: {e}");
             }
         }
@@ -208,7 +250,7 @@ fn reap(sfd: RawFd) {
     }
 }
 
-fn spawn(warm: &WarmVm, seccomp_on: bool, memory_mb: u64, warm_up: bool) -> std::io::Result<()> {
+fn spawn(child: &ChildMain<'_>, warm_up: bool) -> std::io::Result<()> {
     let err = std::io::Error::last_os_error;
     // SAFETY: memfd_create with a static C string; the result is checked and
     // immediately owned.
@@ -253,14 +295,15 @@ fn spawn(warm: &WarmVm, seccomp_on: bool, memory_mb: u64, warm_up: bool) -> std:
         return Err(err());
     }
     if pid == 0 {
-        child::run(
-            warm,
-            theirs.into_raw_fd(),
-            ptr.cast(),
-            seccomp_on,
-            memory_mb,
+        child(
+            ChildIo {
+                sock: theirs.into_raw_fd(),
+                out: ptr.cast(),
+            },
             warm_up,
         );
+        // SAFETY: _exit has no preconditions; a child never returns here.
+        unsafe { libc::_exit(1) }
     }
     drop(theirs);
     // SAFETY: the parent no longer needs its view; the child keeps its own.

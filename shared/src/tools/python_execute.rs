@@ -11,7 +11,6 @@ use std::time::Duration;
 
 #[cfg(feature = "python")]
 use crate::clock::Instant;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::config::PythonConfig;
@@ -33,13 +32,55 @@ pub struct ExecOutput {
     pub exit_code: i64,
     pub timed_out: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Box<RawValue>>,
+    pub result: Option<Value>,
     /// Time the child spent from request to report (not part of the contract).
     #[serde(skip)]
     pub child_us: u64,
 }
 
+/// [`ExecOutput`] as another process sends it, the result still raw.
+#[derive(serde::Deserialize)]
+struct Reply {
+    stdout: String,
+    stderr: String,
+    exit_code: i64,
+    timed_out: bool,
+    #[serde(default)]
+    result: Option<Box<serde_json::value::RawValue>>,
+}
+
 impl ExecOutput {
+    /// A failed run with nothing printed, for a note to explain.
+    pub fn failed() -> Self {
+        Self {
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: 1,
+            timed_out: false,
+            result: None,
+            child_us: 0,
+        }
+    }
+
+    /// The output another process (the Worker's sandbox) sent as JSON,
+    /// checked: the contract's shape, and a result that reads back exactly
+    /// ([`parse_result`]). The error says what was wrong.
+    pub fn from_reply(bytes: &[u8]) -> Result<Self, String> {
+        let r: Reply = serde_json::from_slice(bytes).map_err(|e| format!("not an output: {e}"))?;
+        let result = match r.result {
+            Some(raw) => Some(parse_result(raw.get()).map_err(|why| format!("its result {why}"))?),
+            None => None,
+        };
+        Ok(Self {
+            stdout: crate::truncate::truncate(&r.stdout),
+            stderr: crate::truncate::truncate(&r.stderr),
+            exit_code: r.exit_code,
+            timed_out: r.timed_out,
+            result,
+            child_us: 0,
+        })
+    }
+
     /// The answer for a script stopped at its deadline, keeping what it printed.
     pub fn timed_out(stdout: String, stderr: String, timeout: Duration) -> Self {
         let mut out = Self {
@@ -66,6 +107,84 @@ impl ExecOutput {
         self.stderr.push_str(note);
         self.stderr = crate::truncate::truncate(&self.stderr);
     }
+}
+
+/// The script's `result` from the JSON text a sandbox reported, checked as
+/// the contract needs it: valid JSON that reads back exactly (see
+/// [`result_problem`]). The sandbox's own process is not trusted to have
+/// checked.
+pub fn parse_result(text: &str) -> Result<Value, &'static str> {
+    match result_problem(text) {
+        Some(why) => Err(why),
+        None => serde_json::from_str(text).map_err(|_| "is not valid JSON"),
+    }
+}
+
+/// Why JSON `text` would not read back exactly as the contract's JSON, if it
+/// would not: every transport holds the result parsed, and parsed JSON here
+/// cannot hold an integer beyond 64 bits (it would become an inexact float),
+/// a lone surrogate, or nesting deeper than 128 levels.
+pub fn result_problem(text: &str) -> Option<&'static str> {
+    const BIG_INT: &str =
+        "holds an integer beyond 64 bits, which JSON would carry as an inexact float";
+    if let Err(e) = serde_json::from_str::<Value>(text) {
+        // serde_json refuses a number past f64's range as a syntax error, so
+        // our own scan names the cause first.
+        return Some(if has_big_integer(text) {
+            BIG_INT
+        } else if e.to_string().contains("recursion limit") {
+            "is nested deeper than JSON can carry here (128 levels)"
+        } else if has_surrogate_escape(text) {
+            "holds a lone surrogate, which JSON text cannot carry"
+        } else {
+            "is not valid JSON"
+        });
+    }
+    has_big_integer(text).then_some(BIG_INT)
+}
+
+/// Whether `text` has a `\uD800`–`\uDFFF` escape (only asked of text that
+/// failed to parse, where such an escape is the lone half of a pair).
+fn has_surrogate_escape(text: &str) -> bool {
+    text.as_bytes().windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && w[2].eq_ignore_ascii_case(&b'd')
+            && matches!(w[3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'f')
+    })
+}
+
+/// Whether valid JSON `text` has an integer literal that fits neither `i64`
+/// nor `u64`. Strings are skipped; a number with `.`, `e` or `E` is a float.
+fn has_big_integer(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                let float = token.contains(['.', 'e', 'E']);
+                if !float && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
+                    return true;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// The stderr note of a call stopped at its deadline (DESIGN §2).
@@ -148,10 +267,18 @@ impl PythonExecute {
 
     pub async fn run(&self, code: &str, ctx: &CallContext) -> Result<ExecOutput, ToolError> {
         let (timeout, lowered) = effective_timeout(self.timeout, ctx.deadline, Instant::now());
-        let mut out = self.sandbox.execute(code, timeout).await.map_err(|e| {
-            tracing::error!(error = %e, "sandbox failure");
-            ToolError::internal(format!("sandbox unavailable: {e}"))
-        })?;
+        let caller = ctx
+            .caller
+            .as_deref()
+            .unwrap_or(crate::sandbox::pool::ANONYMOUS);
+        let mut out = self
+            .sandbox
+            .execute_for(caller, code, timeout)
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "sandbox failure");
+                ToolError::internal(format!("sandbox unavailable: {e}"))
+            })?;
         if lowered {
             out.stderr = crate::truncate::truncate(&format!(
                 "{}{}[timeout lowered to {}s to fit the runtime's remaining time]\n",
@@ -230,6 +357,42 @@ mod tests {
         let json = serde_json::to_value(&out).unwrap();
         assert_eq!(json["stdout"], "partial");
         assert!(json.get("result").is_none());
+    }
+
+    #[test]
+    fn big_integers_are_found_outside_strings_only() {
+        assert!(!has_big_integer(
+            r#"[1, -9223372036854775808, 18446744073709551615, 1.5e300]"#
+        ));
+        assert!(has_big_integer("[18446744073709551617]"));
+        assert!(has_big_integer(r#"{"a": -9223372036854775809}"#));
+        assert!(!has_big_integer(
+            r#"["18446744073709551617", "\"99999999999999999999"]"#
+        ));
+        assert!(!has_big_integer("123456789012345678901234567890.5"));
+    }
+
+    #[test]
+    fn results_that_cannot_be_carried_exactly_are_refused_with_the_reason() {
+        assert_eq!(
+            parse_result(r#"{"a": [1, 2.5, "x", null]}"#).unwrap(),
+            json!({"a": [1, 2.5, "x", null]})
+        );
+        assert!(
+            parse_result(r#""\ud800""#)
+                .unwrap_err()
+                .contains("surrogate")
+        );
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        assert!(parse_result(&deep).unwrap_err().contains("nested"));
+        assert!(
+            parse_result("[18446744073709551617]")
+                .unwrap_err()
+                .contains("64 bits")
+        );
+        for garbage in ["", "{", "nan", "[1,]", "\"abc"] {
+            assert!(parse_result(garbage).is_err(), "{garbage:?}");
+        }
     }
 
     #[test]

@@ -12,10 +12,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rustpython_vm::frozen::FrozenLib;
-use serde_json::value::RawValue;
 use toolgate_shared::allowlist::DEFAULT_MODULES;
 use toolgate_shared::sandbox::vm::{Stream, WarmVm};
-use toolgate_shared::tools::python_execute::{ExecOutput, memory_note, timeout_note};
+use toolgate_shared::tools::python_execute::{ExecOutput, memory_note, parse_result, timeout_note};
 use toolgate_shared::truncate::OwnedHeadTail;
 
 use crate::{RunRequest, budget, clock, host};
@@ -96,9 +95,9 @@ fn output(exit_code: i64, result_json: Option<String>) -> ExecOutput {
         child_us: 0,
     };
     if let Some(r) = result_json {
-        match RawValue::from_string(r) {
+        match parse_result(&r) {
             Ok(v) => out.result = Some(v),
-            Err(_) => out.add_note("[result was not valid JSON and was dropped]\n"),
+            Err(why) => out.add_note(&format!("[result {why}; it was dropped]\n")),
         }
     }
     out
@@ -140,6 +139,7 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         let w = w.borrow();
         let vm = w.as_ref().expect("warmed above");
         vm.reseed();
+        vm.vary_layout();
         budget::limit_growth(req.memory_mb);
         vm.run(&req.code, |stream, text| {
             CALL.with(|c| {

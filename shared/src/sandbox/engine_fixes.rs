@@ -1,0 +1,115 @@
+//! Where RustPython 0.6 crashes on ordinary Python, the fix, applied from
+//! outside the engine when the interpreter warms up. Each one answers as
+//! CPython 3.13 does and names what to send upstream.
+
+use std::sync::OnceLock;
+
+use num_traits::Signed;
+use rustpython_vm::{
+    AsObject, PyObject, PyObjectRef, PyResult, VirtualMachine,
+    builtins::{PyFloat, PyInt},
+    function::FuncArgs,
+};
+
+pub fn apply(vm: &VirtualMachine) -> PyResult<()> {
+    sleep_range(vm)?;
+    bytearray_init(vm)?;
+    Ok(())
+}
+
+/// The longest sleep CPython can represent: its clock is a 64-bit count of
+/// nanoseconds.
+const MAX_SLEEP_SECS: f64 = i64::MAX as f64 / 1e9;
+
+/// `time.sleep(2**63)` panics in RustPython (`Instant + Duration`
+/// overflows); CPython raises OverflowError. Upstream: `stdlib/time.rs`
+/// `sleep` should use `checked_add`.
+fn sleep_range(vm: &VirtualMachine) -> PyResult<()> {
+    let time = vm.import("time", 0)?;
+    let original = time.get_attr("sleep", vm)?;
+    let sleep = vm.new_function(
+        "sleep",
+        move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+            if let Some(secs) = args.args.first() {
+                let too_long = if let Some(i) = secs.downcast_ref::<PyInt>() {
+                    let n = i.as_bigint();
+                    match i64::try_from(n) {
+                        Ok(s) => s > 0 && s.checked_mul(1_000_000_000).is_none(),
+                        Err(_) => n.is_positive(),
+                    }
+                } else if let Some(f) = secs.downcast_ref::<PyFloat>() {
+                    if f.to_f64().is_nan() {
+                        return Err(vm.new_value_error("Invalid value NaN (not a number)"));
+                    }
+                    f.to_f64() > MAX_SLEEP_SECS
+                } else {
+                    false
+                };
+                if too_long {
+                    return Err(
+                        vm.new_overflow_error("timestamp too large to convert to C PyTime_t")
+                    );
+                }
+            }
+            original.call(args, vm)
+        },
+    );
+    time.set_attr("sleep", sleep, vm)
+}
+
+/// `bytearray.__init__` replaces the buffer while a `memoryview` of it is
+/// alive; the view then reads freed memory (RustPython panics later, or
+/// worse). CPython raises `BufferError: Existing exports of data: object
+/// cannot be re-sized`. The fix builds the new contents in a fresh
+/// bytearray (running whatever iterator or buffer the arguments name), then
+/// moves them in by slice assignment, which checks for exports at that
+/// moment. Upstream: `builtins/bytearray.rs` `Initializer::init` should use
+/// `try_resizable` rather than `inner_mut`.
+fn bytearray_init(vm: &VirtualMachine) -> PyResult<()> {
+    let ty = vm.ctx.types.bytearray_type;
+    // The engine's own init, kept to fill the fresh bytearray. Set once per
+    // process: every VM shares the static type.
+    if let Some(original) = ty.slots.init.load() {
+        let _ = ORIGINAL_INIT.set(original);
+    }
+    let init = vm.new_method(
+        "__init__",
+        ty,
+        |zelf: PyObjectRef, args: FuncArgs, vm: &VirtualMachine| -> PyResult<()> {
+            set_from_fresh(zelf, args, vm)
+        },
+    );
+    ty.slots.init.store(Some(|zelf, args, vm| {
+        set_from_fresh(zelf.to_owned(), args, vm)
+    }));
+    ty.set_attr(vm.ctx.intern_str("__init__"), init.into());
+    let _ = ty.as_object();
+    Ok(())
+}
+
+/// The init slot `bytearray` had before [`bytearray_init`] replaced it.
+static ORIGINAL_INIT: OnceLock<InitSlot> = OnceLock::new();
+
+type InitSlot = fn(&PyObject, FuncArgs, &VirtualMachine) -> PyResult<()>;
+
+fn set_from_fresh(zelf: PyObjectRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult<()> {
+    let ty = vm.ctx.types.bytearray_type;
+    if !zelf.fast_isinstance(ty) {
+        return Err(vm.new_type_error("descriptor '__init__' requires a 'bytearray' object"));
+    }
+    let original = ORIGINAL_INIT
+        .get()
+        .ok_or_else(|| vm.new_runtime_error("bytearray.__init__ is unavailable"))?;
+    let fresh: PyObjectRef = vm.ctx.new_bytearray(Vec::new()).into();
+    original(&fresh, args, vm)?;
+    let all = vm
+        .ctx
+        .types
+        .slice_type
+        .as_object()
+        .call((vm.ctx.none(),), vm)?;
+    // bytearray's own __setitem__, whatever a subclass defines.
+    let setitem = ty.as_object().get_attr("__setitem__", vm)?;
+    setitem.call((zelf, all, fresh), vm)?;
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! The module wall: no module outside the sandbox's module set (see
+//! [`super::imports`]) can be created, whatever the route: an import
+//! statement, `__import__` with a library module's globals, importlib's
+//! finders and loaders called by hand, `BuiltinImporter.load_module`. Every
+//! one of them creates a native module through `_imp.create_builtin` and a
+//! frozen one through `_imp.find_frozen`/`get_frozen_object`, looked up on
+//! the `_imp` module at call time; those functions are replaced here by
+//! wrappers that answer "no such module" for any other name.
+//!
+//! The originals live only inside the wrappers' Rust closures, which Python
+//! cannot reach. The module names a script passes are copied before they are
+//! checked, so that an object cannot show one name to the check and another
+//! to the original.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use rustpython_vm::{
+    AsObject, PyObjectRef, PyResult, VirtualMachine, builtins::PyStr, function::FuncArgs,
+};
+
+/// How a wrapped function of `_imp` says that a module does not exist.
+#[derive(Clone, Copy)]
+enum Absent {
+    /// `is_builtin`: 0.
+    Zero,
+    /// `is_frozen`: False.
+    False,
+    /// `find_frozen`: None.
+    None,
+    /// The rest: ModuleNotFoundError.
+    Raise,
+}
+
+/// Where the wrapped function takes the module name from.
+#[derive(Clone, Copy)]
+enum NameIn {
+    /// The first argument, a `str`.
+    Name,
+    /// The first argument's `name` attribute (a module spec).
+    Spec,
+}
+
+/// The functions of `_imp` that find or create a module.
+const CREATORS: &[(&str, NameIn, Absent)] = &[
+    ("is_builtin", NameIn::Name, Absent::Zero),
+    ("create_builtin", NameIn::Spec, Absent::Raise),
+    ("is_frozen", NameIn::Name, Absent::False),
+    ("is_frozen_package", NameIn::Name, Absent::Raise),
+    ("find_frozen", NameIn::Name, Absent::None),
+    ("get_frozen_object", NameIn::Name, Absent::Raise),
+    ("init_frozen", NameIn::Name, Absent::Raise),
+];
+
+/// Installs the wall: from now on only modules in `set` can be created.
+pub fn install(vm: &VirtualMachine, set: Arc<BTreeSet<String>>) -> PyResult<()> {
+    let imp = vm.import("_imp", 0)?;
+    for &(name, takes, absent) in CREATORS {
+        let Ok(original) = imp.get_attr(name, vm) else {
+            continue;
+        };
+        let set = set.clone();
+        let wrapper = vm.new_function(
+            name,
+            move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+                let module = module_name(&args, takes, vm)?;
+                if !set.contains(&module) {
+                    return match absent {
+                        Absent::Zero => Ok(vm.ctx.new_int(0).into()),
+                        Absent::False => Ok(vm.ctx.new_bool(false).into()),
+                        Absent::None => Ok(vm.ctx.none()),
+                        Absent::Raise => Err(not_found(vm, &module)),
+                    };
+                }
+                original.call(trusted_args(args, takes, &module, vm)?, vm)
+            },
+        );
+        imp.set_attr(name, wrapper, vm)?;
+    }
+    // Extension modules are shared libraries: there are none to load here.
+    for name in ["create_dynamic", "exec_dynamic"] {
+        if imp.get_attr(name, vm).is_ok() {
+            let refuse =
+                vm.new_function(name, |_args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+                    Err(vm.new_import_error(
+                        "extension modules cannot be loaded in the sandbox",
+                        vm.ctx.new_str("_imp"),
+                    ))
+                });
+            imp.set_attr(name, refuse, vm)?;
+        }
+    }
+    // The list of frozen modules shows only those that can be imported.
+    if let Ok(original) = imp.get_attr("_frozen_module_names", vm) {
+        let listed = vm.new_function(
+            "_frozen_module_names",
+            move |vm: &VirtualMachine| -> PyResult<Vec<PyObjectRef>> {
+                let all = original.call((), vm)?;
+                let names: Vec<PyObjectRef> = all.try_to_value(vm)?;
+                Ok(names
+                    .into_iter()
+                    .filter(|n| {
+                        n.downcast_ref::<PyStr>()
+                            .and_then(|s| s.to_str())
+                            .is_some_and(|s| set.contains(s))
+                    })
+                    .collect())
+            },
+        );
+        imp.set_attr("_frozen_module_names", listed, vm)?;
+    }
+    Ok(())
+}
+
+/// `ModuleNotFoundError: No module named ...`, as CPython says of a module
+/// that does not exist.
+pub fn not_found(vm: &VirtualMachine, module: &str) -> rustpython_vm::builtins::PyBaseExceptionRef {
+    let exc = vm.new_import_error(
+        format!("No module named '{module}'"),
+        vm.ctx.new_str(module),
+    );
+    // ModuleNotFoundError, as CPython raises for a module that does not exist.
+    let cls = vm.ctx.exceptions.module_not_found_error.to_owned();
+    vm.new_exception(cls, exc.args().to_vec())
+}
+
+/// The module name a call asks about, as a plain copy.
+fn module_name(args: &FuncArgs, takes: NameIn, vm: &VirtualMachine) -> PyResult<String> {
+    let first = args
+        .args
+        .first()
+        .cloned()
+        .or_else(|| args.kwargs.get("name").cloned())
+        .or_else(|| args.kwargs.get("spec").cloned())
+        .ok_or_else(|| vm.new_type_error("a module name is required"))?;
+    let name = match takes {
+        NameIn::Name => first,
+        NameIn::Spec => first.get_attr("name", vm)?,
+    };
+    name.downcast_ref::<PyStr>()
+        .and_then(|s| s.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| vm.new_type_error("module name must be str"))
+}
+
+/// The arguments the original is called with: the checked name as a fresh
+/// `str` (or a fresh spec holding it), and no frozen `data` (a marshalled
+/// code object of the caller's making).
+fn trusted_args(
+    mut args: FuncArgs,
+    takes: NameIn,
+    module: &str,
+    vm: &VirtualMachine,
+) -> PyResult<FuncArgs> {
+    let name: PyObjectRef = vm.ctx.new_str(module).into();
+    let first = match takes {
+        NameIn::Name => name,
+        NameIn::Spec => {
+            let ns = vm.ctx.types.namespace_type.as_object().call((), vm)?;
+            ns.set_attr("name", name, vm)?;
+            ns.set_attr("origin", vm.ctx.new_str("built-in"), vm)?;
+            ns
+        }
+    };
+    args.kwargs.swap_remove("name");
+    args.kwargs.swap_remove("spec");
+    args.kwargs.swap_remove("data");
+    args.args.truncate(1);
+    if args.args.is_empty() {
+        args.args.push(first);
+    } else {
+        args.args[0] = first;
+    }
+    Ok(args)
+}

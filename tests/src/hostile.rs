@@ -1,0 +1,178 @@
+//! Scripts that attack, crash or confuse the interpreter, with what must
+//! come back: a clean answer in the contract's shape, the output kept, and
+//! no host fact. Checked like the conformance cases, against `toolgate
+//! serve` (tests/hostile.rs) and the Worker (tests/worker.rs), which run the
+//! same interpreter layer.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use crate::conformance::{Case, E::*, Group};
+
+pub const CASES: &[Case] = &[
+    // A result JSON cannot carry exactly comes back as its repr, named.
+    Case {
+        name: "result_bigger_than_64_bits",
+        code: "result = 10**400",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            ResultType("string"),
+            ResultContains("1000000"),
+            StderrHas("beyond 64 bits"),
+        ],
+    },
+    Case {
+        name: "result_holding_a_big_int",
+        code: "result = [2**64 + 1]",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Result(r#""[18446744073709551617]""#),
+            StderrHas("beyond 64 bits"),
+        ],
+    },
+    Case {
+        name: "result_lone_surrogate",
+        code: "print('kept')\nresult = '\\ud800'",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout("kept\n"),
+            Result(r#""'\\ud800'""#),
+            StderrHas("surrogate"),
+        ],
+    },
+    Case {
+        name: "result_nested_200_deep",
+        code: "r = []\nfor _ in range(200):\n    r = [r]\nprint('kept')\nresult = r",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout("kept\n"),
+            ResultType("string"),
+            ResultContains("[[[[[[[["),
+            StderrHas("nested"),
+        ],
+    },
+    // Crashes of the interpreter end as CPython's exception, output kept.
+    Case {
+        name: "raise_from_chain_200000_long",
+        code: "print('before')\ne = None\nfor i in range(200000):\n    try:\n        raise ValueError(i) from e\n    except ValueError as x:\n        e = x\nraise e",
+        group: Group::Default,
+        expect: &[
+            Exit(1),
+            Stdout("before\n"),
+            StderrHas("The above exception was the direct cause of the following exception"),
+            StderrHas("ValueError: 199999"),
+        ],
+    },
+    Case {
+        name: "raise_from_none_hides_the_context",
+        code: "try:\n    1 / 0\nexcept ZeroDivisionError:\n    raise ValueError('x') from None",
+        group: Group::Default,
+        expect: &[
+            Exit(1),
+            StderrHas("ValueError: x"),
+            StderrLacks("ZeroDivisionError"),
+        ],
+    },
+    Case {
+        name: "a_million_nested_maps",
+        code: "it = iter([1])\nfor _ in range(10**6):\n    it = map(abs, it)\nprint('built')\nnext(it)",
+        group: Group::Default,
+        expect: &[Exit(1), Stdout("built\n"), StderrHas("RecursionError")],
+    },
+    Case {
+        name: "eval_of_half_a_million_minus_signs",
+        code: "print('before')\neval('-' * 500000 + '1')",
+        group: Group::Default,
+        expect: &[
+            Exit(1),
+            Stdout("before\n"),
+            StderrAnyCi(&["RecursionError", "MemoryError"]),
+            StderrLacks("InternalError"),
+        ],
+    },
+    Case {
+        name: "sleep_past_the_clock",
+        code: "import time\nfor s in (2**63, 1e300):\n    try:\n        time.sleep(s)\n    except OverflowError as e:\n        print(type(e).__name__, e)",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout(
+                "OverflowError timestamp too large to convert to C PyTime_t\nOverflowError timestamp too large to convert to C PyTime_t\n",
+            ),
+        ],
+    },
+    Case {
+        name: "bytearray_resized_under_a_view",
+        code: "b = bytearray(b'abc')\nm = memoryview(b)\ntry:\n    b.__init__(b'wxyz')\nexcept BufferError as e:\n    print('BufferError', e)\nprint(bytes(m), b)",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout(
+                "BufferError Existing exports of data: object cannot be re-sized\nb'abc' bytearray(b'abc')\n",
+            ),
+        ],
+    },
+    Case {
+        name: "bytearray_view_made_while_its_new_contents_are_read",
+        code: "b = bytearray(b'abc')\nviews = []\ndef gen():\n    views.append(memoryview(b))\n    yield 120\ntry:\n    b.__init__(gen())\nexcept BufferError as e:\n    print('BufferError', e)\nprint(bytes(views[0]))",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout("BufferError Existing exports of data: object cannot be re-sized\nb'abc'\n"),
+        ],
+    },
+    Case {
+        name: "bytearray_init_still_works",
+        code: "b = bytearray(b'abc')\nb.__init__(b'xy')\nc = bytearray(3)\nc.__init__()\nresult = [b.decode(), len(c)]",
+        group: Group::Default,
+        expect: &[Exit(0), Result(r#"["xy", 0]"#)],
+    },
+    // No host facts: paths, command line, build details, uptime.
+    Case {
+        name: "no_host_facts_in_sys",
+        code: "import typing\ns = typing.sys\nresult = [s.executable, s.argv, s.orig_argv, s.path, s.prefix, s.exec_prefix, 'rustc' in s.version, s.version.count(':')]",
+        group: Group::Default,
+        expect: &[Exit(0), Result(r#"["", [""], [], [], "", "", false, 0]"#)],
+    },
+    Case {
+        name: "monotonic_clocks_start_at_the_call",
+        code: "import time\nresult = [0 <= time.monotonic() < 2, 0 <= time.perf_counter() < 2, 0 <= time.monotonic_ns() < 2 * 10**9]",
+        group: Group::Default,
+        expect: &[Exit(0), Result("[true, true, true]")],
+    },
+];
+
+/// A script whose `result` must differ on every call: randomness, and where
+/// a fresh object lands in memory.
+pub const FRESH_EACH_CALL: &str = "import random\nr = random.Random()\nrandom.seed()\nresult = [r.random(), random.random(), random.SystemRandom().random(), id(object()), id([])]";
+
+/// Checks the `result`s of [`FRESH_EACH_CALL`] from several calls: every
+/// random number differs between calls, and where a fresh object lands
+/// varies (mostly: two calls may land alike by chance).
+pub fn assert_fresh(runs: &[Value]) {
+    let distinct = |i: usize| -> usize {
+        runs.iter()
+            .map(|r| r[i].to_string())
+            .collect::<HashSet<_>>()
+            .len()
+    };
+    // Random.__init__, random.seed() on the module's generator, urandom.
+    for (i, what) in ["Random()", "seed()", "SystemRandom()"].iter().enumerate() {
+        assert_eq!(
+            distinct(i),
+            runs.len(),
+            "{what} repeats across calls: {runs:?}"
+        );
+    }
+    for (i, what) in [(3, "id(object())"), (4, "id([])")] {
+        assert!(
+            distinct(i) > runs.len() / 2,
+            "{what} barely varies across calls: {runs:?}"
+        );
+    }
+}

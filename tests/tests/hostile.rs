@@ -1,0 +1,29 @@
+//! The hostile scripts of `toolgate_e2e::hostile` against `toolgate serve`
+//! (the Worker runs them in tests/worker.rs), and what must differ on every
+//! call.
+
+use serde_json::Value;
+use toolgate_e2e::{Server, conformance, hostile};
+
+#[test]
+fn hostile_scripts_get_clean_answers_with_their_output_kept() {
+    let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "30")]);
+    let (ran, failures) =
+        conformance::run_cases(hostile::CASES, |p, a| s.post_json(p, a), conformance::check);
+    assert_eq!(ran, 2 * hostile::CASES.len());
+    conformance::assert_no_failures(&failures);
+    assert_eq!(s.exec("result = 6 * 7")["result"], 42, "the server is fine");
+}
+
+#[test]
+fn randomness_and_heap_addresses_are_fresh_each_call() {
+    let s = Server::start(&[]);
+    let runs: Vec<Value> = (0..6)
+        .map(|_| {
+            let out = s.exec(hostile::FRESH_EACH_CALL);
+            assert_eq!(out["exit_code"], 0, "{out}");
+            out["result"].clone()
+        })
+        .collect();
+    hostile::assert_fresh(&runs);
+}

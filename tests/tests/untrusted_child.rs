@@ -1,0 +1,108 @@
+//! The server never trusts a sandbox child: whatever a child sends back, the
+//! call answers as the script's failure (exit code 1, a clear stderr, what
+//! the script printed kept), never as a failure of the sandbox. The children
+//! here are `toolgate-hostile-zygote`'s, which speak the real protocol and
+//! lie on purpose (see that binary for why it is a stand-in).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toolgate_shared::sandbox::{Sandbox, SandboxConfig, ZygoteConfig};
+
+const PRINTED: &str = "printed before the lie\n";
+
+fn hostile_sandbox() -> Sandbox {
+    Sandbox::start(SandboxConfig {
+        exe: PathBuf::from(env!("CARGO_BIN_EXE_toolgate-hostile-zygote")),
+        zygote: ZygoteConfig {
+            allowed: vec![],
+            memory_mb: 64,
+            require_seccomp: false,
+        },
+        spare_children: 1,
+        max_concurrency: 2,
+        max_per_caller: 2,
+    })
+    .expect("start the hostile zygote")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lie_is_the_scripts_failure_with_its_output_kept() {
+    let sandbox = hostile_sandbox();
+    let cases: &[(&str, &str)] = &[
+        ("garbage", "not a report"),
+        ("not_utf8", "not a report"),
+        ("unknown_kind", "not a report"),
+        ("cut_body", "cut short"),
+        ("cut_header", "cut short"),
+        ("oversized", "over the limit"),
+        ("big_int_result", "beyond 64 bits"),
+        ("deep_result", "nested deeper"),
+        ("surrogate_result", "surrogate"),
+        ("invalid_result", "not valid JSON"),
+    ];
+    let mut failures = Vec::new();
+    for (lie, reason) in cases {
+        let out = sandbox
+            .execute(lie, Duration::from_secs(5))
+            .await
+            .unwrap_or_else(|e| panic!("{lie}: a lying child failed the sandbox itself: {e}"));
+        let ok = out.exit_code == 1
+            && !out.timed_out
+            && out.result.is_none()
+            && out.stdout == PRINTED
+            && out.stderr.contains("invalid report")
+            && out.stderr.contains(reason);
+        if !ok {
+            failures.push(format!("{lie}: {out:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_message_is_cut_and_a_silent_death_is_reported() {
+    let sandbox = hostile_sandbox();
+    let out = sandbox
+        .execute("long_crash", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 1);
+    assert_eq!(out.stdout, PRINTED);
+    assert!(
+        out.stderr
+            .starts_with("InternalError: the interpreter failed: mmm"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.chars().count() < 2_100,
+        "the child's 200,000 characters are cut"
+    );
+
+    let out = sandbox
+        .execute("silent", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 1);
+    assert_eq!(out.stdout, PRINTED);
+    assert!(out.stderr.contains("without a report"), "{}", out.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_lies_a_truthful_child_is_believed() {
+    let sandbox = hostile_sandbox();
+    for lie in ["garbage", "oversized", "cut_body"] {
+        sandbox.execute(lie, Duration::from_secs(5)).await.unwrap();
+    }
+    let out = sandbox
+        .execute("truthful", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.exit_code, out.result),
+        (0, Some(serde_json::json!(42)))
+    );
+    assert_eq!(out.stdout, PRINTED);
+    assert_eq!(out.stderr, "");
+}
