@@ -56,6 +56,28 @@ pub const CASES: &[Case] = &[
             StderrHas("nested"),
         ],
     },
+    // 127 levels parse alone, but not inside the reply that carries them.
+    Case {
+        name: "result_nested_127_deep",
+        code: "r = []\nfor _ in range(126):\n    r = [r]\nprint('kept')\nresult = r",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout("kept\n"),
+            ResultType("string"),
+            StderrHas("nested"),
+        ],
+    },
+    Case {
+        name: "result_with_keys_json_would_merge",
+        code: "result = {1: 'int key', '1': 'str key'}",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Result(r#""{1: 'int key', '1': 'str key'}""#),
+            StderrHas("keys"),
+        ],
+    },
     // Crashes of the interpreter end as CPython's exception, output kept.
     Case {
         name: "raise_from_chain_200000_long",
@@ -132,12 +154,29 @@ pub const CASES: &[Case] = &[
         group: Group::Default,
         expect: &[Exit(0), Result(r#"["xy", 0]"#)],
     },
+    // Modules outside the sandbox's set, by the routes the attack used
+    // (tests/module_wall.rs tries every module by every route natively).
+    Case {
+        name: "modules_outside_the_set_are_unreachable",
+        code: "import typing, json\nreached = []\nfor name in ('_testinternalcapi', '_testcapi', '_interpreters', 'pyexpat', 'unittest', 'pdb'):\n    for route in (lambda: __import__(name, vars(json)), lambda: typing.sys.modules[name], lambda: exec('import ' + name, vars(json))):\n        try:\n            route()\n            reached.append(name)\n        except (ImportError, KeyError):\n            pass\nresult = reached",
+        group: Group::Default,
+        expect: &[Exit(0), Result("[]")],
+    },
     // No host facts: paths, command line, build details, uptime.
     Case {
         name: "no_host_facts_in_sys",
         code: "import typing\ns = typing.sys\nresult = [s.executable, s.argv, s.orig_argv, s.path, s.prefix, s.exec_prefix, 'rustc' in s.version, s.version.count(':')]",
         group: Group::Default,
         expect: &[Exit(0), Result(r#"["", [""], [], [], "", "", false, 0]"#)],
+    },
+    Case {
+        name: "no_clock_of_another_process_or_the_host",
+        code: "import time\nclass Seven:\n    def __index__(self):\n        return 7\nget = getattr(time, 'clock_gettime', None)\nif get is None:\n    print('boottime', True)\n    print('pid 1', 22)\nelse:\n    print('boottime', 0 <= get(Seven()) < 2)\n    try:\n        print('pid 1', get(((~1) << 3) | 2))\n    except OSError as e:\n        print('pid 1', e.errno)\nprint('monitoring', hasattr(__import__('typing').sys, 'monitoring'))",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout("boottime True\npid 1 22\nmonitoring False\n"),
+        ],
     },
     Case {
         name: "monotonic_clocks_start_at_the_call",

@@ -262,7 +262,7 @@ sysmods = [typing.sys]
 exec("import sys as _s", vars(json))
 sysmods.append(vars(json)["_s"])
 for s in sysmods:
-    for n in ("settrace", "setprofile", "setrecursionlimit", "_getframe"):
+    for n in ("settrace", "setprofile", "setrecursionlimit", "_getframe", "monitoring"):
         if hasattr(s, n):
             found.append("sys." + n)
 exec("import time as _t, gc as _g, marshal as _m", vars(json))

@@ -63,6 +63,14 @@ thread_local! {
     static CLOCKS: RefCell<Option<Clocks>> = const { RefCell::new(None) };
 }
 
+/// The highest system clock id (CLOCK_TAI). Negative ids name other
+/// processes' and threads' CPU clocks by pid; the wrappers refuse them and
+/// the native sandbox's seccomp filter kills for them.
+pub(super) const MAX_CLOCK_ID: i32 = 11;
+
+/// Linux's EINVAL (libc is not a dependency on the Worker's wasm32).
+const EINVAL: i32 = 22;
+
 /// Linux's clocks that count from boot: MONOTONIC, MONOTONIC_RAW,
 /// MONOTONIC_COARSE, BOOTTIME. `monotonic()` and `perf_counter()` read the
 /// first. Wall clocks (REALTIME, TAI) and CPU clocks stay as they are.
@@ -131,14 +139,26 @@ pub fn hide(vm: &VirtualMachine) -> PyResult<()> {
             continue;
         };
         let wrapper = move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
-            let id = args
-                .args
-                .first()
-                .and_then(|a| a.downcast_ref::<PyInt>())
-                .and_then(|i| i64::try_from(i.as_bigint()).ok())
-                .and_then(|clk| MONOTONIC_IDS.iter().position(|&m| m == clk));
-            let Some(id) = id else {
+            if args.args.len() != 1 || !args.kwargs.is_empty() {
                 return original.call(args, vm);
+            }
+            // Converted once (`__index__` may answer differently each time),
+            // and only the converted id goes on.
+            let clk = args.args[0].try_index(vm)?;
+            let Ok(clk) = i32::try_from(clk.as_bigint()) else {
+                return Err(vm.new_overflow_error("Python int too large to convert to C int"));
+            };
+            // Negative ids are other processes' CPU clocks (seccomp kills
+            // the child for them too): CPython's answer for a bad id.
+            if !(0..=MAX_CLOCK_ID).contains(&clk) {
+                let args = vec![
+                    vm.ctx.new_int(EINVAL).into(),
+                    vm.ctx.new_str("Invalid argument").into(),
+                ];
+                return Err(vm.new_exception(vm.ctx.exceptions.os_error.to_owned(), args));
+            }
+            let Some(id) = MONOTONIC_IDS.iter().position(|&m| m == i64::from(clk)) else {
+                return original.call((clk,), vm);
             };
             let n = since_start(id, vm)?;
             Ok(if as_float {

@@ -27,6 +27,9 @@ pub const REMOVED: &[(&str, &[&str])] = &[
             "setdlopenflags",
             "activate_stack_trampoline",
             "_clear_type_cache",
+            // Instruments bytecode: tracing by another name, and it hides
+            // an `import` statement from the guard.
+            "monitoring",
         ],
     ),
     (

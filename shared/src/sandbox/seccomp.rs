@@ -50,11 +50,8 @@ pub fn build(pid: i32) -> Result<BpfProgram, SandboxError> {
         libc::SYS_futex,
         libc::SYS_sched_yield,
         libc::SYS_getrandom,
-        libc::SYS_clock_gettime,
-        libc::SYS_clock_getres,
         libc::SYS_gettimeofday,
         libc::SYS_nanosleep,
-        libc::SYS_clock_nanosleep,
         libc::SYS_rt_sigreturn,
         libc::SYS_rt_sigprocmask,
         libc::SYS_sigaltstack,
@@ -90,6 +87,24 @@ pub fn build(pid: i32) -> Result<BpfProgram, SandboxError> {
         libc::SYS_tgkill,
         vec![rule(vec![cond(0, SeccompCmpOp::Eq, pid as u64)?])?],
     );
+    // The system's clocks only (ids 0-11, MAX_CLOCKS is 16). A negative id
+    // names another process's or thread's CPU clock by pid, which would list
+    // the host's processes and let calls watch one another. Compared as an
+    // unsigned 32-bit value, so every negative id is above the bound.
+    for nr in [
+        libc::SYS_clock_gettime,
+        libc::SYS_clock_getres,
+        libc::SYS_clock_nanosleep,
+    ] {
+        rules.insert(
+            nr,
+            vec![rule(vec![cond(
+                0,
+                SeccompCmpOp::Le,
+                super::host_facts::MAX_CLOCK_ID as u64,
+            )?])?],
+        );
+    }
     // Memory, but never executable.
     let no_exec = || -> Result<Vec<SeccompRule>, SandboxError> {
         Ok(vec![rule(vec![cond(
@@ -186,7 +201,7 @@ mod tests {
     #[test]
     fn sockets_processes_and_clock_setting_kill_the_process() {
         // SAFETY: raw syscalls; each is expected to be refused by the filter.
-        let probes: [fn() -> i32; 5] = [
+        let probes: [fn() -> i32; 6] = [
             || unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) },
             || unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD, 0, 0, 0, 0) as i32 },
             || unsafe {
@@ -198,6 +213,11 @@ mod tests {
             },
             || unsafe { libc::kill(1, 0) },
             || unsafe { libc::syscall(libc::SYS_execve, c"/bin/sh".as_ptr(), 0, 0) as i32 },
+            // The CPU clock of pid 1: ((~pid) << 3) | CPUCLOCK_SCHED.
+            || unsafe {
+                let mut ts: libc::timespec = std::mem::zeroed();
+                libc::syscall(libc::SYS_clock_gettime, (!1i32 << 3) | 2, &mut ts) as i32
+            },
         ];
         for (i, p) in probes.into_iter().enumerate() {
             let st = run(p);

@@ -120,27 +120,47 @@ pub fn parse_result(text: &str) -> Result<Value, &'static str> {
     }
 }
 
+/// Nesting a result may have: every transport wraps it (the reply object,
+/// a Lambda payload, the Worker's envelope), and serde_json refuses
+/// documents nested past 128, so a result at 127 would pass here and be
+/// lost there.
+pub const MAX_RESULT_DEPTH: usize = 120;
+
 /// Why JSON `text` would not read back exactly as the contract's JSON, if it
 /// would not: every transport holds the result parsed, and parsed JSON here
 /// cannot hold an integer beyond 64 bits (it would become an inexact float),
-/// a lone surrogate, or nesting deeper than 128 levels.
+/// a lone surrogate, nesting deeper than [`MAX_RESULT_DEPTH`], or two
+/// members with the same key (`{1: 'a', '1': 'b'}` dumps both as `"1"`).
 pub fn result_problem(text: &str) -> Option<&'static str> {
     const BIG_INT: &str =
         "holds an integer beyond 64 bits, which JSON would carry as an inexact float";
-    if let Err(e) = serde_json::from_str::<Value>(text) {
+    const DEEP: &str = "is nested deeper than JSON can carry here (120 levels)";
+    let shape = scan(text);
+    let parsed = match serde_json::from_str::<Value>(text) {
+        Ok(v) => v,
         // serde_json refuses a number past f64's range as a syntax error, so
         // our own scan names the cause first.
-        return Some(if has_big_integer(text) {
-            BIG_INT
-        } else if e.to_string().contains("recursion limit") {
-            "is nested deeper than JSON can carry here (128 levels)"
-        } else if has_surrogate_escape(text) {
-            "holds a lone surrogate, which JSON text cannot carry"
-        } else {
-            "is not valid JSON"
-        });
+        Err(e) => {
+            return Some(if shape.big_integer {
+                BIG_INT
+            } else if shape.depth > MAX_RESULT_DEPTH || e.to_string().contains("recursion limit") {
+                DEEP
+            } else if has_surrogate_escape(text) {
+                "holds a lone surrogate, which JSON text cannot carry"
+            } else {
+                "is not valid JSON"
+            });
+        }
+    };
+    if shape.big_integer {
+        Some(BIG_INT)
+    } else if shape.depth > MAX_RESULT_DEPTH {
+        Some(DEEP)
+    } else if shape.members != members(&parsed) {
+        Some("has keys that are equal as JSON strings, so JSON would keep only one")
+    } else {
+        None
     }
-    has_big_integer(text).then_some(BIG_INT)
 }
 
 /// Whether `text` has a `\uD800`–`\uDFFF` escape (only asked of text that
@@ -154,10 +174,22 @@ fn has_surrogate_escape(text: &str) -> bool {
     })
 }
 
-/// Whether valid JSON `text` has an integer literal that fits neither `i64`
-/// nor `u64`. Strings are skipped; a number with `.`, `e` or `E` is a float.
-fn has_big_integer(text: &str) -> bool {
+/// What one pass over JSON text finds outside its strings.
+#[derive(Debug, Default, PartialEq)]
+struct Shape {
+    /// An integer literal that fits neither `i64` nor `u64` (a number with
+    /// `.`, `e` or `E` is a float).
+    big_integer: bool,
+    /// The deepest nesting of arrays and objects.
+    depth: usize,
+    /// Object members written (one `:` each).
+    members: usize,
+}
+
+fn scan(text: &str) -> Shape {
     let b = text.as_bytes();
+    let mut shape = Shape::default();
+    let mut depth = 0usize;
     let mut i = 0;
     while i < b.len() {
         match b[i] {
@@ -166,6 +198,19 @@ fn has_big_integer(text: &str) -> bool {
                 while i < b.len() && b[i] != b'"' {
                     i += if b[i] == b'\\' { 2 } else { 1 };
                 }
+                i += 1;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                shape.depth = shape.depth.max(depth);
+                i += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b':' => {
+                shape.members += 1;
                 i += 1;
             }
             b'-' | b'0'..=b'9' => {
@@ -178,13 +223,22 @@ fn has_big_integer(text: &str) -> bool {
                 let token = &text[start..i];
                 let float = token.contains(['.', 'e', 'E']);
                 if !float && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
-                    return true;
+                    shape.big_integer = true;
                 }
             }
             _ => i += 1,
         }
     }
-    false
+    shape
+}
+
+/// Object members in a parsed value (duplicates already merged).
+fn members(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => m.len() + m.values().map(members).sum::<usize>(),
+        Value::Array(a) => a.iter().map(members).sum(),
+        _ => 0,
+    }
 }
 
 /// The stderr note of a call stopped at its deadline (DESIGN §2).
@@ -359,6 +413,10 @@ mod tests {
         assert!(json.get("result").is_none());
     }
 
+    fn has_big_integer(text: &str) -> bool {
+        scan(text).big_integer
+    }
+
     #[test]
     fn big_integers_are_found_outside_strings_only() {
         assert!(!has_big_integer(
@@ -393,6 +451,15 @@ mod tests {
         for garbage in ["", "{", "nan", "[1,]", "\"abc"] {
             assert!(parse_result(garbage).is_err(), "{garbage:?}");
         }
+        // 121 levels parse here, and 128 would once wrapped in a reply: the
+        // margin is for the wrappers.
+        let at = |n: usize| "[".repeat(n) + &"]".repeat(n);
+        assert!(parse_result(&at(120)).is_ok());
+        assert!(parse_result(&at(121)).unwrap_err().contains("nested"));
+        // `{1: 'a', '1': 'b'}` dumps both keys as "1".
+        let dup = r#"{"1": "int key", "1": "str key", "x": {"t": 1, "t": 2}}"#;
+        assert!(parse_result(dup).unwrap_err().contains("keys"));
+        assert!(parse_result(r#"{"a:b": {"c": "d:e"}, "f": [{"g": 1}]}"#).is_ok());
     }
 
     #[test]
