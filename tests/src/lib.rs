@@ -37,6 +37,8 @@ pub struct Server {
     child: Child,
     pub addr: String,
     logs: Arc<Mutex<String>>,
+    /// The server's own data folder (clarifications), removed on drop.
+    data_dir: PathBuf,
 }
 
 #[derive(Debug)]
@@ -70,12 +72,26 @@ impl Server {
     }
 
     pub fn start_with_args(env: &[(&str, &str)], args: &[&str]) -> Self {
+        // Hermetic: none of the test run's TOOLGATE_* or AWS_* variables,
+        // and a data folder of its own (never ~/.local/share/toolgate).
+        static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let data_dir = std::env::temp_dir().join(format!(
+            "toolgate-test-data-{}-{}",
+            std::process::id(),
+            SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         let mut cmd = Command::new(toolgate_bin());
+        cmd.env_clear();
+        for keep in ["PATH", "HOME"] {
+            if let Some(v) = std::env::var_os(keep) {
+                cmd.env(keep, v);
+            }
+        }
         cmd.arg("serve")
             .arg("--addr")
             .arg("127.0.0.1:0")
             .args(args)
-            .env_remove("TOOLGATE_TOKEN")
+            .env("TOOLGATE_DATA_DIR", &data_dir)
             .env("TOOLGATE_LOG", "json")
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::null())
@@ -118,7 +134,12 @@ impl Server {
                 panic!("toolgate did not start; logs:\n{}", logs.lock().unwrap());
             }
         };
-        Self { child, addr, logs }
+        Self {
+            child,
+            addr,
+            logs,
+            data_dir,
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -192,6 +213,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
     }
 }
 
@@ -379,4 +401,32 @@ pub fn temp_file(stem: &str, text: &str) -> TempPath {
     ));
     std::fs::write(&p, text).expect("write temp file");
     TempPath(p)
+}
+
+/// Runs `cmd`, which must exit on its own (a server that must refuse to
+/// start): its output once it exits, or a failed test, with the process
+/// killed, if it still runs after `within`. `.output()` would hang CI
+/// instead when a regression lets the server start.
+pub fn output_within(mut cmd: Command, within: Duration) -> std::process::Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + within;
+    loop {
+        match child.try_wait().expect("try_wait") {
+            Some(_) => return child.wait_with_output().expect("output"),
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output");
+                panic!(
+                    "still running after {within:?}; it should have refused to start. stderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
 }

@@ -94,6 +94,24 @@ async fn mcp_needs_the_same_bearer_token() {
     let url = format!("http://{}/mcp", s.addr);
     assert!(mcp_client(url.clone(), None).await.is_err());
     assert!(mcp_client(url.clone(), Some("wrong")).await.is_err());
+    // The refusal itself, not any failure of the client: 401 in the API's
+    // error shape, with or without a wrong token.
+    let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    for auth in [None, Some("Bearer wrong")] {
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        headers.extend(auth.map(|a| ("Authorization", a)));
+        let r = s.request("POST", "/mcp", &headers, init);
+        assert_eq!(
+            r.status,
+            401,
+            "{auth:?}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert_eq!(r.json()["error"]["code"], "unauthorized", "{auth:?}");
+    }
     let client = mcp_client(url, Some("mcp-secret")).await.unwrap();
     assert!(!client.list_all_tools().await.unwrap().is_empty());
     client.cancel().await.unwrap();

@@ -105,12 +105,13 @@ fn without_seccomp_calls_run_and_health_says_so() {
 
 #[test]
 fn require_seccomp_refuses_to_start_where_the_kernel_refuses() {
-    let out = toolgate_without_seccomp(
-        &["serve", "--addr", "127.0.0.1:0"],
-        &[("TOOLGATE_PYTHON_REQUIRE_SECCOMP", "1")],
-    )
-    .output()
-    .unwrap();
+    let out = toolgate_e2e::output_within(
+        toolgate_without_seccomp(
+            &["serve", "--addr", "127.0.0.1:0"],
+            &[("TOOLGATE_PYTHON_REQUIRE_SECCOMP", "1")],
+        ),
+        std::time::Duration::from_secs(30),
+    );
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("seccomp is required"), "{err}");

@@ -57,6 +57,9 @@ pub struct ChildIo {
 pub fn maybe_run_with(child: fn(ChildIo) -> !) {
     let mut args = std::env::args();
     if args.nth(1).as_deref() == Some(ZYGOTE_ARG) {
+        // Else it outlives the test that started it, holding the test
+        // run's output pipe open.
+        die_with_server();
         let walls = Walls {
             capability_gap: false,
             scrub: false,
@@ -92,13 +95,18 @@ fn fail(message: &str) -> ! {
     std::process::exit(1)
 }
 
-fn run(config_json: &str) -> ! {
-    // SAFETY: prctl with constant arguments. The server spawns the zygote
-    // from a thread that lives as long as the sandbox, so the death signal
-    // fires only when the server is gone.
+/// The zygote dies with the server: killed when the thread that spawned it
+/// exits. That thread lives as long as the sandbox, so the signal fires only
+/// when the server is gone.
+fn die_with_server() {
+    // SAFETY: prctl with constant arguments.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     }
+}
+
+fn run(config_json: &str) -> ! {
+    die_with_server();
     // Nice 10, inherited by every child: forking and warming a replacement
     // spare must not delay the server's answer (measured: HTTP p50 for
     // print(1) 2.5–3.8 ms at nice 0, 1.3 ms at nice 10). A script still has
