@@ -95,9 +95,9 @@ fn fail(message: &str) -> ! {
     std::process::exit(1)
 }
 
-/// The zygote dies with the server: killed when the thread that spawned it
-/// exits. That thread lives as long as the sandbox, so the signal fires only
-/// when the server is gone.
+/// Dies with the parent: the zygote is killed when the server's thread that
+/// spawned it exits (it lives as long as the sandbox), and a child when the
+/// zygote exits.
 fn die_with_server() {
     // SAFETY: prctl with constant arguments.
     unsafe {
@@ -303,6 +303,10 @@ fn spawn(child: &ChildMain<'_>, warm_up: bool) -> std::io::Result<()> {
         return Err(err());
     }
     if pid == 0 {
+        // Every child dies with the zygote, whatever it runs (a test's
+        // stand-in child too, which would otherwise hold the test run's
+        // output open).
+        die_with_server();
         child(
             ChildIo {
                 sock: theirs.into_raw_fd(),
