@@ -190,10 +190,17 @@ pub const CASES: &[Case] = &[
 /// a fresh object lands in memory.
 pub const FRESH_EACH_CALL: &str = "import random\nr = random.Random()\nrandom.seed()\nresult = [r.random(), random.random(), random.SystemRandom().random(), id(object()), id([])]";
 
-/// Checks the `result`s of [`FRESH_EACH_CALL`] from several calls: every
-/// random number differs between calls, and where a fresh object lands
-/// varies (mostly: two calls may land alike by chance).
-pub fn assert_fresh(runs: &[Value]) {
+/// Runs [`FRESH_EACH_CALL`] six times through `exec` and checks the
+/// `result`s: every random number differs between calls, and where a fresh
+/// object lands varies (mostly: two calls may land alike by chance).
+pub fn assert_fresh_each_call(exec: impl Fn(&str) -> Value) {
+    let runs: Vec<Value> = (0..6)
+        .map(|_| {
+            let out = exec(FRESH_EACH_CALL);
+            assert_eq!(out["exit_code"], 0, "{out}");
+            out["result"].clone()
+        })
+        .collect();
     let distinct = |i: usize| -> usize {
         runs.iter()
             .map(|r| r[i].to_string())

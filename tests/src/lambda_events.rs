@@ -39,3 +39,19 @@ pub fn http_parts(resp: &Value) -> (u64, Value, Value) {
     let parsed = serde_json::from_str(body).unwrap_or_else(|e| panic!("{body}: {e}"));
     (status, resp["headers"].clone(), parsed)
 }
+
+/// The python.execute `Function` the Lambda binaries run, configured by
+/// `env` (a stand-in for the process environment), with the real sandbox
+/// behind it (its zygote is the `toolgate` binary, which shares the code).
+pub fn python_function(env: &dyn Fn(&str) -> Option<String>) -> Function {
+    use toolgate_shared::config::Config;
+    use toolgate_shared::sandbox::SandboxConfig;
+    use toolgate_shared::toolset::Toolset;
+    let cfg = Config::from_parts("", "(test)", env).expect("config");
+    let mut sandbox = SandboxConfig::for_python(&cfg.python).expect("sandbox config");
+    sandbox.exe = crate::toolgate_bin();
+    let tools = Toolset::new()
+        .with_python_sandbox(&cfg, sandbox)
+        .expect("sandbox starts");
+    Function::new(&tools)
+}

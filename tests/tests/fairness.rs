@@ -7,11 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolgate_e2e::lambda_events::{fixture, http_parts, invoke};
-use toolgate_shared::config::Config;
+use toolgate_e2e::lambda_events::{fixture, http_parts, invoke, python_function};
 use toolgate_shared::lambda::Function;
-use toolgate_shared::sandbox::SandboxConfig;
-use toolgate_shared::toolset::Toolset;
 
 /// Four places, a 4 s timeout, and `per_caller` places for one caller.
 fn function(per_caller: usize) -> Function {
@@ -21,13 +18,7 @@ fn function(per_caller: usize) -> Function {
         "TOOLGATE_PYTHON_MAX_PER_CALLER" => Some(per_caller.to_string()),
         _ => None,
     };
-    let cfg = Config::from_parts("", "(test)", &env).expect("config");
-    let mut sandbox = SandboxConfig::for_python(&cfg.python).expect("sandbox config");
-    sandbox.exe = toolgate_e2e::toolgate_bin();
-    let tools = Toolset::new()
-        .with_python_sandbox(&cfg, sandbox)
-        .expect("sandbox starts");
-    Function::new(&tools)
+    python_function(&env)
 }
 
 /// An API Gateway call of python.execute by the JWT subject `sub`.

@@ -2,7 +2,6 @@
 //! (the Worker runs them in tests/worker.rs), and what must differ on every
 //! call.
 
-use serde_json::Value;
 use toolgate_e2e::{Server, conformance, hostile};
 
 #[test]
@@ -18,12 +17,5 @@ fn hostile_scripts_get_clean_answers_with_their_output_kept() {
 #[test]
 fn randomness_and_heap_addresses_are_fresh_each_call() {
     let s = Server::start(&[]);
-    let runs: Vec<Value> = (0..6)
-        .map(|_| {
-            let out = s.exec(hostile::FRESH_EACH_CALL);
-            assert_eq!(out["exit_code"], 0, "{out}");
-            out["result"].clone()
-        })
-        .collect();
-    hostile::assert_fresh(&runs);
+    hostile::assert_fresh_each_call(|code| s.exec(code));
 }

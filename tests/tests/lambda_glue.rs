@@ -8,11 +8,8 @@ use std::time::{Duration, Instant};
 
 use lambda_http::lambda_runtime::LambdaEvent;
 use serde_json::json;
-use toolgate_e2e::lambda_events::{context, fixture, http_parts, invoke};
-use toolgate_shared::config::Config;
+use toolgate_e2e::lambda_events::{context, fixture, http_parts, invoke, python_function};
 use toolgate_shared::lambda::Function;
-use toolgate_shared::sandbox::SandboxConfig;
-use toolgate_shared::toolset::Toolset;
 
 fn function() -> Function {
     function_with_timeout(None)
@@ -26,13 +23,7 @@ fn function_with_timeout(secs: Option<u64>) -> Function {
             .flatten()
             .map(|s| s.to_string())
     };
-    let cfg = Config::from_parts("", "(test)", &env).expect("config");
-    let mut sandbox = SandboxConfig::for_python(&cfg.python).expect("sandbox config");
-    sandbox.exe = toolgate_e2e::toolgate_bin();
-    let tools = Toolset::new()
-        .with_python_sandbox(&cfg, sandbox)
-        .expect("sandbox starts");
-    Function::new(&tools)
+    python_function(&env)
 }
 
 #[tokio::test(flavor = "multi_thread")]

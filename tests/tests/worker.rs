@@ -188,14 +188,7 @@ fn worker_answers_hostile_scripts_cleanly_and_fresh() {
         conformance::run_cases(hostile::CASES, |p, a| stack.post(p, a), worker_check);
     assert_eq!(ran, 2 * hostile::CASES.len());
     conformance::assert_no_failures(&failures);
-    let runs: Vec<Value> = (0..6)
-        .map(|_| {
-            let out = stack.exec(hostile::FRESH_EACH_CALL);
-            assert_eq!(out["exit_code"], 0, "{out}");
-            out["result"].clone()
-        })
-        .collect();
-    hostile::assert_fresh(&runs);
+    hostile::assert_fresh_each_call(|code| stack.exec(code));
 }
 
 /// Every timeout case at 1 s and 2 s, each answered within the timeout plus
