@@ -25,11 +25,15 @@ use crate::toolset::Toolset;
 
 /// `{"toolgate": "describe"}` asks a function for its own tools (`peers`).
 pub const DESCRIBE: &str = "describe";
+/// `{"toolgate": "sweep"}`: the clarify function's schedule (template.yaml,
+/// `ClarifyFunction` `Events`) expires what is due.
+pub const SWEEP: &str = "sweep";
 
 /// One function's tools and its HTTP router.
 pub struct Function {
     registry: Arc<Registry>,
     router: Router,
+    clarify: Option<Arc<crate::clarify::Clarify>>,
 }
 
 impl Function {
@@ -39,7 +43,11 @@ impl Function {
         let state = tools.app_state(None, false);
         let registry = state.registry.clone();
         let router = crate::http::router(state).layer(axum::middleware::from_fn(call_context));
-        Self { registry, router }
+        Self {
+            registry,
+            router,
+            clarify: tools.clarify().cloned(),
+        }
     }
 
     /// Handles one invocation: an HTTP event or a direct call.
@@ -58,11 +66,33 @@ impl Function {
                 .collect();
             return Ok(json!({ "tools": tools }));
         }
+        if payload == json!({ "toolgate": SWEEP }) {
+            return self.sweep().await;
+        }
         let ctx = CallContext {
             deadline: deadline(&context),
             ..Default::default()
         };
         self.direct(payload, &ctx).await.map_err(|e| diagnostic(&e))
+    }
+
+    /// The scheduled sweep: `{"expired": N}`, or a function error (so the
+    /// schedule's failure metrics see it) when the table cannot be read.
+    async fn sweep(&self) -> Result<Value, Diagnostic> {
+        let Some(clarify) = &self.clarify else {
+            return Err(diagnostic(&ToolError::new(
+                ErrorCode::NotConfigured,
+                "this function does not serve clarify: nothing to sweep",
+            )));
+        };
+        let started = Instant::now();
+        let outcome = clarify
+            .sweep()
+            .await
+            .map(|n| json!({ "expired": n }))
+            .map_err(|e| ToolError::new(ErrorCode::UpstreamUnavailable, e));
+        crate::http::log_call("clarify.sweep", started, &outcome);
+        outcome.map_err(|e| diagnostic(&e))
     }
 
     async fn http(&self, payload: Value, context: Context) -> Result<Value, Diagnostic> {

@@ -155,7 +155,8 @@ impl Toolset {
     /// `clarify` and its answer routes: SQLite locally, DynamoDB with
     /// `TOOLGATE_CLARIFY_TABLE` (feature `aws`), Step Functions callbacks
     /// when enabled. Expired clarifications that hold a task token are
-    /// swept every 30 s, so their workflows fail promptly.
+    /// swept by `sweep_every` (a long-running server) or by a schedule
+    /// (Lambda, `{"toolgate": "sweep"}`).
     pub async fn with_clarify(mut self, cfg: &Config) -> Result<Self, String> {
         use crate::clarify::{Clarify, ClarifyStore, TaskCallback};
         let c = &cfg.clarify;
@@ -199,17 +200,26 @@ impl Toolset {
             .add(Arc::new(crate::tools::clarify::ClarifyTool::new(
                 clarify.clone(),
             )))?;
-        let sweeper = Arc::downgrade(&clarify);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(30));
-            loop {
-                tick.tick().await;
-                let Some(c) = sweeper.upgrade() else { break };
-                c.sweep().await;
-            }
-        });
         self.clarify = Some(clarify);
         Ok(self)
+    }
+
+    /// Sweeps expired clarifications every `period` while clarify lives, so
+    /// their workflows fail promptly. Only where the process keeps running
+    /// between requests: a Lambda function is frozen, so a schedule sweeps.
+    pub fn sweep_every(self, period: std::time::Duration) -> Self {
+        if let Some(clarify) = &self.clarify {
+            let sweeper = Arc::downgrade(clarify);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(period);
+                loop {
+                    tick.tick().await;
+                    let Some(c) = sweeper.upgrade() else { break };
+                    let _ = c.sweep().await;
+                }
+            });
+        }
+        self
     }
 
     /// The clarify service, to set its public address once bound.

@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod browser;
 pub mod conformance;
 pub mod hostile;
 pub mod lambda_events;
 pub mod peer;
 pub mod sshd;
+pub mod stepfunctions;
 pub mod wrangler;
 
 /// The `toolgate` binary: `$TOOLGATE_BIN`, else next to this test's `deps/`.

@@ -18,7 +18,9 @@ const { chromium } = require(process.env.TOOLGATE_TEST_TOOLS + '/node_modules/pl
   page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(url, { headers: { Accept: 'text/html' } });
+  // Exactly the link given, as a browser opens it (GET, its own Accept).
+  const res = await page.goto(url);
+  if (!res.ok()) throw new Error(`GET ${url}: ${res.status()}`);
   const question = await page.textContent('#question');
   const buttons = await page.$$eval('button[data-choice]', (bs) => bs.map((b) => b.textContent));
   if (shot) await page.screenshot({ path: shot });

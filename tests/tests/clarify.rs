@@ -4,12 +4,15 @@
 //! callbacks against moto server through the real SDK.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolgate_e2e::peer::{moto, run_ok, tools_dir};
+use toolgate_e2e::browser::answer_in_chromium;
+use toolgate_e2e::peer::moto;
+use toolgate_e2e::stepfunctions::{
+    AWS, boto, execute_state_machines, finished, start_waiting_execution,
+};
 use toolgate_e2e::{Response, Server};
 
 fn data_dir(name: &str) -> PathBuf {
@@ -306,87 +309,18 @@ fn the_page_escapes_the_question_and_needs_no_token() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs Python (boto3, from the moto venv) against moto.
-fn boto(endpoint: &str, script: &str, args: &[&str]) -> String {
-    run_ok(
-        Command::new(tools_dir().join("aws/bin/python"))
-            .arg("-c")
-            .arg(format!(
-                "import boto3, json, sys, time\nkw = dict(endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing')\n{script}"
-            ))
-            .arg(endpoint)
-            .args(args),
-        "boto3 against moto",
-    )
-}
-
-const AWS: [(&str, &str); 3] = [
-    ("AWS_ACCESS_KEY_ID", "testing"),
-    ("AWS_SECRET_ACCESS_KEY", "testing"),
-    ("AWS_REGION", "us-east-1"),
-];
-
-/// A state machine whose one state sends its task token to an SQS queue
-/// and waits (`sqs:sendMessage.waitForTaskToken`); returns the execution
-/// ARN and the token, read from the queue.
-fn start_waiting_execution(endpoint: &str, name: &str) -> (String, String) {
-    let out = boto(
-        endpoint,
-        r#"
-sqs = boto3.client('sqs', **kw); sfn = boto3.client('stepfunctions', **kw)
-q = sqs.create_queue(QueueName=sys.argv[2])['QueueUrl']
-definition = {"StartAt": "Ask", "States": {"Ask": {"Type": "Task",
-  "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
-  "Parameters": {"QueueUrl": q, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}}}
-sm = sfn.create_state_machine(name=sys.argv[2], definition=json.dumps(definition),
-  roleArn='arn:aws:iam::123456789012:role/sfn')['stateMachineArn']
-ex = sfn.start_execution(stateMachineArn=sm, input='{}')['executionArn']
-for _ in range(100):
-    msgs = sqs.receive_message(QueueUrl=q, WaitTimeSeconds=1).get('Messages', [])
-    if msgs:
-        print(ex); print(json.loads(msgs[0]['Body'])['token']); break
-else:
-    sys.exit('no task token arrived')
-"#,
-        &[name],
-    );
-    let mut lines = out.lines();
-    (
-        lines.next().unwrap().to_owned(),
-        lines.next().unwrap().to_owned(),
-    )
-}
-
-/// Polls the execution until it leaves RUNNING; returns status, output, error.
-fn finished(endpoint: &str, execution: &str) -> Value {
-    let out = boto(
-        endpoint,
-        r#"
-sfn = boto3.client('stepfunctions', **kw)
-for _ in range(100):
-    d = sfn.describe_execution(executionArn=sys.argv[2])
-    if d['status'] != 'RUNNING':
-        break
-    time.sleep(0.2)
-print(json.dumps({"status": d['status'], "output": d.get('output'), "error": d.get('error'), "cause": d.get('cause')}))
-"#,
-        &[execution],
-    );
-    serde_json::from_str(out.trim()).unwrap()
-}
-
 #[test]
 fn step_functions_callbacks_and_the_dynamodb_store_against_moto() {
     let (_moto, endpoint) = moto();
-    // moto runs state machines only when asked to.
+    execute_state_machines(&endpoint);
     boto(
         &endpoint,
         r#"
-import urllib.request
-req = urllib.request.Request(sys.argv[1] + '/moto-api/config', data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(), method='POST')
-urllib.request.urlopen(req).read()
+# As template.yaml's ClarifyTable, with the sweep's sparse index.
 boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}],
-  AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')
+  AttributeDefinitions=[{'AttributeName': n, 'AttributeType': t} for n, t in [('id', 'S'), ('awaiting', 'S'), ('expires_at', 'N')]],
+  GlobalSecondaryIndexes=[{'IndexName': 'expiring', 'KeySchema': [{'AttributeName': 'awaiting', 'KeyType': 'HASH'}, {'AttributeName': 'expires_at', 'KeyType': 'RANGE'}],
+    'Projection': {'ProjectionType': 'ALL'}}], BillingMode='PAY_PER_REQUEST')
 "#,
         &[],
     );
@@ -487,17 +421,10 @@ fn the_page_works_in_headless_chromium() {
         json!({"question": question, "options": ["yes, restart", "<img src=x onerror=alert(2)>"]}),
     );
     let id = c["id"].as_str().unwrap().to_owned();
-    let url = format!("http://{}/clarifications/{id}", s.addr);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("support/clarify_page.cjs");
-    let out = run_ok(
-        Command::new("node")
-            .arg(script)
-            .arg(&url)
-            .arg("0")
-            .env("TOOLGATE_TEST_TOOLS", tools_dir()),
-        "headless Chromium on the clarify page",
-    );
-    let seen: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    // The link the tool returned, as the person receives it.
+    let url = c["answer_url"].as_str().unwrap();
+    assert_eq!(url, format!("http://{}/clarifications/{id}/answer", s.addr));
+    let seen = answer_in_chromium(url, 0);
     // The agent's HTML shows as text and runs nowhere.
     assert_eq!(seen["question"], question, "{seen}");
     assert_eq!(

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_e2e::peer::{Peer, everything, free_port, moto, run_ok, tools_dir, tools_path};
+use toolgate_e2e::stepfunctions::{
+    AWS, boto, execute_state_machines, finished, start_waiting_execution,
+};
 
 fn workspace() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -273,7 +276,7 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
     // Invoke API; SSM is moto's.
     let port = free_port();
     let lambda_api = format!("http://127.0.0.1:{port}");
-    let (watch, port) = watch_on(
+    let (mut watch, port) = watch_on(
         port,
         &[
             ("AWS_ENDPOINT_URL", &endpoint),
@@ -315,6 +318,8 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
     let result = &body["result"];
     assert_eq!(result["isError"], false, "{body}");
     assert_eq!(result["structuredContent"]["stdout"], "via mcp\n", "{body}");
+    // The function's log reaches us through a pipe, maybe after its answer.
+    watch.wait_for_log("mcp through the gateway", Duration::from_secs(10));
     let logs = watch.logs();
     let audit = logs
         .lines()
@@ -359,7 +364,8 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
         asked["answer_url"],
         format!("https://abc123xyz.execute-api.us-east-1.amazonaws.com/clarifications/{id}/answer")
     );
-    // The person answers through API Gateway (no authorizer on this route).
+    // The person opens the link through API Gateway (a GET, no authorizer
+    // on this route) and gets the page.
     let mut event: Value = serde_json::from_str(
         &std::fs::read_to_string(workspace().join("tests/fixtures/lambda/apigw_v2_call.json"))
             .unwrap(),
@@ -367,10 +373,24 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
     .unwrap();
     let path = format!("/clarifications/{id}/answer");
     event["rawPath"] = json!(path);
-    event["routeKey"] = json!("POST /clarifications/{id}/answer");
+    event["routeKey"] = json!("GET /clarifications/{id}/answer");
     event["requestContext"]["http"]["path"] = json!(path);
+    event["requestContext"]["http"]["method"] = json!("GET");
     event["requestContext"]["authorizer"] = Value::Null;
     event["pathParameters"] = json!({"id": id});
+    let mut page = event.clone();
+    page.as_object_mut().unwrap().remove("body");
+    page["headers"]["accept"] = json!("*/*");
+    let Outcome::Returned(resp) = invoke_value(port, "clarify", &page) else {
+        panic!("HTTP events always get a response\n{}", watch.logs())
+    };
+    assert_eq!(resp["statusCode"], 200, "{resp}");
+    assert_eq!(resp["headers"]["content-type"], "text/html; charset=utf-8");
+    assert!(resp["body"].as_str().unwrap().contains("Which server?"));
+
+    // The person answers through API Gateway.
+    event["routeKey"] = json!("POST /clarifications/{id}/answer");
+    event["requestContext"]["http"]["method"] = json!("POST");
     event["body"] = json!("{\"choice\": 1}");
     event["headers"]["content-length"] = json!("13");
     let Outcome::Returned(resp) = invoke_value(port, "clarify", &event) else {
@@ -383,5 +403,99 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
     match invoke_value(port, "clarify", &json!({"question": ""})) {
         Outcome::Failed(e) => assert!(e.contains("InvalidInput"), "{e}"),
         Outcome::Returned(v) => panic!("an empty question must fail, got {v}"),
+    }
+}
+
+/// On AWS nothing runs between invocations: a clarification that expires
+/// unanswered fails its waiting workflow because the template's schedule
+/// invokes the clarify function, and for no other reason. The stack (table,
+/// index, rule) is template.yaml's, created in moto's CloudFormation; the
+/// test plays EventBridge, sending the rule's own input to the function
+/// under `cargo lambda watch`.
+#[test]
+fn the_schedule_alone_fails_an_expired_workflow() {
+    let (_moto, endpoint) = moto();
+    execute_state_machines(&endpoint);
+    let report = run_ok(
+        Command::new(tools_dir().join("aws/bin/python"))
+            .arg(workspace().join("tests/support/moto_deploy.py"))
+            .arg(&endpoint)
+            .arg(workspace().join("template.yaml"))
+            .arg("AuthMode=IAM"),
+        "deploy template.yaml into moto",
+    );
+    let report: Value = serde_json::from_str(&report).unwrap();
+    let table = report["outputs"]["ClarifyTableName"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let clarify_arn = report["outputs"]["ClarifyFunctionArn"].as_str().unwrap();
+    // The rule that targets the clarify function: its schedule and input.
+    let rule: Value = serde_json::from_str(&boto(
+        &endpoint,
+        r#"
+ev = boto3.client('events', **kw)
+for r in ev.list_rules()['Rules']:
+    for t in ev.list_targets_by_rule(Rule=r['Name'])['Targets']:
+        if t['Arn'] == sys.argv[2]:
+            print(json.dumps({"schedule": r.get('ScheduleExpression'), "state": r.get('State'), "input": t.get('Input')}))
+"#,
+        &[clarify_arn],
+    ))
+    .expect("one rule targets the clarify function");
+    assert_eq!(rule["schedule"], "rate(1 minute)", "{rule}");
+    assert_eq!(rule["state"], "ENABLED", "{rule}");
+    let sweep: Value = serde_json::from_str(rule["input"].as_str().unwrap()).unwrap();
+
+    let mut env: Vec<(&str, &str)> = AWS.to_vec();
+    env.extend([
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("TOOLGATE_CLARIFY_TABLE", table.as_str()),
+        ("TOOLGATE_CLARIFY_EXPIRY_SECS", "2"),
+        (
+            "TOOLGATE_PUBLIC_URL",
+            "https://abc123xyz.execute-api.us-east-1.amazonaws.com",
+        ),
+    ]);
+    let (watch, port) = watch(&env);
+    let (execution, token) = start_waiting_execution(&endpoint, "swept");
+    let asked = match invoke_value(
+        port,
+        "clarify",
+        &json!({"question": "Restart web-1?", "task_token": token}),
+    ) {
+        Outcome::Returned(v) => v,
+        Outcome::Failed(e) => panic!("clarify failed: {e}\n{}", watch.logs()),
+    };
+    assert_eq!(asked["status"], "pending", "{asked}");
+
+    // Past the expiry, with nothing invoked: the workflow still waits (no
+    // timer in the function does the schedule's work).
+    std::thread::sleep(Duration::from_secs(4));
+    let waiting = boto(
+        &endpoint,
+        "print(boto3.client('stepfunctions', **kw).describe_execution(executionArn=sys.argv[2])['status'])",
+        &[&execution],
+    );
+    assert_eq!(waiting.trim(), "RUNNING");
+
+    // The schedule fires: the sweep finds it through the index, and the
+    // workflow fails with Clarify.Expired.
+    match invoke_value(port, "clarify", &sweep) {
+        Outcome::Returned(v) => assert_eq!(v, json!({"expired": 1}), "{}", watch.logs()),
+        Outcome::Failed(e) => panic!("the sweep failed: {e}\n{}", watch.logs()),
+    }
+    let done = finished(&endpoint, &execution);
+    assert_eq!(done["status"], "FAILED", "{done}\n{}", watch.logs());
+    assert_eq!(done["error"], "Clarify.Expired");
+    // Settled items leave the index: the next tick finds nothing.
+    match invoke_value(port, "clarify", &sweep) {
+        Outcome::Returned(v) => assert_eq!(v, json!({"expired": 0})),
+        Outcome::Failed(e) => panic!("the sweep failed: {e}\n{}", watch.logs()),
+    }
+    // A function without clarify refuses a sweep by name.
+    match invoke_value(port, "python-execute", &sweep) {
+        Outcome::Failed(e) => assert!(e.contains("NotConfigured"), "{e}"),
+        Outcome::Returned(v) => panic!("python-execute swept: {v}"),
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolgate_e2e::browser::answer_in_chromium;
 use toolgate_e2e::conformance::{self, CASES, Group, check};
 use toolgate_e2e::wrangler::{Role, Wrangler, repo_root};
 use toolgate_e2e::{Response, Server, hostile, raw_request};
@@ -189,6 +190,24 @@ fn worker_answers_hostile_scripts_cleanly_and_fresh() {
     assert_eq!(ran, 2 * hostile::CASES.len());
     conformance::assert_no_failures(&failures);
     hostile::assert_fresh_each_call(|code| stack.exec(code));
+
+    // The sandbox Worker's own address runs nothing: only the dispatcher's
+    // binding reaches its `Sandbox` entrypoint. A call shaped exactly like
+    // the dispatcher's gets the default export's 404.
+    let sandbox = stack.sandbox.as_ref().unwrap().addr.clone();
+    let call = json!({"code": "print('ran')", "timeout_secs": 5, "memory_mb": 64});
+    for path in ["/run", "/"] {
+        let r = raw_request(
+            &sandbox,
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            call.to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 404, "{path}: {}", body(&r));
+        assert!(!body(&r).contains("ran"), "{}", body(&r));
+    }
+    assert_eq!(stack.exec("print('ran')")["stdout"], "ran\n");
 }
 
 /// Every timeout case at 1 s and 2 s, each answered within the timeout plus
@@ -511,6 +530,22 @@ fn worker_clarify_lifecycle_on_d1() {
     assert!(
         html.contains("Deploy &lt;b&gt;now&lt;/b&gt;?") && !html.contains("<b>now"),
         "{html}"
+    );
+
+    // The person's link, opened in Chromium exactly as the tool returned it.
+    let other = ask("Restart web-1?");
+    let seen = answer_in_chromium(other["answer_url"].as_str().unwrap(), 0);
+    assert_eq!(
+        (&seen["dialogs"], &seen["errors"]),
+        (&json!([]), &json!([])),
+        "{seen}"
+    );
+    assert!(seen["status"].as_str().unwrap().contains("yes"), "{seen}");
+    let other_id = other["id"].as_str().unwrap();
+    let got = stack.request("GET", &format!("/clarifications/{other_id}"), &[], b"");
+    assert_eq!(
+        (got.json()["status"].clone(), got.json()["answer"].clone()),
+        (json!("answered"), json!("yes"))
     );
 
     // A long-poll sees the answer when it lands.

@@ -70,6 +70,7 @@ async fn build(cfg: &Config) -> Result<Toolset, String> {
         .await?
         .with_clarify(cfg)
         .await
+        .map(|t| t.sweep_every(std::time::Duration::from_secs(30)))
 }
 
 fn main() -> ExitCode {

@@ -2,6 +2,11 @@
 //! conditional update (`status = pending` and not expired), so two answers
 //! cannot both win. Items carry a TTL attribute (`ttl`, a week past expiry,
 //! so late readers still get 410 rather than 404 for a while).
+//!
+//! A pending item that holds a task token also carries `awaiting`, which
+//! puts it in the sparse index `expiring` (`awaiting`, `expires_at`): the
+//! scheduled sweep queries that index for what is due instead of scanning
+//! the table, and settling an item removes it from the index.
 
 use std::collections::HashMap;
 
@@ -13,6 +18,11 @@ use super::{Clarification, Status};
 
 /// How long an item outlives its expiry before DynamoDB's TTL removes it.
 const KEEP_AFTER_EXPIRY_SECS: i64 = 7 * 86_400;
+
+/// The sparse index of pending items with a workflow waiting (template.yaml,
+/// `ClarifyTable`), and its partition key's one value.
+pub const EXPIRING_INDEX: &str = "expiring";
+const AWAITING: &str = "task";
 
 pub struct DynamoStore {
     client: Client,
@@ -79,6 +89,7 @@ impl DynamoStore {
         ]);
         if let Some(t) = &c.task_token {
             item.insert("task_token".into(), s(t));
+            item.insert("awaiting".into(), s(AWAITING));
         }
         self.client
             .put_item()
@@ -106,6 +117,8 @@ impl DynamoStore {
 
     async fn settle_one(&self, id: &str, st: &Settlement) -> Result<bool, String> {
         let mut update = "SET #st = :to, settled_at = :at".to_owned();
+        // Out of the `expiring` index once settled.
+        let remove = " REMOVE awaiting";
         let mut req = self
             .client
             .update_item()
@@ -128,6 +141,7 @@ impl DynamoStore {
         } else {
             "attribute_exists(id) AND #st = :pending AND expires_at > :at"
         };
+        update.push_str(remove);
         match req
             .update_expression(update)
             .condition_expression(condition)
@@ -148,15 +162,18 @@ impl DynamoStore {
         }
     }
 
-    async fn scan_expired(&self, now: i64) -> Result<Vec<Clarification>, String> {
+    /// What is due: a query of the `expiring` index (no Scan), whose reads
+    /// are eventually consistent; `settle`'s condition re-checks each item.
+    async fn query_expired(&self, now: i64) -> Result<Vec<Clarification>, String> {
         let mut pages = self
             .client
-            .scan()
+            .query()
             .table_name(&self.table)
-            .filter_expression(
-                "#st = :pending AND expires_at <= :now AND attribute_exists(task_token)",
-            )
+            .index_name(EXPIRING_INDEX)
+            .key_condition_expression("awaiting = :task AND expires_at <= :now")
+            .filter_expression("#st = :pending")
             .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":task", s(AWAITING))
             .expression_attribute_values(":pending", s("pending"))
             .expression_attribute_values(":now", n(now))
             .into_paginator()
@@ -164,7 +181,7 @@ impl DynamoStore {
         let mut out = Vec::new();
         while let Some(page) = pages.next().await {
             let page =
-                page.map_err(|e| err("Scan", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+                page.map_err(|e| err("Query", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
             out.extend(page.items().iter().filter_map(item_to));
         }
         Ok(out)
@@ -182,6 +199,6 @@ impl ClarifyStore for DynamoStore {
         Box::pin(self.settle_one(id, st))
     }
     fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
-        Box::pin(self.scan_expired(now))
+        Box::pin(self.query_expired(now))
     }
 }

@@ -1,6 +1,8 @@
 //! The answer routes (DESIGN §3): `GET /clarifications/{id}` (JSON, or the
 //! page with `Accept: text/html`; `?wait=N` long-polls up to 25 s),
 //! `POST /clarifications/{id}/answer` and `POST /clarifications/{id}/cancel`.
+//! `GET /clarifications/{id}/answer` is the page too: that is the
+//! `answer_url` a person is given, and a browser opens a link with GET.
 //! The id is the capability: these routes take no bearer token.
 
 use std::sync::Arc;
@@ -21,7 +23,7 @@ use crate::error::ToolError;
 pub fn routes<S: Clone + Send + Sync + 'static>(clarify: Arc<Clarify>) -> axum::Router<S> {
     axum::Router::new()
         .route("/clarifications/{id}", get(read))
-        .route("/clarifications/{id}/answer", post(answer))
+        .route("/clarifications/{id}/answer", get(answer_page).post(answer))
         .route("/clarifications/{id}/cancel", post(cancel))
         .with_state(clarify)
 }
@@ -67,27 +69,42 @@ async fn read(
         Err(e) => return e.into_response(),
     };
     if wants_html(&headers) {
-        let nonce = match super::new_id() {
-            Ok(n) => n,
-            Err(e) => return e.into_response(),
-        };
-        let mut res = (StatusCode::OK, page::render(&cl, now_ms(), &nonce)).into_response();
-        let h = res.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        );
-        if let Ok(v) = HeaderValue::from_str(&page::csp(&nonce)) {
-            h.insert(header::CONTENT_SECURITY_POLICY, v);
-        }
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        h.insert(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
-        return res;
+        return page_response(&cl);
     }
     Json(cl.view(now_ms(), &c.base_url())).into_response()
+}
+
+/// The answer link: the page whatever the `Accept` header says (a chat
+/// client's preview or a plain `curl` sees the same page a browser does).
+async fn answer_page(State(c): State<Arc<Clarify>>, Path(id): Path<String>) -> Response {
+    match c.get(&id).await {
+        Ok(Some(cl)) => page_response(&cl),
+        Ok(None) => not_found(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The page for `cl`, with its own nonce and locked-down headers.
+fn page_response(cl: &super::Clarification) -> Response {
+    let nonce = match super::new_id() {
+        Ok(n) => n,
+        Err(e) => return e.into_response(),
+    };
+    let mut res = (StatusCode::OK, page::render(cl, now_ms(), &nonce)).into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&page::csp(&nonce)) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res
 }
 
 /// `{"answer": text}` and/or `{"choice": index}`; a choice alone answers

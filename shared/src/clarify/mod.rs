@@ -372,16 +372,24 @@ impl Clarify {
     }
 
     /// Settles every expired clarification that still holds a task token,
-    /// so its workflow fails now rather than at its own timeout.
-    pub async fn sweep(&self) {
-        match self.store.expired_pending(now_ms()).await {
-            Ok(list) => {
-                for c in list {
-                    self.expire(&c).await;
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "clarification sweep failed"),
+    /// so its workflow fails now rather than at its own timeout; returns
+    /// how many were due. Run on a timer locally, and by a schedule on AWS
+    /// (`{"toolgate": "sweep"}`), where nothing runs between invocations.
+    pub async fn sweep(&self) -> Result<usize, String> {
+        let due = self
+            .store
+            .expired_pending(now_ms())
+            .await
+            .inspect_err(|e| {
+                tracing::error!(error = %e, "clarification sweep failed");
+            })?;
+        for c in &due {
+            self.expire(c).await;
         }
+        if !due.is_empty() {
+            tracing::info!(expired = due.len(), "clarification sweep");
+        }
+        Ok(due.len())
     }
 
     /// Tells the waiting workflow, if any.

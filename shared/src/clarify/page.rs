@@ -1,5 +1,6 @@
-//! The page a person answers on: `GET /clarifications/{id}` with
-//! `Accept: text/html`. Self-contained (no external assets), escaped (the
+//! The page a person answers on: `GET /clarifications/{id}/answer` (the
+//! `answer_url`), or `GET /clarifications/{id}` with `Accept: text/html`.
+//! Self-contained (no external assets), escaped (the
 //! question is an agent's text, so untrusted), usable with a keyboard and a
 //! screen reader, and locked down by a CSP whose only script is the inline
 //! one carrying this response's nonce.
