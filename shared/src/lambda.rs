@@ -76,7 +76,7 @@ impl Function {
         self.direct(payload, &ctx).await.map_err(|e| diagnostic(&e))
     }
 
-    /// The scheduled sweep: `{"expired": N}`, or a function error (so the
+    /// The scheduled sweep: `{"expired": N, "resent": M}`, or a function error (so the
     /// schedule's failure metrics see it) when the table cannot be read.
     async fn sweep(&self) -> Result<Value, Diagnostic> {
         let Some(clarify) = &self.clarify else {
@@ -89,7 +89,7 @@ impl Function {
         let outcome = clarify
             .sweep()
             .await
-            .map(|n| json!({ "expired": n }))
+            .map(|n| json!({ "expired": n.expired, "resent": n.resent }))
             .map_err(|e| ToolError::new(ErrorCode::UpstreamUnavailable, e));
         crate::http::log_call("clarify.sweep", started, &outcome);
         outcome.map_err(|e| diagnostic(&e))

@@ -22,7 +22,15 @@ case "$tools" in
   *) echo "the tools folder must end in toolgate/tools (install-build-tools' default): $tools" >&2; exit 2 ;;
 esac
 
-id "$user" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/sh "$user"
+# Every mount below must vanish with this process tree.
+if [ "$(readlink /proc/self/ns/mnt)" = "$(readlink /proc/1/ns/mnt)" ]; then
+  echo "run this inside unshare --mount: it mounts over /root and the build folders" >&2
+  exit 2
+fi
+if ! id "$user" >/dev/null 2>&1; then
+  useradd --no-create-home --shell /bin/sh "$user"
+  trap 'userdel "$user" 2>/dev/null || true' EXIT
+fi
 uid=$(id -u "$user") gid=$(id -g "$user")
 mkdir -p "$scratch/home"
 chown "$uid:$gid" "$scratch/home"
@@ -88,7 +96,12 @@ as_user() {
     "$@"
 }
 cd "$repo"
+# The user makes the Worker's artifacts (Wizer, worker-build, the bundle).
+as_user find functions/worker/build -mindepth 1 -delete
 echo "== as $(as_user id -un) (uid $uid): sshd $([ -x /usr/sbin/sshd ] && echo present || echo absent), chromium $([ -x /usr/bin/chromium ] && echo present || echo absent)"
 as_user "$wrangler" deploy --dry-run --env sandbox --outdir "$scratch/home/out-sandbox"
 as_user "$wrangler" deploy --dry-run --outdir "$scratch/home/out-dispatcher"
+for f in functions/worker/build/sandbox.wasm functions/worker/build/worker/shim.mjs; do
+  [ "$(stat -c %u "$f")" = "$uid" ] || { echo "$f was not made by $user" >&2; exit 1; }
+done
 echo "== built for deploy as $user"

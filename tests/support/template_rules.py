@@ -75,6 +75,13 @@ def largest(v):
     return int(v)
 
 
+def smallest(v):
+    """The smallest value a (resolved) number can take: a parameter's MinValue."""
+    if isinstance(v, dict) and set(v) == {"Ref"} and v["Ref"] in params:
+        return int(params[v["Ref"]]["MinValue"])
+    return int(v)
+
+
 def functions():
     for name, r in resources.items():
         if r["Type"] == "AWS::Serverless::Function":
@@ -113,7 +120,7 @@ for key in public:
 values = defaults()
 for name, r, binary in functions():
     p = resolve(r["Properties"], values)
-    timeout = largest(p.get("Timeout", 3))
+    timeout = smallest(p.get("Timeout", 3))
     rule = facts["tool_max_secs"].get(binary)
     if rule is None:
         continue

@@ -318,8 +318,8 @@ fn step_functions_callbacks_and_the_dynamodb_store_against_moto() {
         r#"
 # As template.yaml's ClarifyTable, with the sweep's sparse index.
 boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}],
-  AttributeDefinitions=[{'AttributeName': n, 'AttributeType': t} for n, t in [('id', 'S'), ('awaiting', 'S'), ('expires_at', 'N')]],
-  GlobalSecondaryIndexes=[{'IndexName': 'expiring', 'KeySchema': [{'AttributeName': 'awaiting', 'KeyType': 'HASH'}, {'AttributeName': 'expires_at', 'KeyType': 'RANGE'}],
+  AttributeDefinitions=[{'AttributeName': n, 'AttributeType': t} for n, t in [('id', 'S'), ('awaiting', 'S'), ('due_at', 'N')]],
+  GlobalSecondaryIndexes=[{'IndexName': 'expiring', 'KeySchema': [{'AttributeName': 'awaiting', 'KeyType': 'HASH'}, {'AttributeName': 'due_at', 'KeyType': 'RANGE'}],
     'Projection': {'ProjectionType': 'ALL'}}], BillingMode='PAY_PER_REQUEST')
 "#,
         &[],

@@ -353,6 +353,29 @@ fn the_stack_deploys_into_moto_cloudformation() {
         );
         let table = report["outputs"]["ClarifyTableName"].as_str().unwrap();
         assert!(table.contains("ClarifyTable"), "{table}");
+        // In a VPC exactly the ssh and cloud functions join it, with the
+        // subnets and security groups given.
+        if args.contains(&"--with-vpc") {
+            let configs = report["vpc"]["lambda_vpc_config"].as_object().unwrap();
+            let mut joined: Vec<&str> = configs
+                .iter()
+                .filter(|(_, c)| !c["SubnetIds"].as_array().is_none_or(|a| a.is_empty()))
+                .map(|(k, _)| k.as_str())
+                .collect();
+            joined.sort();
+            assert_eq!(
+                joined,
+                ["CloudFunction", "SshFunction"],
+                "{:#}",
+                report["vpc"]
+            );
+            for c in configs
+                .values()
+                .filter(|c| c["SubnetIds"].as_array().is_some_and(|a| !a.is_empty()))
+            {
+                assert!(!c["SecurityGroupIds"].as_array().unwrap().is_empty(), "{c}");
+            }
+        }
     }
     // What CloudFormation refuses before creating anything (moto skips
     // Rules; the script evaluates them).
@@ -486,6 +509,13 @@ fn the_workflow_checks_answers_with_a_script_the_sandbox_runs() {
         ("", None),
         ("a\"b", None),
         (&"x".repeat(65), None),
+        ("web\u{2028}-1", None),
+        ("web\\1", None),
+        ("caf\u{e9}", None),
+        ("\u{1f680}", None),
+        ("{}", None),
+        ("web-1/../x", None),
+        ("', __import__('os')", None),
     ] {
         let code = template.replacen("{}", &Value::from(answer).to_string(), 1);
         let out = server

@@ -328,6 +328,38 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
     assert!(audit.contains("\"caller\":\"agent-7f3a\""), "{audit}");
 }
 
+/// API Gateway's event for `METHOD /clarifications/{id}/answer`, the
+/// route without an authorizer (the person's link).
+fn answer_route_event(method: &str, id: &str, body: Option<&str>) -> Value {
+    let mut event: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("tests/fixtures/lambda/apigw_v2_call.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let path = format!("/clarifications/{id}/answer");
+    event["rawPath"] = json!(path);
+    event["routeKey"] = json!(format!("{method} /clarifications/{{id}}/answer"));
+    event["requestContext"]["http"]["path"] = json!(path);
+    event["requestContext"]["http"]["method"] = json!(method);
+    event["requestContext"]["authorizer"] = Value::Null;
+    event["pathParameters"] = json!({"id": id});
+    match body {
+        Some(b) => {
+            event["body"] = json!(b);
+            event["headers"]["content-length"] = json!(b.len().to_string());
+        }
+        None => {
+            event.as_object_mut().unwrap().remove("body");
+            event["headers"]["accept"] = json!("*/*");
+            event["headers"]
+                .as_object_mut()
+                .unwrap()
+                .remove("content-length");
+        }
+    }
+    event
+}
+
 #[test]
 fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
     let (_moto, endpoint) = moto();
@@ -366,21 +398,7 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
     );
     // The person opens the link through API Gateway (a GET, no authorizer
     // on this route) and gets the page.
-    let mut event: Value = serde_json::from_str(
-        &std::fs::read_to_string(workspace().join("tests/fixtures/lambda/apigw_v2_call.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let path = format!("/clarifications/{id}/answer");
-    event["rawPath"] = json!(path);
-    event["routeKey"] = json!("GET /clarifications/{id}/answer");
-    event["requestContext"]["http"]["path"] = json!(path);
-    event["requestContext"]["http"]["method"] = json!("GET");
-    event["requestContext"]["authorizer"] = Value::Null;
-    event["pathParameters"] = json!({"id": id});
-    let mut page = event.clone();
-    page.as_object_mut().unwrap().remove("body");
-    page["headers"]["accept"] = json!("*/*");
+    let page = answer_route_event("GET", &id, None);
     let Outcome::Returned(resp) = invoke_value(port, "clarify", &page) else {
         panic!("HTTP events always get a response\n{}", watch.logs())
     };
@@ -389,10 +407,7 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
     assert!(resp["body"].as_str().unwrap().contains("Which server?"));
 
     // The person answers through API Gateway.
-    event["routeKey"] = json!("POST /clarifications/{id}/answer");
-    event["requestContext"]["http"]["method"] = json!("POST");
-    event["body"] = json!("{\"choice\": 1}");
-    event["headers"]["content-length"] = json!("13");
+    let event = answer_route_event("POST", &id, Some(r#"{"choice": 1}"#));
     let Outcome::Returned(resp) = invoke_value(port, "clarify", &event) else {
         panic!("HTTP events always get a response\n{}", watch.logs())
     };
@@ -404,6 +419,16 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
         Outcome::Failed(e) => assert!(e.contains("InvalidInput"), "{e}"),
         Outcome::Returned(v) => panic!("an empty question must fail, got {v}"),
     }
+}
+
+/// A clarification's item in DynamoDB, as moto holds it.
+fn item(endpoint: &str, table: &str, id: &str) -> Value {
+    serde_json::from_str(&boto(
+        endpoint,
+        "print(json.dumps(boto3.client('dynamodb', **kw).get_item(TableName=sys.argv[2], Key={'id': {'S': sys.argv[3]}})['Item']))",
+        &[table, id],
+    ))
+    .unwrap()
 }
 
 /// On AWS nothing runs between invocations: a clarification that expires
@@ -469,9 +494,10 @@ for r in ev.list_rules()['Rules']:
     };
     assert_eq!(asked["status"], "pending", "{asked}");
 
-    // Past the expiry, with nothing invoked: the workflow still waits (no
-    // timer in the function does the schedule's work).
-    std::thread::sleep(Duration::from_secs(4));
+    // Past the expiry, with nothing invoked: the workflow still waits. The
+    // wait outlasts the 30 s timer that `toolgate serve` runs, so a timer
+    // in the function doing the schedule's work would show here.
+    std::thread::sleep(Duration::from_secs(32));
     let waiting = boto(
         &endpoint,
         "print(boto3.client('stepfunctions', **kw).describe_execution(executionArn=sys.argv[2])['status'])",
@@ -481,18 +507,62 @@ for r in ev.list_rules()['Rules']:
 
     // The schedule fires: the sweep finds it through the index, and the
     // workflow fails with Clarify.Expired.
-    match invoke_value(port, "clarify", &sweep) {
-        Outcome::Returned(v) => assert_eq!(v, json!({"expired": 1}), "{}", watch.logs()),
-        Outcome::Failed(e) => panic!("the sweep failed: {e}\n{}", watch.logs()),
-    }
+    let swept = |port: u16| match invoke_value(port, "clarify", &sweep) {
+        Outcome::Returned(v) => v,
+        Outcome::Failed(e) => panic!("the sweep failed: {e}"),
+    };
+    assert_eq!(
+        swept(port),
+        json!({"expired": 1, "resent": 0}),
+        "{}",
+        watch.logs()
+    );
     let done = finished(&endpoint, &execution);
     assert_eq!(done["status"], "FAILED", "{done}\n{}", watch.logs());
     assert_eq!(done["error"], "Clarify.Expired");
-    // Settled items leave the index: the next tick finds nothing.
-    match invoke_value(port, "clarify", &sweep) {
-        Outcome::Returned(v) => assert_eq!(v, json!({"expired": 0})),
-        Outcome::Failed(e) => panic!("the sweep failed: {e}\n{}", watch.logs()),
-    }
+    // Told, the item leaves the index: the next tick finds nothing.
+    let id = asked["id"].as_str().unwrap();
+    assert_eq!(item(&endpoint, &table, id)["awaiting"], Value::Null);
+    assert_eq!(swept(port), json!({"expired": 0, "resent": 0}));
+    drop(watch);
+
+    // An answer whose callback cannot land (Step Functions unreachable)
+    // is recorded and stays due; the next tick sends it.
+    let mut broken = env.clone();
+    broken.push(("AWS_ENDPOINT_URL_SFN", "http://127.0.0.1:9"));
+    let (watch, port) = watch_on(free_port(), &broken);
+    let (execution, token) = start_waiting_execution(&endpoint, "resent");
+    let asked = match invoke_value(
+        port,
+        "clarify",
+        &json!({"question": "Restart web-2?", "options": ["yes", "no"], "task_token": token}),
+    ) {
+        Outcome::Returned(v) => v,
+        Outcome::Failed(e) => panic!("clarify failed: {e}\n{}", watch.logs()),
+    };
+    let id = asked["id"].as_str().unwrap().to_owned();
+    let answer = answer_route_event("POST", &id, Some(r#"{"choice": 0}"#));
+    let Outcome::Returned(resp) = invoke_value(port, "clarify", &answer) else {
+        panic!("HTTP events always get a response\n{}", watch.logs())
+    };
+    assert_eq!(resp["statusCode"], 200, "{resp}");
+    assert_eq!(item(&endpoint, &table, &id)["awaiting"]["S"], "task");
+    drop(watch);
+    let (watch, port) = watch_on(free_port(), &env);
+    assert_eq!(
+        swept(port),
+        json!({"expired": 0, "resent": 1}),
+        "{}",
+        watch.logs()
+    );
+    let done = finished(&endpoint, &execution);
+    assert_eq!(done["status"], "SUCCEEDED", "{done}\n{}", watch.logs());
+    assert_eq!(
+        serde_json::from_str::<Value>(done["output"].as_str().unwrap()).unwrap(),
+        json!({"answer": "yes", "choice": 0, "id": id})
+    );
+    assert_eq!(item(&endpoint, &table, &id)["awaiting"], Value::Null);
+    assert_eq!(swept(port), json!({"expired": 0, "resent": 0}));
     // A function without clarify refuses a sweep by name.
     match invoke_value(port, "python-execute", &sweep) {
         Outcome::Failed(e) => assert!(e.contains("NotConfigured"), "{e}"),

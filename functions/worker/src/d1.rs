@@ -160,7 +160,7 @@ impl ClarifyStore for D1Store {
         }))
     }
 
-    fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
+    fn due(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
         Box::pin(SendFuture::new(async move {
             self.ready().await?;
             let rows: Vec<Row> = self

@@ -7,7 +7,16 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
-pub type CallbackFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub type CallbackFuture<'a> = Pin<Box<dyn Future<Output = Result<(), CallbackError>> + Send + 'a>>;
+
+/// A callback that did not land, and whether sending it again could help
+/// (a throttle or a network error could; a token Step Functions no longer
+/// knows could not).
+#[derive(Debug)]
+pub struct CallbackError {
+    pub retry: bool,
+    pub message: String,
+}
 
 pub trait TaskCallback: Send + Sync {
     fn success<'a>(&'a self, token: &'a str, output: &'a Value) -> CallbackFuture<'a>;
@@ -31,6 +40,25 @@ impl StepFunctions {
     }
 }
 
+/// A Step Functions error as a `CallbackError`, retried unless the token is
+/// gone for good (a macro: each operation has its own error type).
+#[cfg(feature = "aws")]
+macro_rules! callback_error {
+    ($op:literal, $e:expr) => {{
+        let e = $e;
+        let retry = !e.as_service_error().is_some_and(|se| {
+            se.is_invalid_token() || se.is_task_does_not_exist() || se.is_task_timed_out()
+        });
+        CallbackError {
+            retry,
+            message: format!(
+                concat!($op, ": {}"),
+                aws_sdk_sfn::error::DisplayErrorContext(e)
+            ),
+        }
+    }};
+}
+
 #[cfg(feature = "aws")]
 impl TaskCallback for StepFunctions {
     fn success<'a>(&'a self, token: &'a str, output: &'a Value) -> CallbackFuture<'a> {
@@ -42,12 +70,7 @@ impl TaskCallback for StepFunctions {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| {
-                    format!(
-                        "SendTaskSuccess: {}",
-                        aws_sdk_sfn::error::DisplayErrorContext(e)
-                    )
-                })
+                .map_err(|e| callback_error!("SendTaskSuccess", e))
         })
     }
 
@@ -61,12 +84,7 @@ impl TaskCallback for StepFunctions {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| {
-                    format!(
-                        "SendTaskFailure: {}",
-                        aws_sdk_sfn::error::DisplayErrorContext(e)
-                    )
-                })
+                .map_err(|e| callback_error!("SendTaskFailure", e))
         })
     }
 }

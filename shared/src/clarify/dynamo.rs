@@ -3,10 +3,13 @@
 //! cannot both win. Items carry a TTL attribute (`ttl`, a week past expiry,
 //! so late readers still get 410 rather than 404 for a while).
 //!
-//! A pending item that holds a task token also carries `awaiting`, which
-//! puts it in the sparse index `expiring` (`awaiting`, `expires_at`): the
-//! scheduled sweep queries that index for what is due instead of scanning
-//! the table, and settling an item removes it from the index.
+//! An item whose workflow waits (it holds a task token) also carries
+//! `awaiting` and `due_at`, which put it in the sparse index `expiring`
+//! (`awaiting`, `due_at`): the scheduled sweep queries that index for what
+//! is due instead of scanning the table. `due_at` is the expiry while the
+//! item is pending and the settling time once settled, and the item leaves
+//! the index only when its workflow has been told: a callback that failed
+//! is sent again by the next sweep.
 
 use std::collections::HashMap;
 
@@ -90,6 +93,7 @@ impl DynamoStore {
         if let Some(t) = &c.task_token {
             item.insert("task_token".into(), s(t));
             item.insert("awaiting".into(), s(AWAITING));
+            item.insert("due_at".into(), n(c.expires_at));
         }
         self.client
             .put_item()
@@ -116,9 +120,8 @@ impl DynamoStore {
     }
 
     async fn settle_one(&self, id: &str, st: &Settlement) -> Result<bool, String> {
-        let mut update = "SET #st = :to, settled_at = :at".to_owned();
-        // Out of the `expiring` index once settled.
-        let remove = " REMOVE awaiting";
+        // Due at once (in the index while `awaiting` lasts) until `reported`.
+        let mut update = "SET #st = :to, settled_at = :at, due_at = :at".to_owned();
         let mut req = self
             .client
             .update_item()
@@ -141,7 +144,6 @@ impl DynamoStore {
         } else {
             "attribute_exists(id) AND #st = :pending AND expires_at > :at"
         };
-        update.push_str(remove);
         match req
             .update_expression(update)
             .condition_expression(condition)
@@ -163,18 +165,16 @@ impl DynamoStore {
     }
 
     /// What is due: a query of the `expiring` index (no Scan), whose reads
-    /// are eventually consistent; `settle`'s condition re-checks each item.
-    async fn query_expired(&self, now: i64) -> Result<Vec<Clarification>, String> {
+    /// are eventually consistent; `settle`'s condition re-checks each item,
+    /// and a callback sent twice is refused by Step Functions, harmlessly.
+    async fn query_due(&self, now: i64) -> Result<Vec<Clarification>, String> {
         let mut pages = self
             .client
             .query()
             .table_name(&self.table)
             .index_name(EXPIRING_INDEX)
-            .key_condition_expression("awaiting = :task AND expires_at <= :now")
-            .filter_expression("#st = :pending")
-            .expression_attribute_names("#st", "status")
+            .key_condition_expression("awaiting = :task AND due_at <= :now")
             .expression_attribute_values(":task", s(AWAITING))
-            .expression_attribute_values(":pending", s("pending"))
             .expression_attribute_values(":now", n(now))
             .into_paginator()
             .send();
@@ -185,6 +185,24 @@ impl DynamoStore {
             out.extend(page.items().iter().filter_map(item_to));
         }
         Ok(out)
+    }
+
+    async fn reported_one(&self, id: &str) -> Result<(), String> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("id", s(id))
+            .update_expression("REMOVE awaiting, due_at")
+            .condition_expression("attribute_exists(id)")
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                err(
+                    "UpdateItem",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e),
+                )
+            })
     }
 }
 
@@ -198,7 +216,10 @@ impl ClarifyStore for DynamoStore {
     fn settle<'a>(&'a self, id: &'a str, st: &'a Settlement) -> StoreFuture<'a, bool> {
         Box::pin(self.settle_one(id, st))
     }
-    fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
-        Box::pin(self.query_expired(now))
+    fn due(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
+        Box::pin(self.query_due(now))
+    }
+    fn reported<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(self.reported_one(id))
     }
 }

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::error::{ErrorCode, ToolError};
-pub use callback::TaskCallback;
+pub use callback::{CallbackError, TaskCallback};
 pub use store::{ClarifyStore, Settlement};
 
 /// Longest `?wait=` a reader may ask for: under API Gateway's 30 s limit.
@@ -371,28 +371,39 @@ impl Clarify {
         }
     }
 
-    /// Settles every expired clarification that still holds a task token,
-    /// so its workflow fails now rather than at its own timeout; returns
-    /// how many were due. Run on a timer locally, and by a schedule on AWS
-    /// (`{"toolgate": "sweep"}`), where nothing runs between invocations.
-    pub async fn sweep(&self) -> Result<usize, String> {
-        let due = self
-            .store
-            .expired_pending(now_ms())
-            .await
-            .inspect_err(|e| {
-                tracing::error!(error = %e, "clarification sweep failed");
-            })?;
+    /// Tells every waiting workflow what it still needs to hear: expires
+    /// the pending clarifications past their expiry (the workflow fails
+    /// with Clarify.Expired), and sends again a callback that did not land
+    /// (stores that track it). Run on a timer locally, and by a schedule on
+    /// AWS (`{"toolgate": "sweep"}`), where nothing runs between
+    /// invocations.
+    pub async fn sweep(&self) -> Result<Swept, String> {
+        let due = self.store.due(now_ms()).await.inspect_err(|e| {
+            tracing::error!(error = %e, "clarification sweep failed");
+        })?;
+        let mut swept = Swept::default();
         for c in &due {
-            self.expire(c).await;
+            if c.status == Status::Pending {
+                self.expire(c).await;
+                swept.expired += 1;
+            } else {
+                self.report(c).await;
+                swept.resent += 1;
+            }
         }
         if !due.is_empty() {
-            tracing::info!(expired = due.len(), "clarification sweep");
+            tracing::info!(
+                expired = swept.expired,
+                resent = swept.resent,
+                "clarification sweep"
+            );
         }
-        Ok(due.len())
+        Ok(swept)
     }
 
-    /// Tells the waiting workflow, if any.
+    /// Tells the waiting workflow, if any; once it has been told (or can no
+    /// longer be), the store stops listing the clarification as due. A
+    /// callback that may land later stays due for the next sweep.
     async fn report(&self, c: &Clarification) {
         let (Some(token), Some(cb)) = (&c.task_token, &self.callback) else {
             return;
@@ -420,11 +431,30 @@ impl Clarify {
             }
             Status::Pending => return,
         };
-        match outcome {
-            Ok(()) => tracing::info!(id = %c.id, status = c.status.as_str(), "task callback sent"),
-            Err(e) => tracing::error!(id = %c.id, error = %e, "task callback failed"),
+        let done = match outcome {
+            Ok(()) => {
+                tracing::info!(id = %c.id, status = c.status.as_str(), "task callback sent");
+                true
+            }
+            Err(e) => {
+                tracing::error!(id = %c.id, error = %e.message, retry = e.retry, "task callback failed");
+                !e.retry
+            }
+        };
+        if done && let Err(e) = self.store.reported(&c.id).await {
+            // It stays due: the next sweep tells the workflow again.
+            tracing::warn!(id = %c.id, error = %e, "cannot record the task callback");
         }
     }
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Pending clarifications past their expiry, now expired.
+    pub expired: usize,
+    /// Settled ones whose callback had not landed, sent again.
+    pub resent: usize,
 }
 
 /// A refusal as the HTTP contract's error: 404, 409 (with the current

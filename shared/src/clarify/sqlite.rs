@@ -107,7 +107,7 @@ impl ClarifyStore for SqliteStore {
         }))
     }
 
-    fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
+    fn due(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
         Box::pin(self.with(move |conn| {
             let mut stmt = conn.prepare(sql::EXPIRED_PENDING)?;
             let rows = stmt.query_map(params![now], row)?;

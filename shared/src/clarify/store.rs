@@ -26,8 +26,15 @@ pub trait ClarifyStore: Send + Sync {
     /// still pending and (unless `s` is the expiry) not yet expired.
     /// Returns whether this call made the change.
     fn settle<'a>(&'a self, id: &'a str, s: &'a Settlement) -> StoreFuture<'a, bool>;
-    /// Pending clarifications with a task token whose expiry has passed.
-    fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>>;
+    /// Clarifications whose waiting workflow still needs telling: pending
+    /// ones with a task token past their expiry, and (stores that track
+    /// it) settled ones whose callback has not landed yet.
+    fn due(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>>;
+    /// The workflow has been told (or can no longer be): `due` stops
+    /// returning `id`. Stores that only return pending ones need nothing.
+    fn reported<'a>(&'a self, _id: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// The SQL both SQL stores run (SQLite locally, D1 on the Worker), with
