@@ -1,16 +1,18 @@
 //! The CPython fidelity corpus (`tests/fidelity/corpus.json`, made by
 //! `scripts/gen-fidelity-corpus` from CPython 3.13): each case's script must
-//! print exactly what CPython printed. A runtime's known differences are
-//! listed, with a reason each, in `tests/fidelity/known-<runtime>.json`;
-//! the check fails on any other difference, and on a listed case that now
-//! matches (so the list only shrinks).
+//! print exactly what CPython printed, compared example by example (each
+//! example's output follows a `\x1e`). A runtime's known differences are
+//! listed, `"<case id> @<example>": "why"`, in
+//! `tests/fidelity/known-<runtime>.json`; the check fails on any other
+//! difference, and on a listed example that now matches (so the list only
+//! shrinks).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fidelity")
@@ -24,8 +26,8 @@ pub struct Case {
 }
 
 pub fn corpus() -> Vec<Case> {
-    let text =
-        std::fs::read_to_string(dir().join("corpus.json")).expect("tests/fidelity/corpus.json");
+    let path = dir().join("corpus.json");
+    let text = std::fs::read_to_string(&path).expect("tests/fidelity/corpus.json");
     let v: Value = serde_json::from_str(&text).expect("corpus.json is JSON");
     v["cases"]
         .as_array()
@@ -40,54 +42,67 @@ pub fn corpus() -> Vec<Case> {
         .collect()
 }
 
-/// `{case id: why it differs}` for `runtime` (`serve`, `worker`).
+/// `{"<case id> @<example>": why it differs}` for `runtime` (`serve`,
+/// `worker`).
 pub fn known(runtime: &str) -> BTreeMap<String, String> {
     let path = dir().join(format!("known-{runtime}.json"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|_| "{}".into());
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Each example's output: what follows its mark.
+fn examples(stdout: &str) -> Vec<&str> {
+    stdout.split('\u{1e}').skip(1).collect()
+}
+
+/// What one run found.
+#[derive(Default)]
+pub struct Outcome {
+    /// Per module: examples matched, examples in all.
+    pub per_module: BTreeMap<String, (usize, usize)>,
+    /// `"<id> @<n>"` (from 1): CPython's output and this runtime's.
+    pub differ: BTreeMap<String, (String, String)>,
+}
+
 /// Runs every case with `exec` (code → python.execute's output) on
-/// `threads` threads; returns per-module `(matched, total)` and the ids
-/// that differ, with what was printed.
-pub fn run(
-    cases: &[Case],
-    threads: usize,
-    exec: impl Fn(&str) -> Value + Sync,
-) -> (BTreeMap<String, (usize, usize)>, BTreeMap<String, String>) {
+/// `threads` threads.
+pub fn run(cases: &[Case], threads: usize, exec: impl Fn(&str) -> Value + Sync) -> Outcome {
     let next = AtomicUsize::new(0);
-    let differ = Mutex::new(BTreeMap::new());
-    let per = Mutex::new(BTreeMap::<String, (usize, usize)>::new());
+    let found = Mutex::new(Outcome::default());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(c) = cases.get(i) else { break };
+                while let Some(c) = cases.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let out = exec(&c.code);
-                    let got = out["stdout"].as_str().unwrap_or_default();
-                    let ok = got == c.stdout;
-                    let mut p = per.lock().unwrap();
-                    let e = p.entry(c.module.clone()).or_default();
-                    e.1 += 1;
-                    if ok {
-                        e.0 += 1;
-                    } else {
-                        differ
-                            .lock()
-                            .unwrap()
-                            .insert(c.id.clone(), format!("{out}"));
+                    let got = examples(out["stdout"].as_str().unwrap_or_default());
+                    let mut f = found.lock().unwrap();
+                    for (n, want) in examples(&c.stdout).into_iter().enumerate() {
+                        let e = f.per_module.entry(c.module.clone()).or_default();
+                        e.1 += 1;
+                        match got.get(n) {
+                            Some(g) if *g == want => e.0 += 1,
+                            g => {
+                                let shown = match g {
+                                    Some(g) => g.to_string(),
+                                    None => format!("(the script ended first) {out}"),
+                                };
+                                f.differ.insert(
+                                    format!("{} @{}", c.id, n + 1),
+                                    (want.to_owned(), shown),
+                                );
+                            }
+                        }
                     }
                 }
             });
         }
     });
-    (per.into_inner().unwrap(), differ.into_inner().unwrap())
+    found.into_inner().unwrap()
 }
 
 /// The per-module table, as README shows it.
 pub fn table(per: &BTreeMap<String, (usize, usize)>) -> String {
-    let mut out = String::from("| module | cases | match |\n|---|---|---|\n");
+    let mut out = String::from("| module | examples | match |\n|---|---|---|\n");
     let (mut m, mut t) = (0, 0);
     for (module, (ok, total)) in per {
         m += ok;
@@ -104,7 +119,8 @@ pub fn table(per: &BTreeMap<String, (usize, usize)>) -> String {
     out
 }
 
-/// Fails unless exactly the listed cases differ on `runtime`.
+/// Fails unless exactly the listed examples differ on `runtime`.
+/// `TOOLGATE_FIDELITY_DIFF=FILE` writes every difference there, as JSON.
 pub fn check(runtime: &str, exec: impl Fn(&str) -> Value + Sync, threads: usize) {
     let cases = corpus();
     assert!(
@@ -112,29 +128,38 @@ pub fn check(runtime: &str, exec: impl Fn(&str) -> Value + Sync, threads: usize)
         "the corpus is too small: {}",
         cases.len()
     );
-    let (per, differ) = run(&cases, threads, exec);
-    let report = table(&per);
+    let found = run(&cases, threads, exec);
+    let report = table(&found.per_module);
     eprintln!("fidelity on {runtime}:\n{report}");
-    let out = std::env::temp_dir().join(format!("toolgate-fidelity-{runtime}.md"));
-    let _ = std::fs::write(&out, &report);
+    if let Ok(path) = std::env::var("TOOLGATE_FIDELITY_DIFF") {
+        let all: BTreeMap<_, _> = found
+            .differ
+            .iter()
+            .map(|(k, (w, g))| (k, json!({"cpython": w, "got": g})))
+            .collect();
+        let _ = std::fs::write(path, serde_json::to_string_pretty(&all).unwrap_or_default());
+    }
     let known = known(runtime);
     let by_id: BTreeMap<&str, &Case> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    let case_of = |key: &str| {
+        key.rsplit_once(" @")
+            .map_or(key.to_owned(), |(id, _)| id.to_owned())
+    };
     let mut problems = Vec::new();
-    for (id, got) in &differ {
-        if !known.contains_key(id) {
-            let c = by_id[id.as_str()];
+    for (key, (want, got)) in &found.differ {
+        if !known.contains_key(key) {
             problems.push(format!(
-                "{id} differs from CPython:\n--- code\n{}\n--- CPython\n{}\n--- {runtime}\n{got}\n",
-                c.code, c.stdout
+                "{key} differs from CPython:\n--- case\n{}\n--- CPython\n{want:?}\n--- {runtime}\n{got:?}\n",
+                by_id[case_of(key).as_str()].code
             ));
         }
     }
-    for id in known.keys() {
-        if !by_id.contains_key(id.as_str()) {
-            problems.push(format!("{id} is listed as known but is not in the corpus"));
-        } else if !differ.contains_key(id) {
+    for key in known.keys() {
+        if !by_id.contains_key(case_of(key).as_str()) {
+            problems.push(format!("{key} is listed as known but is not in the corpus"));
+        } else if !found.differ.contains_key(key) {
             problems.push(format!(
-                "{id} now matches CPython: remove it from known-{runtime}.json"
+                "{key} now matches CPython: remove it from known-{runtime}.json"
             ));
         }
     }

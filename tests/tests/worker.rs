@@ -210,6 +210,16 @@ fn worker_answers_hostile_scripts_cleanly_and_fresh() {
     assert_eq!(stack.exec("print('ran')")["stdout"], "ran\n");
 }
 
+/// CPython fidelity on the Worker: the corpus `toolgate serve` runs
+/// (tests/fidelity.rs), with this runtime's own known differences: the
+/// Worker freezes its own stdlib subset, so its gaps can differ.
+#[test]
+fn worker_corpus_prints_what_cpython_prints() {
+    let _g = lock();
+    let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
+    toolgate_e2e::fidelity::check("worker", |code| stack.exec(code), 1);
+}
+
 /// Every timeout case at 1 s and 2 s, each answered within the timeout plus
 /// one second; the sandbox is restarted after each runaway, and the next
 /// call works.

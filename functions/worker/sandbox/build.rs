@@ -24,13 +24,19 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=../../../shared/src/allowlist.rs");
     println!("cargo:rerun-if-changed=../../../shared/src/sandbox/imports.rs");
+    println!("cargo:rerun-if-changed=../../../shared/python");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     let target = out.join("stdlib.bin");
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("wasm32") {
         std::fs::write(&target, []).expect("write stdlib.bin");
         return;
     }
-    let lib = imports::read_lib(Path::new(rustpython_pylib::LIB_PATH)).expect("read the stdlib");
+    // With Toolgate's own versions of some modules (shared/python).
+    let lib = imports::read_lib_with_overrides(
+        Path::new(rustpython_pylib::LIB_PATH),
+        Path::new("../../../shared/python"),
+    )
+    .expect("read the stdlib");
     let graph: BTreeMap<&str, Vec<&str>> = lib
         .iter()
         .map(|(name, m)| {

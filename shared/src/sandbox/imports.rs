@@ -183,6 +183,18 @@ pub struct LibModule {
     pub imports: Vec<String>,
 }
 
+/// RustPython's `Lib` with Toolgate's own versions of some modules
+/// (`shared/python`, README there) in place of RustPython's: what the
+/// sandbox freezes, and whose imports make the module set.
+pub fn read_lib_with_overrides(
+    lib: &Path,
+    overrides: &Path,
+) -> std::io::Result<BTreeMap<String, LibModule>> {
+    let mut all = read_lib(lib)?;
+    all.extend(read_lib(overrides)?);
+    Ok(all)
+}
+
 /// Every Python module under `lib` (a CPython-style `Lib` directory), by
 /// dotted name, with its imports; excluded packages are left out.
 pub fn read_lib(lib: &Path) -> std::io::Result<BTreeMap<String, LibModule>> {

@@ -110,13 +110,24 @@ fn settings() -> rustpython_vm::Settings {
     s
 }
 
+/// `shared/python`'s modules, compiled (build.rs).
+#[cfg(feature = "python")]
+static OVERRIDES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/overrides.bin"));
+
 impl WarmVm {
     /// Builds the interpreter on the whole frozen stdlib and warms it.
     /// `allowed` is the full allowlist; a module that cannot be imported is
     /// an error naming it.
     #[cfg(feature = "python")]
     pub fn new(allowed: &[String]) -> Result<Self, String> {
-        Self::with_stdlib(allowed, rustpython_pylib::FROZEN_STDLIB, |_| Ok(()))
+        // Toolgate's own versions of some modules come last: they replace
+        // RustPython's (shared/python, compiled by build.rs).
+        let overrides = rustpython_vm::frozen::FrozenLib::from_ref(OVERRIDES).decode();
+        Self::with_stdlib(
+            allowed,
+            rustpython_pylib::FROZEN_STDLIB.into_iter().chain(overrides),
+            |_| Ok(()),
+        )
     }
 
     /// Builds the interpreter on `stdlib` (the Worker freezes only what the
