@@ -383,10 +383,8 @@ pub const CASES: &[Case] = &[
         name: "subclasses_walk_reaches_no_host",
         code: "names = [c.__name__ for c in ().__class__.__base__.__subclasses__()]\nresult = [n for n in names if n in (\"Popen\", \"FileIO\", \"socket\", \"catch_warnings\")]",
         group: Group::Default,
-        expect: &[
-            ExitIn(&[0, 1]),
-            ResultNotContains(&["Popen", "FileIO", "socket"]),
-        ],
+        // The walk itself works; it finds no host class.
+        expect: &[Exit(0), ResultNotContains(&["Popen", "FileIO", "socket"])],
     },
     Case {
         name: "module_attribute_leak_reaches_no_os",
@@ -426,9 +424,13 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "module_random",
-        code: "import random\nrandom.seed(7)\nresult = 1 <= random.randint(1, 6) <= 6",
+        // CPython 3.13's sequence for this seed.
+        code: "import random\nrandom.seed(7)\nresult = [random.randint(1, 6) for _ in range(5)] + [random.random(), random.choice('abcdef')]",
         group: Group::Default,
-        expect: &[Exit(0), Result(r#"true"#)],
+        expect: &[
+            Exit(0),
+            Result(r#"[3, 2, 4, 6, 1, 0.07243628666754276, "e"]"#),
+        ],
     },
     Case {
         name: "module_string",
@@ -542,7 +544,8 @@ pub const CASES: &[Case] = &[
         name: "module_hmac",
         code: "import hmac, hashlib\nresult = hmac.new(b'k', b'm', hashlib.sha256).hexdigest()[:8]",
         group: Group::Default,
-        expect: &[Exit(0), ResultType("string")],
+        // CPython 3.13's value.
+        expect: &[Exit(0), Result(r#""b60090e3""#)],
     },
     Case {
         name: "module_struct",

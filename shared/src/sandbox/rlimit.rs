@@ -67,6 +67,12 @@ pub fn apply(base_vm_bytes: u64, memory_mb: u64) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// Whether this process may set its limits at all (the zygote asks before
+/// it says the wall is up): no core dumps, which it wants anyway.
+pub fn probe() -> Result<(), SandboxError> {
+    set(0, libc::RLIMIT_CORE, "RLIMIT_CORE", 0, 0)
+}
+
 /// A spare's CPU cap until a call lowers it: the longest timeout (DESIGN §2
 /// clamps it to 1200 s) plus slack.
 pub const CPU_CEILING_SECS: u64 = 1201;

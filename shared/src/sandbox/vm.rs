@@ -168,6 +168,25 @@ impl WarmVm {
         })
     }
 
+    /// The walls this interpreter can vouch for, checked now: no host module
+    /// is compiled in (the capability gap, also no `_io.FileIO`), and the
+    /// scrub holds. What `/healthz` reports for them.
+    pub fn check_walls(&self) -> (bool, bool) {
+        self.interp.enter(|vm| {
+            let builtin: Vec<String> = vm
+                .sys_module
+                .get_attr("builtin_module_names", vm)
+                .and_then(|names| names.try_into_value(vm))
+                .unwrap_or_else(|_| vec!["(unreadable)".into(), "posix".into()]);
+            let no_file_io = super::scrub::loaded(vm, "_io")
+                .is_some_and(|io| io.get_attr("FileIO", vm).is_err());
+            (
+                super::scrub::capability_gap(&builtin) && no_file_io,
+                super::scrub::verify(vm),
+            )
+        })
+    }
+
     /// Gives the process fresh randomness; forked children call this so that
     /// they do not share the zygote's `random` state. The seed comes from
     /// getrandom, not from `random.seed()`: that draws on a thread-local RNG
