@@ -165,16 +165,37 @@ impl Drop for Peer {
 /// streamable HTTP) on a free loopback port; `support/loopback.cjs` keeps it
 /// off other interfaces.
 pub fn everything() -> (Peer, u16) {
+    everything_with(&[])
+}
+
+/// As [`everything`], printing each request's headers on its log
+/// (`HEADERS {...}`, `support/record_headers.cjs`): the reference server
+/// ignores auth, so this is how a test sees what a proxy sent.
+pub fn everything_recording_headers() -> (Peer, u16) {
+    everything_with(&["support/record_headers.cjs"])
+}
+
+/// The requests' headers an [`everything_recording_headers`] peer saw.
+pub fn recorded_headers(peer: &Peer) -> Vec<serde_json::Value> {
+    peer.logs()
+        .lines()
+        .filter_map(|l| l.strip_prefix("HEADERS "))
+        .map(|j| serde_json::from_str(j).expect("a HEADERS line is JSON"))
+        .collect()
+}
+
+fn everything_with(preloads: &[&str]) -> (Peer, u16) {
     let port = free_port();
-    let preload = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("support/loopback.cjs");
+    let support = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let entry =
         tools_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut cmd = Command::new("node");
+    for p in std::iter::once(&"support/loopback.cjs").chain(preloads) {
+        cmd.arg("-r").arg(support.join(p));
+    }
     let mut peer = Peer::spawn(
         "mcp server-everything",
-        Command::new("node")
-            .arg("-r")
-            .arg(preload)
-            .arg(entry)
+        cmd.arg(entry)
             .arg("streamableHttp")
             .env("PORT", port.to_string()),
     );

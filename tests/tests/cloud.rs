@@ -6,7 +6,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate_e2e::peer::{everything, free_port, moto};
+use toolgate_e2e::peer::{
+    everything, everything_recording_headers, free_port, moto, recorded_headers,
+};
 use toolgate_e2e::{Server, TempPath, temp_file};
 
 fn config_file(accounts: &[(&str, u16)]) -> TempPath {
@@ -215,7 +217,8 @@ const AWS_ENV: [(&str, &str); 3] = [
 #[tokio::test(flavor = "multi_thread")]
 async fn accounts_come_from_ssm_through_the_sdk() {
     let (_moto, endpoint) = moto();
-    let (_alpha, pa) = everything();
+    let (alpha, pa) = everything_recording_headers();
+    let (beta, pb) = everything_recording_headers();
     let ssm = toolgate_e2e::peer::moto_ssm(&endpoint).await;
     let put = |name: &str, value: String, secure: bool| {
         let ssm = ssm.clone();
@@ -238,6 +241,13 @@ async fn accounts_come_from_ssm_through_the_sdk() {
     put(
         "/toolgate/clouds/alpha",
         json!({"url": format!("http://127.0.0.1:{pa}/mcp"), "token_parameter": "/toolgate/clouds/alpha/token", "headers": {"X-Tenant": "t1"}}).to_string(),
+        false,
+    )
+    .await;
+    put("/toolgate/clouds/beta/token", "other-token".into(), true).await;
+    put(
+        "/toolgate/clouds/beta",
+        json!({"url": format!("http://127.0.0.1:{pb}/mcp"), "token_parameter": "/toolgate/clouds/beta/token", "headers": {"X-Tenant": "t2", "X-Only-Beta": "b"}}).to_string(),
         false,
     )
     .await;
@@ -280,7 +290,37 @@ async fn accounts_come_from_ssm_through_the_sdk() {
         "{logs}"
     );
     assert!(logs.contains("/toolgate/secrets/missing"), "{logs}");
-    assert!(!logs.contains("s3cret-token"), "a secret reached the log");
+    assert!(
+        !logs.contains("s3cret-token") && !logs.contains("other-token"),
+        "a secret reached the log"
+    );
+
+    // Each account's credentials reach its own upstream on every request
+    // (initialize, listing, the call), and never the other's.
+    let r = s.post_json("/tools/beta__echo", &json!({"message": "to beta"}));
+    assert_eq!(r.status, 200);
+    for (peer, token, tenant, other_token) in [
+        (&alpha, "Bearer s3cret-token", "t1", "other-token"),
+        (&beta, "Bearer other-token", "t2", "s3cret-token"),
+    ] {
+        let seen = recorded_headers(peer);
+        assert!(seen.len() >= 3, "initialize, list and call: {seen:?}");
+        for h in &seen {
+            assert_eq!(h["authorization"], token, "{h}");
+            assert_eq!(h["x-tenant"], tenant, "{h}");
+            assert!(!h.to_string().contains(other_token), "{h}");
+        }
+    }
+    assert!(
+        recorded_headers(&beta)
+            .iter()
+            .all(|h| h["x-only-beta"] == "b")
+    );
+    assert!(
+        recorded_headers(&alpha)
+            .iter()
+            .all(|h| h.get("x-only-beta").is_none())
+    );
 }
 
 #[test]

@@ -297,6 +297,8 @@ fn spawn(child: &ChildMain<'_>, warm_up: bool) -> std::io::Result<()> {
     )
     .map_err(std::io::Error::from)?;
 
+    // SAFETY: getpid has no preconditions.
+    let zygote = unsafe { libc::getpid() };
     // SAFETY: the zygote is single-threaded (see module docs), so the child
     // gets a consistent copy of every lock and allocator.
     let pid = unsafe { libc::fork() };
@@ -310,6 +312,13 @@ fn spawn(child: &ChildMain<'_>, warm_up: bool) -> std::io::Result<()> {
         // stand-in child too, which would otherwise hold the test run's
         // output open).
         die_with_server();
+        // A zygote that died before the line above sent no signal: the
+        // child has a new parent already, and goes.
+        // SAFETY: getppid has no preconditions.
+        if unsafe { libc::getppid() } != zygote {
+            // SAFETY: _exit has no preconditions.
+            unsafe { libc::_exit(0) }
+        }
         child(
             ChildIo {
                 sock: theirs.into_raw_fd(),
