@@ -210,6 +210,62 @@ fn worker_answers_hostile_scripts_cleanly_and_fresh() {
     assert_eq!(stack.exec("print('ran')")["stdout"], "ran\n");
 }
 
+/// The escape suite (`toolgate_e2e::escapes`) on the Worker, which builds
+/// its own stdlib subset and allocator: the routes and scripts
+/// `toolgate serve` runs (tests/escapes.rs), with the same verdicts. The
+/// canary variable is the dispatcher's (the sandbox Worker has none); the
+/// canary file is on the machine running workerd.
+#[test]
+fn worker_blocks_every_escape_route() {
+    use toolgate_e2e::escapes::{
+        COMPILED_IN, CRAFTED_REGEX, HOST_MODULES, ROUTES, SCRUBBED, leaks, route_script,
+    };
+    let _g = lock();
+    let dir = std::env::temp_dir().join(format!("toolgate-worker-escape-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let canary = dir.join("canary.txt");
+    let canary_text = format!("CANARY-FILE-{}", std::process::id());
+    std::fs::write(&canary, &canary_text).unwrap();
+    let marker = dir.join("marker");
+    let env_value = format!("CANARY-ENV-{}", std::process::id());
+    let stack = Stack::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_ESCAPE_CANARY", &env_value),
+    ]);
+    let mut found = Vec::new();
+    for (name, code) in ROUTES {
+        let full = route_script(code, &marker, &canary, "TOOLGATE_ESCAPE_CANARY");
+        let r = stack.post("/tools/python.execute", &json!({ "code": full }));
+        assert_eq!(r.status, 200, "{name}: {}", body(&r));
+        found.extend(leaks(
+            name,
+            &body(&r),
+            &r.json(),
+            &canary_text,
+            &env_value,
+            &marker,
+        ));
+    }
+    assert!(found.is_empty(), "escapes:\n{}", found.join("\n"));
+    for (what, code) in [
+        ("scrubbed functions", SCRUBBED),
+        ("host modules", HOST_MODULES),
+        ("compiled-in modules", COMPILED_IN),
+    ] {
+        let out = stack.exec(code);
+        assert_eq!(
+            (&out["exit_code"], &out["result"]),
+            (&json!(0), &json!([])),
+            "{what}: {out}"
+        );
+    }
+    let out = stack.exec(CRAFTED_REGEX);
+    assert_eq!(out["exit_code"], 1, "{out}");
+    assert_eq!(out["stdout"], "kept\n", "{out}");
+    assert_eq!(stack.exec("result = 6 * 7")["result"], 42);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// CPython fidelity on the Worker: the corpus `toolgate serve` runs
 /// (tests/fidelity.rs), with this runtime's own known differences: the
 /// Worker freezes its own stdlib subset, so its gaps can differ.
