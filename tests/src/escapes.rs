@@ -5,9 +5,66 @@
 //! and the scripts that look for what the scrub and the capability gap
 //! removed. None may find anything, whatever the runtime.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+/// The variable a route must not read.
+pub const ENV_NAME: &str = "TOOLGATE_ESCAPE_CANARY";
+
+/// A canary file, a marker path and a canary variable's value, unique to
+/// this run; the folder goes on drop.
+pub struct Canaries {
+    dir: PathBuf,
+    pub canary: PathBuf,
+    pub canary_text: String,
+    pub marker: PathBuf,
+    /// Give the runtime `ENV_NAME` with this value.
+    pub env_value: String,
+}
+
+impl Canaries {
+    pub fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("toolgate-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let canary = dir.join("canary.txt");
+        let canary_text = format!("CANARY-FILE-{}", std::process::id());
+        std::fs::write(&canary, &canary_text).unwrap();
+        Self {
+            marker: dir.join("marker"),
+            canary,
+            canary_text,
+            env_value: format!("CANARY-ENV-{}", std::process::id()),
+            dir,
+        }
+    }
+
+    /// Runs every route with `post` (a script → the raw answer's status,
+    /// body and JSON); what leaked, or stopped silently.
+    pub fn run_routes(&self, post: impl Fn(&str) -> (u16, String, Value)) -> Vec<String> {
+        let mut found = Vec::new();
+        for (name, code) in ROUTES {
+            let (status, body, out) =
+                post(&route_script(code, &self.marker, &self.canary, ENV_NAME));
+            assert_eq!(status, 200, "{name}: {body}");
+            found.extend(leaks(
+                name,
+                &body,
+                &out,
+                &self.canary_text,
+                &self.env_value,
+                &self.marker,
+            ));
+        }
+        found
+    }
+}
+
+impl Drop for Canaries {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
 
 /// Helpers every route shares. `use_os` and `use_open` try the three actions
 /// with whatever the route obtained; every attempt is caught and printed.
@@ -204,7 +261,7 @@ pub const ROUTES: &[(&str, &str)] = &[
 ];
 
 /// The whole script for route `code`, with its marker and canary paths.
-pub fn route_script(code: &str, marker: &Path, canary: &Path, env_name: &str) -> String {
+fn route_script(code: &str, marker: &Path, canary: &Path, env_name: &str) -> String {
     format!(
         "MARK = {:?}\nCANARY = {:?}\nENV = {env_name:?}\n{PRELUDE}\n{code}\nprint('route done')\n",
         marker.display().to_string(),
@@ -215,7 +272,7 @@ pub fn route_script(code: &str, marker: &Path, canary: &Path, env_name: &str) ->
 /// What route `name` leaked, from its answer (`body`, the raw response) and
 /// the marker's existence; it also fails a route that stopped silently (a
 /// crash must not pass for a block).
-pub fn leaks(
+fn leaks(
     name: &str,
     body: &str,
     out: &Value,

@@ -4,45 +4,25 @@
 use serde_json::json;
 use toolgate_e2e::Server;
 use toolgate_e2e::escapes::{
-    COMPILED_IN, CRAFTED_REGEX, HOST_MODULES, ROUTES, SCRUBBED, leaks, route_script,
+    COMPILED_IN, CRAFTED_REGEX, Canaries, ENV_NAME, HOST_MODULES, ROUTES, SCRUBBED,
 };
 
 #[test]
 fn no_route_reaches_files_or_environment() {
-    let dir = std::env::temp_dir().join(format!("toolgate-escape-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let canary = dir.join("canary.txt");
-    let canary_text = format!("CANARY-FILE-{}", std::process::id());
-    std::fs::write(&canary, &canary_text).unwrap();
-    let marker = dir.join("marker");
-    let env_value = format!("CANARY-ENV-{}", std::process::id());
-
-    let s = Server::start(&[("TOOLGATE_ESCAPE_CANARY", &env_value)]);
+    let c = Canaries::new("escape");
+    let s = Server::start(&[(ENV_NAME, &c.env_value)]);
     assert!(ROUTES.len() >= 30, "the suite covers at least 30 routes");
-    let mut found = Vec::new();
-    for (name, code) in ROUTES {
-        let full = route_script(code, &marker, &canary, "TOOLGATE_ESCAPE_CANARY");
-        let r = s.post_json("/tools/python.execute", &json!({ "code": full }));
-        assert_eq!(
+    let found = c.run_routes(|code| {
+        let r = s.post_json("/tools/python.execute", &json!({ "code": code }));
+        (
             r.status,
-            200,
-            "{name}: {}",
-            String::from_utf8_lossy(&r.body)
-        );
-        let body = String::from_utf8_lossy(&r.body).into_owned();
-        found.extend(leaks(
-            name,
-            &body,
-            &r.json(),
-            &canary_text,
-            &env_value,
-            &marker,
-        ));
-    }
+            String::from_utf8_lossy(&r.body).into_owned(),
+            r.json(),
+        )
+    });
     assert!(found.is_empty(), "escapes:\n{}", found.join("\n"));
     // The server is healthy afterwards.
     assert_eq!(s.exec("result = 6 * 7")["result"], 42);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

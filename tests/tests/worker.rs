@@ -218,34 +218,15 @@ fn worker_answers_hostile_scripts_cleanly_and_fresh() {
 #[test]
 fn worker_blocks_every_escape_route() {
     use toolgate_e2e::escapes::{
-        COMPILED_IN, CRAFTED_REGEX, HOST_MODULES, ROUTES, SCRUBBED, leaks, route_script,
+        COMPILED_IN, CRAFTED_REGEX, Canaries, ENV_NAME, HOST_MODULES, SCRUBBED,
     };
     let _g = lock();
-    let dir = std::env::temp_dir().join(format!("toolgate-worker-escape-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let canary = dir.join("canary.txt");
-    let canary_text = format!("CANARY-FILE-{}", std::process::id());
-    std::fs::write(&canary, &canary_text).unwrap();
-    let marker = dir.join("marker");
-    let env_value = format!("CANARY-ENV-{}", std::process::id());
-    let stack = Stack::start(&[
-        ("TOOLGATE_TOKEN", TOKEN),
-        ("TOOLGATE_ESCAPE_CANARY", &env_value),
-    ]);
-    let mut found = Vec::new();
-    for (name, code) in ROUTES {
-        let full = route_script(code, &marker, &canary, "TOOLGATE_ESCAPE_CANARY");
-        let r = stack.post("/tools/python.execute", &json!({ "code": full }));
-        assert_eq!(r.status, 200, "{name}: {}", body(&r));
-        found.extend(leaks(
-            name,
-            &body(&r),
-            &r.json(),
-            &canary_text,
-            &env_value,
-            &marker,
-        ));
-    }
+    let c = Canaries::new("worker-escape");
+    let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN), (ENV_NAME, &c.env_value)]);
+    let found = c.run_routes(|code| {
+        let r = stack.post("/tools/python.execute", &json!({ "code": code }));
+        (r.status, body(&r), r.json())
+    });
     assert!(found.is_empty(), "escapes:\n{}", found.join("\n"));
     for (what, code) in [
         ("scrubbed functions", SCRUBBED),
@@ -263,7 +244,6 @@ fn worker_blocks_every_escape_route() {
     assert_eq!(out["exit_code"], 1, "{out}");
     assert_eq!(out["stdout"], "kept\n", "{out}");
     assert_eq!(stack.exec("result = 6 * 7")["result"], 42);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// CPython fidelity on the Worker: the corpus `toolgate serve` runs
