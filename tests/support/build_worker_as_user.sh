@@ -71,6 +71,9 @@ reachable() {
 reachable "$rustup_home"
 reachable "$cargo_home"
 reachable "$cache_home/toolgate"
+# A clone or target dir under /root (CI may put them there) too.
+reachable "$repo"
+reachable "$target"
 
 overlay "$repo" repo
 overlay "$target" target

@@ -20,7 +20,9 @@ fn main() {
         let display = entry.display();
         println!("cargo:rerun-if-changed={display}");
     }
-    println!("cargo:rerun-if-changed=../../Lib/importlib/_bootstrap.py");
+    // Toolgate: upstream also names ../../Lib/importlib/_bootstrap.py, a
+    // file of RustPython's own repository. Outside it the file is missing,
+    // so cargo would rerun this script, and rebuild the crate, every time.
 
     // = 3.14.0alpha
     python_version(3, 14, 0, "alpha", 0);
