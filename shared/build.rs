@@ -31,19 +31,20 @@ fn main() {
             deps.dedup();
             let _ = writeln!(code, "    ({name:?}, &{deps:?}),");
         }
-        for (name, m) in imports::read_lib(&overrides).expect("read shared/python") {
+        // The overrides, as the overlay above read them.
+        for (name, m) in lib.iter().filter(|(_, m)| m.file.starts_with(&overrides)) {
             let source = std::fs::read_to_string(&m.file).expect("read an override");
             // Compiled as rustpython-pylib's py_freeze! does: the module
             // name is the code's file name.
             let compiled = rustpython_compiler::compile(
                 &source,
                 rustpython_compiler::Mode::Exec,
-                &name,
+                name,
                 rustpython_compiler::CompileOpts::default(),
             )
             .unwrap_or_else(|e| panic!("compiling shared/python/{name}: {e}"));
             frozen.push((
-                name,
+                name.clone(),
                 rustpython_compiler_core::frozen::FrozenModule {
                     code: rustpython_compiler_core::frozen::FrozenCodeObject::encode(&compiled),
                     package: m.package,

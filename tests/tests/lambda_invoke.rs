@@ -86,6 +86,15 @@ fn invoke_with(port: u16, function: &str, fixture: &str, data: &[&std::ffi::OsSt
     }
 }
 
+/// What `function` returned; fails the test, with the functions' log, if it
+/// failed.
+fn returned(watch: &Peer, port: u16, function: &str, payload: &Value) -> Value {
+    match invoke_value(port, function, payload) {
+        Outcome::Returned(v) => v,
+        Outcome::Failed(e) => panic!("{function} failed: {e}\n{}", watch.logs()),
+    }
+}
+
 /// An API Gateway / Function URL response: status and parsed JSON body.
 fn http(fixture: &str, outcome: Outcome) -> (u64, Value) {
     let Outcome::Returned(resp) = outcome else {
@@ -383,14 +392,12 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
         ),
     ]);
     // As a state machine calls it: bare arguments.
-    let asked = match invoke_value(
+    let asked = returned(
+        &watch,
         port,
         "clarify",
         &json!({"question": "Which server?", "options": ["web-1", "web-2"]}),
-    ) {
-        Outcome::Returned(v) => v,
-        Outcome::Failed(e) => panic!("clarify failed: {e}\n{}", watch.logs()),
-    };
+    );
     let id = asked["id"].as_str().unwrap().to_owned();
     assert_eq!(
         asked["answer_url"],
@@ -484,14 +491,12 @@ for r in ev.list_rules()['Rules']:
     ]);
     let (watch, port) = watch(&env);
     let (execution, token) = start_waiting_execution(&endpoint, "swept");
-    let asked = match invoke_value(
+    let asked = returned(
+        &watch,
         port,
         "clarify",
         &json!({"question": "Restart web-1?", "task_token": token}),
-    ) {
-        Outcome::Returned(v) => v,
-        Outcome::Failed(e) => panic!("clarify failed: {e}\n{}", watch.logs()),
-    };
+    );
     assert_eq!(asked["status"], "pending", "{asked}");
 
     // Past the expiry, with nothing invoked: the workflow still waits. The
@@ -532,14 +537,12 @@ for r in ev.list_rules()['Rules']:
     broken.push(("AWS_ENDPOINT_URL_SFN", "http://127.0.0.1:9"));
     let (watch, port) = watch_on(free_port(), &broken);
     let (execution, token) = start_waiting_execution(&endpoint, "resent");
-    let asked = match invoke_value(
+    let asked = returned(
+        &watch,
         port,
         "clarify",
         &json!({"question": "Restart web-2?", "options": ["yes", "no"], "task_token": token}),
-    ) {
-        Outcome::Returned(v) => v,
-        Outcome::Failed(e) => panic!("clarify failed: {e}\n{}", watch.logs()),
-    };
+    );
     let id = asked["id"].as_str().unwrap().to_owned();
     let answer = answer_route_event("POST", &id, Some(r#"{"choice": 0}"#));
     let Outcome::Returned(resp) = invoke_value(port, "clarify", &answer) else {

@@ -22,8 +22,8 @@ use super::{Clarification, Status};
 /// How long an item outlives its expiry before DynamoDB's TTL removes it.
 const KEEP_AFTER_EXPIRY_SECS: i64 = 7 * 86_400;
 
-/// The sparse index of pending items with a workflow waiting (template.yaml,
-/// `ClarifyTable`), and its partition key's one value.
+/// The sparse index of items whose workflow has not been told yet
+/// (template.yaml, `ClarifyTable`), and its partition key's one value.
 pub const EXPIRING_INDEX: &str = "expiring";
 const AWAITING: &str = "task";
 
