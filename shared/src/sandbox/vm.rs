@@ -138,6 +138,9 @@ impl WarmVm {
         stdlib: impl IntoIterator<Item = (&'static str, FrozenModule)>,
         adapt: impl FnOnce(&VirtualMachine) -> PyResult<()>,
     ) -> Result<Self, String> {
+        // Scripts are written for CPython 3.13: its grammar, not 3.14's
+        // (the frozen stdlib was compiled at build time and is not affected).
+        rustpython_vm::compiler::use_python_3_13_grammar(true);
         let mut s = settings();
         // A fixed hash seed where there is no entropy while warming (the
         // Worker's snapshot); randomness that matters is reseeded per call.
@@ -370,7 +373,7 @@ fn run_in(vm: &VirtualMachine, source: &str, dumps: &PyObjectRef) -> RunOutcome 
 
     let ran = vm
         .compile(source, Mode::Exec, SCRIPT_NAME)
-        .map_err(|e| e.into_pyexception(vm, Some(source)))
+        .map_err(|e| with_source_line(vm, e.into_pyexception(vm, Some(source)), source))
         .and_then(|code| vm.run_code_obj(code, scope));
     let exit_code = match ran {
         Ok(_) => 0,
@@ -386,6 +389,27 @@ fn run_in(vm: &VirtualMachine, source: &str, dumps: &PyObjectRef) -> RunOutcome 
         exit_code,
         result_json,
     }
+}
+
+/// A compiler error (not the parser's) carries no source line, as CPython's
+/// does not for a string; the script is a file to its author, and CPython
+/// shows a file's line.
+fn with_source_line(
+    vm: &VirtualMachine,
+    exc: PyBaseExceptionRef,
+    source: &str,
+) -> PyBaseExceptionRef {
+    let obj = exc.as_object();
+    let missing = obj.get_attr("text", vm).is_ok_and(|t| vm.is_none(&t));
+    let line = obj
+        .get_attr("lineno", vm)
+        .ok()
+        .and_then(|n| n.try_to_value::<usize>(vm).ok())
+        .and_then(|n| source.lines().nth(n.checked_sub(1)?));
+    if let (true, Some(line)) = (missing, line) {
+        let _ = obj.set_attr("text", vm.ctx.new_str(line), vm);
+    }
+    exc
 }
 
 /// The SystemExit rules of DESIGN §2; anything else prints a traceback.
@@ -495,10 +519,12 @@ impl<'a> TracebackWriter<'a> {
         emit(Stream::Stderr, &line);
         emit(Stream::Stderr, "\n");
         let prefix = format!("  File \"{SCRIPT_NAME}\", line ");
+        // A frame line (`..., line 3, in f`); a SyntaxError's `File` line
+        // has no `, in` and prints its own text.
         let n = line
             .strip_prefix(&prefix)
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|n| n.parse::<usize>().ok());
+            .and_then(|rest| rest.split_once(", in "))
+            .and_then(|(n, _)| n.parse::<usize>().ok());
         if let Some(text) = n.and_then(|n| self.source.get(n.wrapping_sub(1))) {
             let text = text.trim();
             if !text.is_empty() {
@@ -583,5 +609,27 @@ mod tests {
         let (exit, _, err) = run("import json\nimport _strptime");
         assert_eq!(exit, 1);
         assert!(err.contains("is not allowed"), "{err}");
+    }
+
+    /// What CPython 3.13 prints running the same text as a file: the line
+    /// once (it was printed twice), and a compiler error's line too (its
+    /// `text` is None, which printed as `None`).
+    #[test]
+    fn a_syntax_error_shows_its_line_once_as_for_a_file() {
+        for (code, want) in [
+            (
+                "f() = 1\n",
+                "  File \"<agent_script>\", line 1\n    f() = 1\n    ^^^\nSyntaxError: cannot \
+                 assign to function call here. Maybe you meant '==' instead of '='?\n",
+            ),
+            (
+                "x = 1\nreturn x\n",
+                "  File \"<agent_script>\", line 2\n    return x\n    ^^^^^^^^\n\
+                 SyntaxError: 'return' outside function\n",
+            ),
+        ] {
+            let (exit, _, err) = run(code);
+            assert_eq!((exit, err.as_str()), (1, want), "{code}");
+        }
     }
 }

@@ -242,7 +242,8 @@ impl VirtualMachine {
         });
         let maybe_filename = getattr("filename").and_then(|obj| obj.str(vm).ok());
 
-        let maybe_text = getattr("text").map(|obj| {
+        // Toolgate: `text` None prints no line, as CPython's does.
+        let maybe_text = getattr("text").filter(|obj| !vm.is_none(obj)).map(|obj| {
             obj.str(vm)
                 .unwrap_or_else(|_| vm.ctx.new_str("<text str() failed>"))
         });

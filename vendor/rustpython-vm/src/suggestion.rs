@@ -48,6 +48,21 @@ pub fn calculate_suggestions<'a>(
     suggestion.map(|r| r.to_owned())
 }
 
+/// Toolgate: CPython 3.13's suffix for an unexpected keyword argument,
+/// `. Did you mean 'sep'?`, from the names a keyword could have filled.
+pub fn keyword_suggestion<'a>(
+    vm: &VirtualMachine,
+    keyword: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> String {
+    let candidates: Vec<PyObjectRef> = candidates.map(|c| vm.ctx.new_str(c).into()).collect();
+    let keyword = vm.ctx.new_str(keyword);
+    calculate_suggestions(candidates.iter().map(|c| &**c), keyword.as_object())
+        .map_or_else(String::new, |s| {
+            format!(". Did you mean '{}'?", s.as_wtf8())
+        })
+}
+
 pub fn offer_suggestions(exc: &Py<PyBaseException>, vm: &VirtualMachine) -> Option<PyStrRef> {
     if exc
         .class()

@@ -355,8 +355,14 @@ impl PyFunction {
                         posonly.into_iter().format(", "),
                     )));
                 }
+                // Toolgate: with 3.13's suggestion of a parameter's name.
+                let names = code.varnames[code.posonlyarg_count as usize..total_args]
+                    .iter()
+                    .map(|n| n.as_str());
+                let hint =
+                    crate::suggestion::keyword_suggestion(vm, &name.to_string_lossy(), names);
                 return Err(vm.new_type_error(format!(
-                    "{}() got an unexpected keyword argument '{}'",
+                    "{}() got an unexpected keyword argument '{}'{hint}",
                     self.qualname.lock().clone(),
                     name
                 )));

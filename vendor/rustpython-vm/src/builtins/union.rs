@@ -25,6 +25,10 @@ pub struct PyUnion {
     /// Tuple of initially unhashable args, or None if all args were hashable
     unhashable_args: Option<PyTupleRef>,
     parameters: PyTupleRef,
+    /// Toolgate: made by `typing.Union[...]` (or `Optional[...]`), which
+    /// CPython 3.13 prints `typing.Optional[int]`, not `int | None`.
+    #[pytraverse(skip)]
+    typing_form: bool,
 }
 
 impl fmt::Debug for PyUnion {
@@ -49,7 +53,38 @@ impl PyUnion {
             hashable_args: result.hashable_args,
             unhashable_args: result.unhashable_args,
             parameters,
+            typing_form: false,
         })
+    }
+
+    /// Toolgate: 3.13's `_UnionGenericAlias.__repr__`, its args as
+    /// `typing._type_repr` writes them.
+    fn typing_repr(&self, vm: &VirtualMachine) -> PyResult<String> {
+        let type_repr = |obj: &PyObject| -> PyResult<String> {
+            if let Some(class) = obj.downcast_ref::<PyType>() {
+                let qualname = class.__qualname__(vm).str(vm)?.to_string();
+                let module = class.__module__(vm)?.str(vm)?.to_string();
+                return Ok(if module == "builtins" {
+                    qualname
+                } else {
+                    format!("{module}.{qualname}")
+                });
+            }
+            Ok(obj.repr(vm)?.to_string())
+        };
+        let args = self.args.as_slice();
+        let none = vm.ctx.types.none_type.as_object();
+        if let [a, b] = args
+            && (a.is(none) || b.is(none))
+        {
+            let other = if a.is(none) { b } else { a };
+            return Ok(format!("typing.Optional[{}]", type_repr(other)?));
+        }
+        let args = args
+            .iter()
+            .map(|a| type_repr(a))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(format!("typing.Union[{}]", args.join(", ")))
     }
 
     /// Direct access to args field (_Py_union_args)
@@ -195,7 +230,21 @@ impl Py<PyUnion> {
         }
 
         // Create union using make_union to properly handle None -> NoneType conversion
-        make_union(&args_tuple, vm)
+        let union = make_union(&args_tuple, vm)?;
+        // Toolgate: marked as made by `typing.Union[...]`, for its repr.
+        Ok(match union.downcast::<PyUnion>() {
+            Ok(made) => {
+                let made = PyUnion {
+                    args: made.args.clone(),
+                    hashable_args: made.hashable_args.clone(),
+                    unhashable_args: made.unhashable_args.clone(),
+                    parameters: made.parameters.clone(),
+                    typing_form: true,
+                };
+                made.to_pyobject(vm)
+            }
+            Err(other) => other,
+        })
     }
 }
 
@@ -540,6 +589,9 @@ impl GetAttr for PyUnion {
 impl Representable for PyUnion {
     #[inline]
     fn repr_str(zelf: &Py<Self>, vm: &VirtualMachine) -> PyResult<String> {
+        if zelf.typing_form {
+            return zelf.typing_repr(vm);
+        }
         zelf.repr(vm)
     }
 }

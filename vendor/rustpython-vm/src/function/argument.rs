@@ -299,7 +299,28 @@ impl FuncArgs {
         vm: &VirtualMachine,
         callee: impl Into<Callee>,
     ) -> PyResult<T> {
-        let callee = callee.into();
+        let callee = callee.into().with_keyword_names(T::keyword_names);
+        // Toolgate: a function whose parameters are all positional says so
+        // before anything else, as CPython's `_PyArg_NoKeywords` does.
+        if let Some(name) = callee.name
+            && !self.kwargs.is_empty()
+            && !T::takes_keywords()
+        {
+            // A method is named with its class (`str.startswith()`); a
+            // classmethod's first argument is the class itself.
+            let owner = self
+                .args
+                .first()
+                .filter(|_| callee.instance_arg)
+                .map(|first| {
+                    let class = first
+                        .downcast_ref::<crate::builtins::PyType>()
+                        .map_or_else(|| first.class().slots.name, |class| class.slots.name);
+                    format!("{}.", short_name(class))
+                });
+            let owner = owner.unwrap_or_default();
+            return Err(vm.new_type_error(format!("{owner}{name}() takes no keyword arguments")));
+        }
         // A message describes the parameters the function declares, and the
         // instance a method is called on is not one of them.
         let instance = callee.instance_args();
@@ -349,6 +370,8 @@ impl FuncArgs {
 pub struct Callee {
     name: Option<&'static str>,
     instance_arg: bool,
+    /// Toolgate: lists the parameters' names, for 3.13's "Did you mean".
+    keyword_names: Option<fn(&mut Vec<&'static str>)>,
 }
 
 impl From<&'static str> for Callee {
@@ -364,7 +387,15 @@ impl Callee {
         Self {
             name: Some(name),
             instance_arg: false,
+            keyword_names: None,
         }
+    }
+
+    /// The parameters a keyword could have filled.
+    #[must_use]
+    pub const fn with_keyword_names(mut self, names: fn(&mut Vec<&'static str>)) -> Self {
+        self.keyword_names = Some(names);
+        self
     }
 
     /// The type a slot builds or initializes, named the way a message names it.
@@ -405,7 +436,12 @@ impl Callee {
 
     /// The branch of _PyArg_UnpackKeywords that names a keyword it didn't expect.
     fn unexpected_keyword(self, keyword: &str, vm: &VirtualMachine) -> PyBaseExceptionRef {
-        vm.new_type_error(unexpected_keyword_message(self.name, keyword))
+        let mut names = Vec::new();
+        if let Some(list) = self.keyword_names {
+            list(&mut names);
+        }
+        let hint = crate::suggestion::keyword_suggestion(vm, keyword, names.into_iter());
+        vm.new_type_error(unexpected_keyword_message(self.name, keyword) + &hint)
     }
 
     /// The branch of _PyArg_UnpackKeywords that names a parameter it didn't get.
@@ -531,8 +567,46 @@ pub trait FromArgs: Sized {
     /// is ignored.
     const PARAMS: Option<&'static [Param]> = None;
 
+    /// Toolgate: whether any parameter can be given by keyword. A type whose
+    /// parameters are unknown (`PARAMS` is `None`) is one positional-only
+    /// parameter.
+    #[must_use]
+    fn takes_keywords() -> bool {
+        Self::PARAMS.is_some_and(params_take_keywords)
+    }
+
+    /// Toolgate: the names of the parameters a keyword can fill.
+    fn keyword_names(names: &mut Vec<&'static str>) {
+        if let Some(params) = Self::PARAMS {
+            keyword_names(params, names);
+        }
+    }
+
     /// Extracts this item from the next argument(s).
     fn from_args(vm: &VirtualMachine, args: &mut FuncArgs) -> Result<Self, ArgumentError>;
+}
+
+/// Toolgate: the names of the parameters a keyword can fill.
+fn keyword_names(params: &[Param], names: &mut Vec<&'static str>) {
+    for param in params {
+        match param.kind {
+            super::signature::ParamKind::PositionalOrKeyword
+            | super::signature::ParamKind::KeywordOnly => names.push(param.name),
+            super::signature::ParamKind::Flatten(Some(inner)) => keyword_names(inner, names),
+            _ => {}
+        }
+    }
+}
+
+/// Toolgate: whether a parameter list has one a keyword can fill. A nested
+/// list that is unknown might, so it counts as one.
+fn params_take_keywords(params: &[Param]) -> bool {
+    params.iter().any(|param| match param.kind {
+        super::signature::ParamKind::PositionalOnly
+        | super::signature::ParamKind::VarPositional => false,
+        super::signature::ParamKind::Flatten(Some(inner)) => params_take_keywords(inner),
+        _ => true,
+    })
 }
 
 pub trait FromArgOptional {
@@ -959,6 +1033,14 @@ macro_rules! tuple_from_py_func_args {
                     max += end;
                 )+
                 min..=max
+            }
+
+            fn takes_keywords() -> bool {
+                false $(|| $T::takes_keywords())+
+            }
+
+            fn keyword_names(names: &mut Vec<&'static str>) {
+                $($T::keyword_names(names);)+
             }
 
             fn from_args(vm: &VirtualMachine, args: &mut FuncArgs) -> Result<Self, ArgumentError> {

@@ -929,7 +929,10 @@ mod builtins {
         let default = args.take_keyword("default");
         let key_func = args.take_keyword("key");
 
-        if let Some(err) = args.check_kwargs_empty_for(vm, func_name) {
+        // Toolgate: the keywords it takes, for 3.13's "Did you mean".
+        let callee = crate::function::Callee::named(func_name)
+            .with_keyword_names(|names| names.extend(["key", "default"]));
+        if let Some(err) = args.check_kwargs_empty_for(vm, callee) {
             return Err(err);
         }
 

@@ -254,7 +254,21 @@ impl SyntaxErrorInfo {
                     "multiple exception types must be parenthesized when using `as`",
                 ) =>
             {
-                "multiple exception types must be parenthesized when using 'as'".into()
+                // Toolgate: 3.13's wording (3.14 added "when using 'as'").
+                "multiple exception types must be parenthesized".into()
+            }
+
+            // Toolgate: where CPython 3.13's grammar has no rule of its own,
+            // these are its plain "invalid syntax" (`raise X, Y`, a `match`
+            // block without `case`, a pattern after `**rest`).
+            ParseErrorType::UnparenthesizedTupleExpression => "invalid syntax".into(),
+            ParseErrorType::OtherError(s)
+                if matches!(
+                    s.as_str(),
+                    "Expected `case` block" | "Pattern cannot follow a double star pattern"
+                ) =>
+            {
+                "invalid syntax".into()
             }
 
             ParseErrorType::OtherError(s)
