@@ -19,6 +19,7 @@ pub mod lambda_events;
 pub mod peer;
 pub mod sshd;
 pub mod stepfunctions;
+pub mod timing;
 pub mod wrangler;
 
 /// The `toolgate` binary: `$TOOLGATE_BIN`, else next to this test's `deps/`.

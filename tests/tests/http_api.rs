@@ -202,6 +202,9 @@ fn bearer_token_guards_everything_but_healthz() {
     assert_eq!(error_of(&r).0, 401);
     let r = s.request("GET", "/tools", &[("Authorization", "Basic abc")], b"");
     assert_eq!(error_of(&r).0, 401);
+    // The API's description is behind the token too (/mcp: mcp_openapi.rs).
+    let (status, code, _) = error_of(&s.request("GET", "/openapi.json", &[], b""));
+    assert_eq!((status, code.as_str()), (401, "unauthorized"));
     let auth = format!("Bearer {secret}");
     let r = s.request(
         "POST",
@@ -245,13 +248,20 @@ fn every_call_logs_tool_duration_and_outcome_as_json() {
     let s = Server::start(&[]);
     s.exec("print('hi')");
     let _ = s.post_json("/tools/python.execute", &json!({"code": ""}));
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The line is written as the answer goes out; wait for both.
+    let tool_calls = || -> Vec<Value> {
+        s.json_logs()
+            .into_iter()
+            .filter(|v| v["message"] == "tool call")
+            .collect()
+    };
+    toolgate_e2e::timing::poll_until(
+        std::time::Duration::from_secs(5),
+        "two tool-call lines",
+        || (tool_calls().len() >= 2).then_some(()),
+    );
     let logs = s.logs();
-    let lines: Vec<Value> = s
-        .json_logs()
-        .into_iter()
-        .filter(|v| v["message"] == "tool call")
-        .collect();
+    let lines = tool_calls();
     assert_eq!(lines.len(), 2, "logs:\n{logs}");
     assert_eq!(lines[0]["tool"], "python.execute");
     assert_eq!(lines[0]["outcome"], "ok");

@@ -505,3 +505,102 @@ fn the_remote_timeout_holds_when_toolgate_dies_mid_command() {
         d.remote_processes("sleep 3109")
     );
 }
+
+/// A key the server refuses, a port nobody listens on, and a listener that
+/// never speaks SSH: each is a 502 `upstream_unavailable` naming the server
+/// and the cause, none waits past the connect timeout, and a good server
+/// beside them keeps working.
+#[test]
+fn a_refused_key_a_closed_port_and_a_silent_host_are_clear_errors() {
+    const CONNECT_TIMEOUT_S: u64 = 2;
+    let d = Sshd::start();
+    let other = Sshd::start();
+    let port_line = format!("port = {}", d.port);
+    // Bound, then dropped: nothing listens there now.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    // Bound and never accepted: the kernel completes the TCP handshake, and
+    // no SSH banner ever comes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let text = [
+        d.server_toml("good", ""),
+        d.server_toml("refused", "").replace(
+            &d.client_key_path().display().to_string(),
+            &other.client_key_path().display().to_string(),
+        ),
+        d.server_toml("closed", "")
+            .replace(&port_line, &format!("port = {closed_port}")),
+        d.server_toml("silent", "")
+            .replace(&port_line, &format!("port = {silent_port}")),
+        format!("[ssh]\nconnect_timeout = {CONNECT_TIMEOUT_S}\n"),
+    ]
+    .concat();
+    let (s, _cfg) = serve(&text);
+    for (name, cause) in [
+        ("refused", "refused key authentication"),
+        ("closed", "cannot connect"),
+        ("silent", "did not complete the SSH handshake within 2 s"),
+    ] {
+        let started = Instant::now();
+        let r = run(&s, json!({"server_name": name, "command": "echo hi"}));
+        let took = started.elapsed();
+        assert_eq!(
+            r.status,
+            502,
+            "{name}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        let (code, msg) = error(&r);
+        assert_eq!(code, "upstream_unavailable", "{name}");
+        assert!(msg.contains(&format!("{name:?}")), "{name}: {msg}");
+        assert!(msg.contains(cause), "{name}: {msg}");
+        assert!(
+            took < toolgate_e2e::timing::stop_bound(CONNECT_TIMEOUT_S),
+            "{name}: answered after {took:?}"
+        );
+        assert_eq!(
+            run_ok(&s, json!({"server_name": "good", "command": "echo ok"}))["stdout"],
+            "ok\n",
+            "after {name}"
+        );
+    }
+    drop(silent);
+}
+
+/// `list_servers` takes no input, and an input that is not an object is the
+/// contract's `invalid_input`; `{}` and an empty body are no input.
+#[test]
+fn list_servers_refuses_input_that_is_not_an_object() {
+    let d = Sshd::start();
+    let (s, _cfg) = serve(&d.server_toml("box", ""));
+    for body in [
+        json!([1]),
+        json!("box"),
+        json!(42),
+        json!(true),
+        json!(null),
+    ] {
+        let r = s.post_json("/tools/list_servers", &body);
+        assert_eq!(r.status, 400, "{body}");
+        assert_eq!(
+            error(&r),
+            (
+                "invalid_input".to_owned(),
+                "Tool input must be a JSON object (dict)".to_owned()
+            ),
+            "{body}"
+        );
+    }
+    for body in [&b"{}"[..], b""] {
+        let r = s.request(
+            "POST",
+            "/tools/list_servers",
+            &[("Content-Type", "application/json")],
+            body,
+        );
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(body));
+        assert_eq!(r.json()["servers"][0]["name"], "box");
+    }
+}
