@@ -4,7 +4,6 @@
 //! callbacks against moto server through the real SDK.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -193,23 +192,32 @@ fn nothing_is_lost_on_restart() {
 #[test]
 fn racing_answers_have_exactly_one_winner() {
     let dir = data_dir("race");
-    let s = Arc::new(start(&dir, &[]));
-    let id = ask(&s, json!({"question": "Who wins?"}))["id"]
+    let s = start(&dir, &[]);
+    exactly_one_winner(&s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Sixteen answers at once to one clarification: exactly one wins (200),
+/// every other is a 409 that shows the winner, and the store keeps it.
+fn exactly_one_winner(s: &Server) {
+    let id = ask(s, json!({"question": "Who wins?"}))["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let barrier = Arc::new(std::sync::Barrier::new(16));
-    let threads: Vec<_> = (0..16)
-        .map(|i| {
-            let (s, id, barrier) = (s.clone(), id.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                barrier.wait();
-                let r = answer(&s, &id, json!({"answer": format!("answer {i}")}));
-                (r.status, r.json())
+    let barrier = std::sync::Barrier::new(16);
+    let results: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..16)
+            .map(|i| {
+                let (id, barrier) = (&id, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    let r = answer(s, id, json!({"answer": format!("answer {i}")}));
+                    (r.status, r.json())
+                })
             })
-        })
-        .collect();
-    let results: Vec<(u16, Value)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
     let winners: Vec<&Value> = results
         .iter()
         .filter(|(st, _)| *st == 200)
@@ -229,6 +237,43 @@ fn racing_answers_have_exactly_one_winner() {
     assert_eq!(
         s.get(&format!("/clarifications/{id}")).json()["answer"],
         won
+    );
+}
+
+/// A long-poll ends when the clarification expires (status `expired`, not
+/// at the wait asked for), and no later than the 25 s cap (still `pending`);
+/// a `wait` that is not a number is the contract's `invalid_input`.
+#[test]
+fn a_long_poll_ends_at_expiry_and_at_the_25_s_cap() {
+    use toolgate_e2e::timing::stop_bound;
+    let dir = data_dir("long-poll");
+    let s = start(&dir, &[("TOOLGATE_CLARIFY_EXPIRY_SECS", "2")]);
+    let id = ask(&s, json!({"question": "Soon?"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let started = Instant::now();
+    let r = s.get(&format!("/clarifications/{id}?wait=20"));
+    let took = started.elapsed();
+    assert_eq!(r.json()["status"], "expired", "{}", r.json());
+    assert!(took < stop_bound(2), "returned after {took:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let dir = data_dir("long-poll-cap");
+    let s = start(&dir, &[]);
+    let id = ask(&s, json!({"question": "Later?"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = s.get(&format!("/clarifications/{id}?wait=abc"));
+    assert_eq!((r.status, code(&r).as_str()), (400, "invalid_input"));
+    let started = Instant::now();
+    let r = s.get(&format!("/clarifications/{id}?wait=600"));
+    let took = started.elapsed();
+    assert_eq!(r.json()["status"], "pending", "{}", r.json());
+    assert!(
+        took >= Duration::from_secs(25) && took < stop_bound(25),
+        "a 600 s wait returned after {took:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -328,6 +373,8 @@ boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchem
     env.push(("AWS_ENDPOINT_URL", &endpoint));
     env.push(("TOOLGATE_CLARIFY_TABLE", "clarifications"));
     let s = Server::start(&env);
+    // Concurrent answers: the store's conditional write picks one.
+    exactly_one_winner(&s);
 
     // Answered: the execution succeeds with the answer as its output.
     let (execution, token) = start_waiting_execution(&endpoint, "answered");
