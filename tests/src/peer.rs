@@ -184,6 +184,15 @@ pub fn recorded_headers(peer: &Peer) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// As [`everything`], with three more tools beside `echo` whose exported
+/// names collide or run past 64 characters (`support/colliding_tools.mjs`):
+/// `echo.v2`, `echo_v2` and `describe_xxx…` (80 characters); each answers
+/// `<its name>: <message>`.
+pub fn everything_with_colliding_names() -> (Peer, u16) {
+    everything_with(&["support/colliding_tools.mjs"])
+}
+
+/// Preloads: `.cjs` files by `-r`, `.mjs` files by `--import`.
 fn everything_with(preloads: &[&str]) -> (Peer, u16) {
     let port = free_port();
     let support = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -191,8 +200,18 @@ fn everything_with(preloads: &[&str]) -> (Peer, u16) {
         tools_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let mut cmd = Command::new("node");
     for p in std::iter::once(&"support/loopback.cjs").chain(preloads) {
-        cmd.arg("-r").arg(support.join(p));
+        let flag = if p.ends_with(".mjs") {
+            "--import"
+        } else {
+            "-r"
+        };
+        cmd.arg(flag).arg(support.join(p));
     }
+    // The SDK module the server imports, for a preload that patches it.
+    cmd.env(
+        "TOOLGATE_MCP_SDK_MODULE",
+        tools_dir().join("node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js"),
+    );
     let mut peer = Peer::spawn(
         "mcp server-everything",
         cmd.arg(entry)

@@ -426,3 +426,51 @@ fn a_hung_upstream_call_times_out_and_nothing_else_waits() {
     let r = s.post_json("/tools/alpha__echo", &json!({"message": "after"}));
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
 }
+
+/// Upstream names that collide once sanitized (`echo.v2`, `echo_v2`) or run
+/// past 64 characters export as distinct names within the limit, the same
+/// in every process (a stable hash), and each calls its own upstream tool.
+#[test]
+fn colliding_and_long_upstream_names_stay_apart_end_to_end() {
+    let (_alpha, pa) = toolgate_e2e::peer::everything_with_colliding_names();
+    let cfg = config_file(&[("alpha", pa)]);
+    let s = Server::start_with_args(&[], &["--config", cfg.0.to_str().unwrap()]);
+    // FNV-1a as shared/src/cloud/names.rs computes it, written out here so
+    // that a change of hash (which renames deployed tools) fails the test.
+    let fnv = |s: &str| {
+        s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        }) as u32
+    };
+    let long = format!("describe_{}", "x".repeat(71));
+    let long_raw = format!("alpha__{long}");
+    let expected = [
+        ("echo.v2", "alpha__echo_v2".to_owned()),
+        ("echo_v2", format!("alpha__echo_v2_{:08x}", fnv("echo_v2"))),
+        (
+            long.as_str(),
+            format!("{}_{:08x}", &long_raw[..55], fnv(&long_raw)),
+        ),
+    ];
+    for format in ["native", "openai", "anthropic", "mcp"] {
+        let n = names(&s, format);
+        for (_, name) in &expected {
+            assert!(n.contains(name), "{format}: {name} missing from {n:?}");
+        }
+        assert!(n.iter().all(|x| x.len() <= 64), "{format}: {n:?}");
+    }
+    for (remote, name) in &expected {
+        let r = s.post_json(&format!("/tools/{name}"), &json!({"message": "hi"}));
+        assert_eq!(
+            r.status,
+            200,
+            "{name}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert!(
+            r.json().to_string().contains(&format!("{remote}: hi")),
+            "{name} called the wrong tool: {}",
+            r.json()
+        );
+    }
+}
