@@ -195,6 +195,11 @@ pub fn everything_with_colliding_names() -> (Peer, u16) {
 /// Preloads: `.cjs` files by `-r`, `.mjs` files by `--import`.
 fn everything_with(preloads: &[&str]) -> (Peer, u16) {
     let port = free_port();
+    (everything_on(port, preloads), port)
+}
+
+/// The reference server on `port` (to start it again where it was).
+pub fn everything_on(port: u16, preloads: &[&str]) -> Peer {
     let support = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let entry =
         tools_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -219,7 +224,7 @@ fn everything_with(preloads: &[&str]) -> (Peer, u16) {
             .env("PORT", port.to_string()),
     );
     peer.wait_for_port(port, Duration::from_secs(30));
-    (peer, port)
+    peer
 }
 
 /// moto server (PyPI `moto[server]`) on a free loopback port; returns its URL.

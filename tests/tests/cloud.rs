@@ -474,3 +474,33 @@ fn colliding_and_long_upstream_names_stay_apart_end_to_end() {
         );
     }
 }
+
+/// An upstream that goes away answers 502 naming the account, without
+/// delaying the other account; once it is back on its address, calls work
+/// again on a new session, with no restart of Toolgate.
+#[test]
+fn calls_work_again_after_the_upstream_restarts() {
+    let (mut alpha, pa) = everything();
+    let (_beta, pb) = everything();
+    let cfg = config_file(&[("alpha", pa), ("beta", pb)]);
+    let s = Server::start_with_args(&[], &["--config", cfg.0.to_str().unwrap()]);
+    let echo = |tool: &str| s.post_json(&format!("/tools/{tool}"), &json!({"message": "x"}));
+    assert_eq!(echo("alpha__echo").status, 200);
+    alpha.kill();
+    let r = echo("alpha__echo");
+    assert_eq!(r.status, 502, "{}", String::from_utf8_lossy(&r.body));
+    let e = r.json();
+    assert_eq!(e["error"]["code"], "upstream_unavailable");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"alpha\""),
+        "{e}"
+    );
+    assert_eq!(echo("beta__echo").status, 200);
+    let _alpha = toolgate_e2e::peer::everything_on(pa, &[]);
+    toolgate_e2e::timing::poll_until(Duration::from_secs(15), "alpha answering again", || {
+        (echo("alpha__echo").status == 200).then_some(())
+    });
+}
