@@ -410,7 +410,7 @@ fn a_dropped_connection_is_reestablished() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_inventory_comes_from_ssm_through_the_sdk() {
     let d = Sshd::start();
-    let (_moto, endpoint) = moto();
+    let (mut moto, endpoint) = moto();
     let ssm = toolgate_e2e::peer::moto_ssm(&endpoint).await;
     let key = std::fs::read_to_string(d.client_key_path()).unwrap();
     let doc = json!({
@@ -441,6 +441,7 @@ async fn the_inventory_comes_from_ssm_through_the_sdk() {
             ("AWS_REGION", "us-east-1"),
             ("AWS_ENDPOINT_URL", &endpoint2),
             ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+            ("TOOLGATE_SSH_TTL_SECS", "1"),
         ])
     })
     .await
@@ -470,6 +471,28 @@ async fn the_inventory_comes_from_ssm_through_the_sdk() {
     );
     assert!(logs.contains("keyless/private-key is missing"), "{logs}");
     assert!(!logs.contains("PRIVATE KEY"), "a key reached the log");
+
+    // SSM goes away: once the 1 s TTL has passed, a refresh fails, and the
+    // last good listing (and its key) still serves, with the failure logged.
+    moto.kill();
+    tokio::task::spawn_blocking(move || {
+        toolgate_e2e::timing::poll_until(
+            Duration::from_secs(30),
+            "a failed refresh logged",
+            || {
+                let list = s.post_json("/tools/list_servers", &json!({}));
+                assert_eq!(list.status, 200, "{}", String::from_utf8_lossy(&list.body));
+                assert_eq!(list.json()["servers"][0]["name"], "box", "{}", list.json());
+                s.logs()
+                    .contains("server inventory refresh failed; serving the last listing")
+                    .then_some(())
+            },
+        );
+        let v = run_ok(&s, json!({"server_name": "box", "command": "echo still"}));
+        assert_eq!(v["stdout"], "still\n");
+    })
+    .await
+    .unwrap();
 }
 
 #[test]
