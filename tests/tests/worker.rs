@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolgate_e2e::browser::answer_in_chromium;
 use toolgate_e2e::conformance::{self, CASES, Group, check};
-use toolgate_e2e::timing::stop_bound;
+use toolgate_e2e::timing::{poll_until, stop_bound};
 use toolgate_e2e::wrangler::{Role, Wrangler, repo_root};
 use toolgate_e2e::{Response, Server, hostile, raw_request};
 
@@ -99,16 +99,16 @@ impl Stack {
     fn restart_sandbox(&mut self) {
         self.sandbox = None;
         self.sandbox = Some(self.launch(Role::Sandbox));
-        // The dispatcher reconnects through the registry.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            let out = self.exec("print('back')");
-            if out["stdout"] == "back\n" {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        panic!("the dispatcher did not reach the new sandbox");
+        // The dispatcher reconnects through the registry; until it has, a
+        // call may also be refused (the old sandbox's 503, answered 500).
+        poll_until(
+            Duration::from_secs(60),
+            "the dispatcher reaching the new sandbox",
+            || {
+                let r = self.post("/tools/python.execute", &json!({"code": "print('back')"}));
+                (r.status == 200 && r.json()["stdout"] == "back\n").then_some(())
+            },
+        );
     }
 
     fn restart_dispatcher(&mut self) {
