@@ -50,6 +50,22 @@ impl Wrangler {
     /// the dispatcher finds the sandbox (service binding across processes);
     /// `state` holds the local D1 database.
     pub fn start(role: Role, vars: &[(&str, &str)], registry: &Path, state: &Path) -> Self {
+        // A port found free can be taken before workerd binds it (a dying
+        // workerd, a connection's ephemeral port in TIME_WAIT): on "Address
+        // already in use", start again on new ports.
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            let w = Self::spawn(role, vars, registry, state);
+            match w.wait_ready(role) {
+                Ok(()) => return w,
+                Err(log) if attempt < ATTEMPTS && log.contains("Address already in use") => drop(w),
+                Err(log) => panic!("wrangler dev ({role:?}) did not start:\n{log}"),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    fn spawn(role: Role, vars: &[(&str, &str)], registry: &Path, state: &Path) -> Self {
         let port = free_port();
         let log = state.join(format!("{role:?}-{port}.log").to_lowercase());
         std::fs::create_dir_all(state).expect("state dir");
@@ -81,16 +97,16 @@ impl Wrangler {
         let child = cmd
             .spawn()
             .expect("spawn wrangler (scripts/install-test-tools)");
-        let w = Self {
+        Self {
             child,
             addr: format!("127.0.0.1:{port}"),
             log,
-        };
-        w.wait_ready(role);
-        w
+        }
     }
 
-    fn wait_ready(&self, role: Role) {
+    /// Waits until it serves; its log if it does not within two minutes, or
+    /// fails first.
+    fn wait_ready(&self, role: Role) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
             let log = self.logs();
@@ -98,11 +114,14 @@ impl Wrangler {
             let ready = log.contains("Ready on http://")
                 && (role == Role::Sandbox || log.contains("[connected]"));
             if ready {
-                return;
+                return Ok(());
+            }
+            if log.contains("Fatal uncaught") {
+                return Err(log);
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        panic!("wrangler dev ({role:?}) did not start:\n{}", self.logs());
+        Err(self.logs())
     }
 
     pub fn logs(&self) -> String {
