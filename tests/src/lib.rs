@@ -22,6 +22,10 @@ pub mod stepfunctions;
 pub mod timing;
 pub mod wrangler;
 
+/// A server's sandbox processes at rest: the zygote and its two warm spares
+/// (the default `TOOLGATE_PYTHON_SPARE_CHILDREN`).
+pub const IDLE_PROCESSES: usize = 3;
+
 /// The `toolgate` binary: `$TOOLGATE_BIN`, else next to this test's `deps/`.
 pub fn toolgate_bin() -> PathBuf {
     if let Ok(p) = std::env::var("TOOLGATE_BIN") {

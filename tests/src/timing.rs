@@ -18,18 +18,25 @@ pub fn stop_bound(timeout_s: u64) -> Duration {
     Duration::from_secs(timeout_s) + LATE_MARGIN
 }
 
-/// Calls `probe` every 20 ms until it returns `Some`, and returns that;
-/// panics naming `what` if `limit` passes first. The limit is a failure
-/// bound, not a wait: a condition met sooner returns sooner.
-pub fn poll_until<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+/// Calls `probe` every 20 ms until it returns `Some`, and returns that, or
+/// `None` once `limit` has passed. The limit is a failure bound, not a wait:
+/// a condition met sooner returns sooner.
+pub fn poll<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(v) = probe() {
-            return v;
+            return Some(v);
         }
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// [`poll`], panicking with `what` if `limit` passes first.
+pub fn poll_until<T>(limit: Duration, what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    poll(limit, probe).unwrap_or_else(|| panic!("{what}: not within {limit:?}"))
 }
 
 static MACHINE: Mutex<()> = Mutex::new(());

@@ -33,6 +33,11 @@ fn ask(s: &Server, args: Value) -> Value {
     r.json()
 }
 
+/// Asks, and returns the new clarification's id.
+fn ask_id(s: &Server, args: Value) -> String {
+    ask(s, args)["id"].as_str().unwrap().to_owned()
+}
+
 fn answer(s: &Server, id: &str, body: Value) -> Response {
     s.post_json(&format!("/clarifications/{id}/answer"), &body)
 }
@@ -115,10 +120,7 @@ fn lifecycle_error_codes_and_long_poll() {
     }
 
     // Hostile and malformed input: 400 in the contract's shape.
-    let open = ask(&s, json!({"question": "q", "options": ["a"]}))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let open = ask_id(&s, json!({"question": "q", "options": ["a"]}));
     for bad in [
         json!({}),
         json!({"choice": 1}),
@@ -168,10 +170,7 @@ fn lifecycle_error_codes_and_long_poll() {
 fn nothing_is_lost_on_restart() {
     let dir = data_dir("restart");
     let s = start(&dir, &[]);
-    let id = ask(&s, json!({"question": "Still there?"}))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = ask_id(&s, json!({"question": "Still there?"}));
     assert!(s.terminate().success());
     let s = start(&dir, &[]);
     assert_eq!(
@@ -200,10 +199,7 @@ fn racing_answers_have_exactly_one_winner() {
 /// Sixteen answers at once to one clarification: exactly one wins (200),
 /// every other is a 409 that shows the winner, and the store keeps it.
 fn exactly_one_winner(s: &Server) {
-    let id = ask(s, json!({"question": "Who wins?"}))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = ask_id(s, json!({"question": "Who wins?"}));
     let barrier = std::sync::Barrier::new(16);
     let results: Vec<(u16, Value)> = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..16)
@@ -248,10 +244,7 @@ fn a_long_poll_ends_at_expiry_and_at_the_25_s_cap() {
     use toolgate_e2e::timing::stop_bound;
     let dir = data_dir("long-poll");
     let s = start(&dir, &[("TOOLGATE_CLARIFY_EXPIRY_SECS", "2")]);
-    let id = ask(&s, json!({"question": "Soon?"}))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = ask_id(&s, json!({"question": "Soon?"}));
     let started = Instant::now();
     let r = s.get(&format!("/clarifications/{id}?wait=20"));
     let took = started.elapsed();
@@ -261,10 +254,7 @@ fn a_long_poll_ends_at_expiry_and_at_the_25_s_cap() {
 
     let dir = data_dir("long-poll-cap");
     let s = start(&dir, &[]);
-    let id = ask(&s, json!({"question": "Later?"}))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = ask_id(&s, json!({"question": "Later?"}));
     let r = s.get(&format!("/clarifications/{id}?wait=abc"));
     assert_eq!((r.status, code(&r).as_str()), (400, "invalid_input"));
     let started = Instant::now();
@@ -282,10 +272,7 @@ fn a_long_poll_ends_at_expiry_and_at_the_25_s_cap() {
 fn expired_clarifications_answer_410() {
     let dir = data_dir("expiry");
     let s = start(&dir, &[("TOOLGATE_CLARIFY_EXPIRY_SECS", "1")]);
-    let id = ask(&s, json!({"question": "Quick?"}))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = ask_id(&s, json!({"question": "Quick?"}));
     std::thread::sleep(Duration::from_millis(1300));
     assert_eq!(
         s.get(&format!("/clarifications/{id}")).json()["status"],
@@ -410,10 +397,7 @@ boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchem
 
     // Cancelled: the execution fails with Clarify.Cancelled.
     let (execution, token) = start_waiting_execution(&endpoint, "cancelled");
-    let id = ask(&s, json!({"question": "q", "task_token": token}))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = ask_id(&s, json!({"question": "q", "task_token": token}));
     assert_eq!(
         s.post_json(&format!("/clarifications/{id}/cancel"), &json!({}))
             .status,
@@ -444,10 +428,7 @@ boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchem
     env2.push(("TOOLGATE_CLARIFY_EXPIRY_SECS", "1"));
     let s = Server::start(&env2);
     let (execution, token) = start_waiting_execution(&endpoint, "expired");
-    let id = ask(&s, json!({"question": "q", "task_token": token}))["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = ask_id(&s, json!({"question": "q", "task_token": token}));
     std::thread::sleep(Duration::from_millis(1300));
     assert_eq!(
         s.get(&format!("/clarifications/{id}")).json()["status"],

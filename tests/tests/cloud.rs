@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolgate_e2e::peer::{
     everything, everything_recording_headers, free_port, moto, recorded_headers,
 };
-use toolgate_e2e::{Server, TempPath, temp_file};
+use toolgate_e2e::{Response, Server, TempPath, temp_file};
 
 fn config_file(accounts: &[(&str, u16)]) -> TempPath {
     let mut text = String::new();
@@ -19,6 +19,31 @@ fn config_file(accounts: &[(&str, u16)]) -> TempPath {
         ));
     }
     temp_file("toolgate-cloud", &text)
+}
+
+/// A call `account`'s upstream could not answer: 502 `upstream_unavailable`
+/// naming the account. Returns the message.
+fn unavailable(r: &Response, account: &str) -> String {
+    assert_eq!(r.status, 502, "{}", String::from_utf8_lossy(&r.body));
+    let e = r.json();
+    assert_eq!(e["error"]["code"], "upstream_unavailable");
+    let msg = e["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(msg.contains(&format!("{account:?}")), "{e}");
+    msg
+}
+
+/// A call answered 200 with `text` in its result; `what` names it on failure.
+fn answered_with(r: &Response, text: &str, what: &str) {
+    assert_eq!(
+        r.status,
+        200,
+        "{what}: {}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert!(r.json().to_string().contains(text), "{what}: {}", r.json());
 }
 
 fn names(s: &Server, format: &str) -> Vec<String> {
@@ -122,16 +147,7 @@ fn two_accounts_listed_called_and_isolated() {
     // One account dies: the other keeps working, the dead one says so.
     beta.kill();
     let r = s.post_json("/tools/beta-2__echo", &json!({"message": "anyone?"}));
-    assert_eq!(r.status, 502, "{}", String::from_utf8_lossy(&r.body));
-    let e = r.json();
-    assert_eq!(e["error"]["code"], "upstream_unavailable");
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("\"beta-2\""),
-        "{e}"
-    );
+    unavailable(&r, "beta-2");
     let r = s.post_json("/tools/alpha__echo", &json!({"message": "still here"}));
     assert_eq!(r.status, 200);
     assert!(text_of(&r.json()).contains("still here"));
@@ -392,31 +408,15 @@ fn a_hung_upstream_call_times_out_and_nothing_else_waits() {
         .collect();
     for h in quick {
         let (tool, i, r, took) = h.join().unwrap();
-        assert_eq!(
-            r.status,
-            200,
-            "{tool}: {}",
-            String::from_utf8_lossy(&r.body)
-        );
-        assert!(
-            r.json().to_string().contains(&format!("m{i}")),
-            "{tool}: {}",
-            r.json()
-        );
+        answered_with(&r, &format!("m{i}"), tool);
         assert!(
             took < Duration::from_secs(TIMEOUT_S),
             "{tool} waited {took:?} behind a hung call"
         );
     }
     let (r, took) = hung.join().unwrap();
-    assert_eq!(r.status, 502, "{}", String::from_utf8_lossy(&r.body));
-    let e = r.json();
-    assert_eq!(e["error"]["code"], "upstream_unavailable");
-    let msg = e["error"]["message"].as_str().unwrap();
-    assert!(
-        msg.contains("\"alpha\"") && msg.contains("no answer within 2s"),
-        "{msg}"
-    );
+    let msg = unavailable(&r, "alpha");
+    assert!(msg.contains("no answer within 2s"), "{msg}");
     assert!(
         took >= Duration::from_secs(TIMEOUT_S)
             && took < toolgate_e2e::timing::stop_bound(TIMEOUT_S),
@@ -461,17 +461,7 @@ fn colliding_and_long_upstream_names_stay_apart_end_to_end() {
     }
     for (remote, name) in &expected {
         let r = s.post_json(&format!("/tools/{name}"), &json!({"message": "hi"}));
-        assert_eq!(
-            r.status,
-            200,
-            "{name}: {}",
-            String::from_utf8_lossy(&r.body)
-        );
-        assert!(
-            r.json().to_string().contains(&format!("{remote}: hi")),
-            "{name} called the wrong tool: {}",
-            r.json()
-        );
+        answered_with(&r, &format!("{remote}: hi"), name);
     }
 }
 
@@ -487,17 +477,7 @@ fn calls_work_again_after_the_upstream_restarts() {
     let echo = |tool: &str| s.post_json(&format!("/tools/{tool}"), &json!({"message": "x"}));
     assert_eq!(echo("alpha__echo").status, 200);
     alpha.kill();
-    let r = echo("alpha__echo");
-    assert_eq!(r.status, 502, "{}", String::from_utf8_lossy(&r.body));
-    let e = r.json();
-    assert_eq!(e["error"]["code"], "upstream_unavailable");
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("\"alpha\""),
-        "{e}"
-    );
+    unavailable(&echo("alpha__echo"), "alpha");
     assert_eq!(echo("beta__echo").status, 200);
     let _alpha = toolgate_e2e::peer::everything_on(pa, &[]);
     toolgate_e2e::timing::poll_until(Duration::from_secs(15), "alpha answering again", || {

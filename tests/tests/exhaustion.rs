@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolgate_e2e::timing::{machine_lock, poll_until, stop_bound};
-use toolgate_e2e::{Server, descendants_of};
+use toolgate_e2e::{IDLE_PROCESSES, Server, descendants_of};
 
 const TIMEOUT_S: u64 = 2;
 
@@ -85,10 +85,8 @@ fn every_payload_ends_on_time_bounded_and_leaves_the_server_healthy() {
     let _machine = machine_lock();
     let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", &TIMEOUT_S.to_string())]);
     s.exec("print(1)");
-    // The zygote and its two warm spares, once the spares are forked.
-    const IDLE: usize = 3;
     poll_until(Duration::from_secs(10), "the warm spares forked", || {
-        (descendants_of(s.pid()).len() == IDLE).then_some(())
+        (descendants_of(s.pid()).len() == IDLE_PROCESSES).then_some(())
     });
     let nested = format!("x = {}1{}", "(".repeat(50_000), ")".repeat(50_000));
     let mut failures = Vec::new();
@@ -155,7 +153,7 @@ fn every_payload_ends_on_time_bounded_and_leaves_the_server_healthy() {
     poll_until(
         Duration::from_secs(10),
         "only the zygote and its spares left",
-        || (descendants_of(s.pid()).len() == IDLE).then_some(()),
+        || (descendants_of(s.pid()).len() == IDLE_PROCESSES).then_some(()),
     );
     assert_eq!(s.get("/healthz").status, 200);
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -12,8 +12,7 @@ fn sandbox_processes(s: &Server) -> Vec<u32> {
     descendants_of(s.pid())
 }
 
-/// The zygote plus the default two warm spares, once calls have settled.
-const IDLE_PROCESSES: usize = 3;
+use toolgate_e2e::IDLE_PROCESSES;
 
 /// Waits until only the zygote and its spares remain; returns them.
 fn settled(s: &Server) -> Vec<u32> {
@@ -25,6 +24,13 @@ fn settled(s: &Server) -> Vec<u32> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Waits until some sandbox process burns CPU: the script `what` names runs.
+fn a_script_runs(s: &Server, what: &str) {
+    poll_until(Duration::from_secs(5), what, || {
+        (!busy_processes(&sandbox_processes(s), Duration::from_millis(50)).is_empty()).then_some(())
+    });
 }
 
 /// CPU ticks of each process, then again after `wait`; returns those that ran.
@@ -160,10 +166,7 @@ fn a_stuck_script_does_not_slow_eight_concurrent_calls() {
         let s = s.clone();
         std::thread::spawn(move || s.exec("while True: pass"))
     };
-    poll_until(Duration::from_secs(5), "the stuck script running", || {
-        (!busy_processes(&sandbox_processes(&s), Duration::from_millis(50)).is_empty())
-            .then_some(())
-    });
+    a_script_runs(&s, "the stuck script running");
     let behind = eight_calls(&s);
     // One core of two is taken by the spin, so twice as slow is fair; a call
     // queued behind the stuck one would wait for its timeout.
@@ -239,10 +242,7 @@ fn sigterm_stops_the_server_and_every_sandbox_process() {
             br#"{"code": "while True: pass"}"#,
         )
     });
-    poll_until(Duration::from_secs(5), "the in-flight call running", || {
-        (!busy_processes(&sandbox_processes(&s), Duration::from_millis(50)).is_empty())
-            .then_some(())
-    });
+    a_script_runs(&s, "the in-flight call running");
     let procs = sandbox_processes(&s);
     assert!(procs.len() >= 2, "zygote and children expected: {procs:?}");
     let status = s.terminate();

@@ -48,14 +48,7 @@ fn logins(d: &Sshd) -> usize {
 }
 
 fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + within;
-    while Instant::now() < end {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    done()
+    toolgate_e2e::timing::poll(within, || done().then_some(())).is_some()
 }
 
 #[test]

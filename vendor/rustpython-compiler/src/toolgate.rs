@@ -2,12 +2,12 @@
 //! 3.14 or words an error its own way. See `PATCHES.md`.
 
 use crate::{
-    CompileError, CpythonDiagnostic, NormalizedParseDiagnostic, parser, skip_quoted_string,
-    source_locations,
+    CompileError, CpythonDiagnostic, NormalizedParseDiagnostic, parser, skip_horizontal_whitespace,
+    skip_quoted_string, source_locations, trim_end_horizontal_whitespace,
 };
 use core::sync::atomic::{AtomicBool, Ordering};
 use ruff_python_ast::{self as ast, PythonVersion};
-use ruff_source_file::{SourceFile, SourceLocation};
+use ruff_source_file::{PositionEncoding, SourceFile, SourceLocation};
 use ruff_text_size::TextRange;
 
 /// Whether source is held to CPython 3.13's grammar. Off by default, as
@@ -114,29 +114,33 @@ pub(crate) fn assignment_hint(
     };
     let name = rest.strip_suffix(HINT).unwrap_or(rest);
     let text = source_file.source_text();
-    let start = byte_offset(text, diagnostic.location);
-    let mut end = byte_offset(text, diagnostic.end_location);
-    // A range over a whole `target = value` ends at its `=`.
-    if let Some(eq) = text.get(start..end).and_then(|t| t.find('='))
-        && parser::parse_expression(&text[start..end]).is_err()
-    {
-        end = start + text[start..start + eq].trim_end().len();
-    }
-    // A fallback names the target by its source; CPython by its kind.
-    let name = match text.get(start..end) {
-        Some(source) if source.trim() == name.trim() => parser::parse_expression(source)
-            .map_or(name, |parsed| {
-                crate::delete_target_expr_name(parsed.syntax().body.as_ref())
-            }),
-        _ => name,
+    let start = byte_offset(source_file, diagnostic.location);
+    let end = byte_offset(source_file, diagnostic.end_location);
+    let parse = |end: usize| {
+        let source = text.get(start..end).filter(|s| !s.is_empty())?;
+        parser::parse_expression(source).ok().map(|p| (end, p))
     };
-    if let Some(hinted) = takes_hint(text, start, end) {
-        diagnostic.error = parser::ParseErrorType::OtherError(if hinted {
+    // A range over a whole `target = value` ends at its `=`; a target that
+    // cannot be read back leaves the message as it is.
+    let Some((end, parsed)) = parse(end).or_else(|| {
+        let eq = start + text.get(start..end)?.find('=')?;
+        parse(start + text[start..eq].trim_end().len())
+    }) else {
+        return diagnostic;
+    };
+    let target = parsed.syntax().body.as_ref();
+    // A fallback names the target by its source; CPython by its kind.
+    let name = if text[start..end].trim() == name.trim() {
+        crate::delete_target_expr_name(target)
+    } else {
+        name
+    };
+    diagnostic.error =
+        parser::ParseErrorType::OtherError(if takes_hint(text, target, start, end) {
             format!("cannot assign to {name}{HINT}")
         } else {
             format!("cannot assign to {name}")
         });
-    }
     diagnostic
 }
 
@@ -153,7 +157,7 @@ pub(crate) fn comma_hint(
         return diagnostic;
     }
     let text = source_file.source_text();
-    let start = byte_offset(text, diagnostic.location);
+    let start = byte_offset(source_file, diagnostic.location);
     let head = text[..start].trim_end();
     let after_in = head
         .strip_suffix("in")
@@ -189,22 +193,14 @@ fn comprehension_clause(head: &[u8]) -> bool {
     false
 }
 
-/// `None` when the target cannot be read back, and the message stands.
-fn takes_hint(text: &str, start: usize, end: usize) -> Option<bool> {
+/// Whether `target`, the source from `start` to `end`, takes the hint.
+fn takes_hint(text: &str, target: &ast::Expr, start: usize, end: usize) -> bool {
     let bytes = text.as_bytes();
-    if start >= end || end > text.len() || !text.is_char_boundary(start) {
-        return None;
-    }
-    let parsed = parser::parse_expression(text.get(start..end)?).ok()?;
-    let target = parsed.syntax().body.as_ref();
-
     // Walk back over the parentheses of a group to the statement's start.
     let mut before = start;
     let mut groups = 0;
     loop {
-        while before > 0 && matches!(bytes[before - 1], b' ' | b'\t' | b'\x0c') {
-            before -= 1;
-        }
+        before = trim_end_horizontal_whitespace(bytes, 0, before);
         if before > 0 && bytes[before - 1] == b'(' {
             groups += 1;
             before -= 1;
@@ -221,13 +217,13 @@ fn takes_hint(text: &str, start: usize, end: usize) -> Option<bool> {
                 .is_some_and(|head| !head.ends_with(|c: char| c.is_alphanumeric() || c == '_'))
         });
     if !opens {
-        return Some(false);
+        return false;
     }
     let mut after = end;
     for _ in 0..groups {
-        after = skip_blanks(bytes, after);
+        after = skip_horizontal_whitespace(bytes, after);
         if bytes.get(after) != Some(&b')') {
-            return Some(false);
+            return false;
         }
         after += 1;
     }
@@ -251,13 +247,13 @@ fn takes_hint(text: &str, start: usize, end: usize) -> Option<bool> {
         _ => false,
     };
     if excluded {
-        return Some(false);
+        return false;
     }
-    after = skip_blanks(bytes, after);
+    after = skip_horizontal_whitespace(bytes, after);
     if bytes.get(after) != Some(&b'=') || bytes.get(after + 1) == Some(&b'=') {
-        return Some(false);
+        return false;
     }
-    let value = skip_blanks(bytes, after + 1);
+    let value = skip_horizontal_whitespace(bytes, after + 1);
     let rest = &text[value..];
     let starts_with_word = |word: &str| {
         rest.strip_prefix(word)
@@ -267,9 +263,9 @@ fn takes_hint(text: &str, start: usize, end: usize) -> Option<bool> {
         || matches!(bytes[value], b'*' | b'\n' | b'\r' | b'#' | b';')
         || ["yield", "lambda", "not"].into_iter().any(starts_with_word)
     {
-        return Some(false);
+        return false;
     }
-    Some(!assigns_again(bytes, value))
+    !assigns_again(bytes, value)
 }
 
 /// Whether the statement from `index` on holds another top-level `=` or `:=`.
@@ -315,26 +311,12 @@ fn assigns_again(bytes: &[u8], mut index: usize) -> bool {
     false
 }
 
-fn skip_blanks(bytes: &[u8], mut index: usize) -> usize {
-    while matches!(bytes.get(index), Some(b' ' | b'\t' | b'\x0c')) {
-        index += 1;
-    }
-    index
-}
-
 /// The byte a diagnostic's location (line, character) points at.
-fn byte_offset(text: &str, location: SourceLocation) -> usize {
-    let line_start = text
-        .split_inclusive('\n')
-        .take(location.line.to_zero_indexed())
-        .map(str::len)
-        .sum::<usize>();
-    let line = &text[line_start.min(text.len())..];
-    line_start
-        + line
-            .char_indices()
-            .nth(location.character_offset.to_zero_indexed())
-            .map_or(line.len(), |(i, _)| i)
+fn byte_offset(source_file: &SourceFile, location: SourceLocation) -> usize {
+    source_file
+        .index()
+        .offset(location, source_file.source_text(), PositionEncoding::Utf32)
+        .to_usize()
 }
 
 /// What CPython says about a starred expression the parser refused: one
@@ -355,11 +337,8 @@ pub(crate) fn starred_diagnostic(
             error.location.start().to_usize(),
             error.location.end().to_usize(),
         );
-        let mut before = start;
-        while before > 0 && matches!(bytes[before - 1], b' ' | b'\t') {
-            before -= 1;
-        }
-        let after = skip_blanks(bytes, end);
+        let before = trim_end_horizontal_whitespace(bytes, 0, start);
+        let after = skip_horizontal_whitespace(bytes, end);
         if bytes.get(start) == Some(&b'*')
             && before > 0
             && bytes[before - 1] == b'('
@@ -392,7 +371,7 @@ pub(crate) fn starred_diagnostic(
             b'*' if starred_position(bytes, index) => {
                 // CPython reports where the operand fails: at once when
                 // there is none, else where the parser stopped inside it.
-                let operand = skip_blanks(bytes, index + 1);
+                let operand = skip_horizontal_whitespace(bytes, index + 1);
                 let failed_at = match bytes.get(operand) {
                     None | Some(b':' | b']' | b')' | b'}' | b',' | b'=' | b'\n') => Some(operand),
                     Some(b'(') => crate::matching_delimiter(bytes, operand, b')')
@@ -473,7 +452,7 @@ pub(crate) fn with_missing_colon(
         return None;
     }
     let close = crate::matching_delimiter(bytes, open, b')')?;
-    let after = skip_blanks(bytes, close + 1);
+    let after = skip_horizontal_whitespace(bytes, close + 1);
     matches!(bytes.get(after), None | Some(b'\n' | b'\r' | b'#'))
         .then(|| other(source_file, "expected ':'", after, after))
 }
@@ -494,10 +473,7 @@ fn starred_position(bytes: &[u8], star: usize) -> bool {
     if bytes.get(star + 1) == Some(&b'*') {
         return false;
     }
-    let mut before = star;
-    while before > 0 && matches!(bytes[before - 1], b' ' | b'\t') {
-        before -= 1;
-    }
+    let before = trim_end_horizontal_whitespace(bytes, 0, star);
     if before < 2 || bytes[before - 1] != b'[' {
         return false;
     }

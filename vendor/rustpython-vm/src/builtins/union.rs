@@ -230,21 +230,8 @@ impl Py<PyUnion> {
         }
 
         // Create union using make_union to properly handle None -> NoneType conversion
-        let union = make_union(&args_tuple, vm)?;
         // Toolgate: marked as made by `typing.Union[...]`, for its repr.
-        Ok(match union.downcast::<PyUnion>() {
-            Ok(made) => {
-                let made = PyUnion {
-                    args: made.args.clone(),
-                    hashable_args: made.hashable_args.clone(),
-                    unhashable_args: made.unhashable_args.clone(),
-                    parameters: made.parameters.clone(),
-                    typing_form: true,
-                };
-                made.to_pyobject(vm)
-            }
-            Err(other) => other,
-        })
+        union_of(&args_tuple, true, vm)
     }
 }
 
@@ -417,10 +404,19 @@ fn dedup_and_flatten_args(args: &Py<PyTuple>, vm: &VirtualMachine) -> PyResult<U
 }
 
 pub fn make_union(args: &Py<PyTuple>, vm: &VirtualMachine) -> PyResult {
+    union_of(args, false, vm)
+}
+
+/// Toolgate: `make_union`, saying whether `typing.Union[...]` made it.
+fn union_of(args: &Py<PyTuple>, typing_form: bool, vm: &VirtualMachine) -> PyResult {
     let result = dedup_and_flatten_args(args, vm)?;
     Ok(match result.args.as_slice().len() {
         1 => result.args.as_slice()[0].to_owned(),
-        _ => PyUnion::from_components(result, vm)?.to_pyobject(vm),
+        _ => PyUnion {
+            typing_form,
+            ..PyUnion::from_components(result, vm)?
+        }
+        .to_pyobject(vm),
     })
 }
 
