@@ -23,7 +23,10 @@ use crate::tool::CallContext;
 /// Request bodies over this size get 413 `too_large`.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
-pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
+/// `/healthz`'s extra fields, asked for on each request: a runtime may
+/// have to ask another process (the Worker asks its sandbox Worker).
+pub type HealthFn = Arc<dyn Fn() -> HealthFuture + Send + Sync>;
+pub type HealthFuture = std::pin::Pin<Box<dyn Future<Output = Value> + Send>>;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -213,7 +216,7 @@ async fn healthz(State(state): State<AppState>) -> Json<Value> {
         .map(|t| t.spec().name.clone())
         .collect();
     let mut body = json!({"status": "ok", "tools": tools});
-    if let (Some(obj), Value::Object(extra)) = (body.as_object_mut(), (state.health)()) {
+    if let (Some(obj), Value::Object(extra)) = (body.as_object_mut(), (state.health)().await) {
         obj.extend(extra);
     }
     Json(body)

@@ -96,10 +96,12 @@ impl Function {
     }
 
     async fn http(&self, payload: Value, context: Context) -> Result<Value, Diagnostic> {
-        let request: LambdaRequest = serde_json::from_value(payload).map_err(|e| Diagnostic {
-            error_type: "InvalidEvent".into(),
-            error_message: format!("unreadable HTTP event: {e}"),
-        })?;
+        let mut request: LambdaRequest =
+            serde_json::from_value(payload).map_err(|e| Diagnostic {
+                error_type: "InvalidEvent".into(),
+                error_message: format!("unreadable HTTP event: {e}"),
+            })?;
+        drop_stage(&mut request);
         let mut adapter = Adapter::from(self.router.clone());
         let response = match adapter.call(LambdaEvent::new(request, context)).await {
             Ok(r) => r,
@@ -266,6 +268,38 @@ fn deadline(context: &Context) -> Option<Instant> {
     Some(Instant::now() + left)
 }
 
+/// Routes are the API's own paths, but lambda_http puts a named stage in
+/// front of them (`/prod/tools/...`): a REST API always has one, an HTTP
+/// API unless it is `$default`. The stage is taken out before routing.
+fn drop_stage(request: &mut LambdaRequest) {
+    match request {
+        // `path` is the resource's path; only the stage would be added.
+        LambdaRequest::ApiGatewayV1(r) => r.request_context.stage = None,
+        // `rawPath` already starts with a named stage.
+        LambdaRequest::ApiGatewayV2(r) => {
+            let Some(stage) = r.request_context.stage.take() else {
+                return;
+            };
+            let prefix = format!("/{stage}");
+            let rest = r
+                .raw_path
+                .as_deref()
+                .and_then(|p| p.strip_prefix(&prefix))
+                .filter(|rest| rest.is_empty() || rest.starts_with('/'));
+            if stage != "$default"
+                && let Some(rest) = rest
+            {
+                r.raw_path = Some(if rest.is_empty() {
+                    "/".into()
+                } else {
+                    rest.into()
+                });
+            }
+        }
+        _ => {}
+    }
+}
+
 /// API Gateway answers 503 to the client when an integration takes longer
 /// than this, whatever the function's own timeout; Function URLs do not.
 const API_GATEWAY_LIMIT: Duration = Duration::from_secs(30);
@@ -328,7 +362,10 @@ where
         };
         let tools = match assemble(cfg).await {
             Ok(t) => t,
-            Err(e) => return fail(&e),
+            Err(e) => {
+                report_init_error(&e).await;
+                return fail(&e);
+            }
         };
         let function = Arc::new(Function::new(&tools));
         tracing::info!(
@@ -344,6 +381,33 @@ where
             Err(e) => fail(&format!("Lambda runtime loop failed: {e}")),
         }
     })
+}
+
+/// Tells Lambda why this instance cannot start (`/runtime/init/error`), so
+/// that the invocation waiting on it fails at once with the reason (a
+/// gateway's listing shows it) rather than with a bare exit.
+async fn report_init_error(msg: &str) {
+    // Set by Lambda (and `cargo lambda watch`) for the runtime's own use.
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
+        return;
+    }
+    let client = match lambda_runtime_api_client::Client::builder().build() {
+        Ok(c) => c,
+        Err(e) => return tracing::warn!(error = %e, "cannot reach the Runtime API"),
+    };
+    let body = json!({"errorType": "InitError", "errorMessage": msg}).to_string();
+    let request = lambda_runtime_api_client::build_request()
+        .method("POST")
+        .uri("/2018-06-01/runtime/init/error")
+        .header("lambda-runtime-function-error-type", "Runtime.InitError")
+        .body(body.into());
+    let sent = match request {
+        Ok(r) => client.call(r).await.map(drop),
+        Err(e) => Err(e.into()),
+    };
+    if let Err(e) = sent {
+        tracing::warn!(error = %e, "the init error was not reported");
+    }
 }
 
 fn fail(msg: &str) -> ExitCode {

@@ -200,10 +200,11 @@ impl PeerTools {
             .iter()
             .map(|p| {
                 let l = p.listing.read().unwrap_or_else(|e| e.into_inner());
-                (
-                    p.function.clone(),
-                    json!({"ok": l.error.is_none(), "tools": l.tools.len()}),
-                )
+                let mut state = json!({"ok": l.error.is_none(), "tools": l.tools.len()});
+                if let Some(why) = &l.error {
+                    state["error"] = json!(why);
+                }
+                (p.function.clone(), state)
             })
             .collect();
         json!({ "functions": peers })

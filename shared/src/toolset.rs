@@ -267,7 +267,7 @@ impl Toolset {
             for (name, part) in &parts {
                 obj.insert((*name).to_owned(), part());
             }
-            Value::Object(obj)
+            Box::pin(std::future::ready(Value::Object(obj)))
         })
     }
 

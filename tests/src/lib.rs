@@ -13,6 +13,7 @@ use serde_json::Value;
 pub mod browser;
 pub mod conformance;
 pub mod escapes;
+pub mod exhaustion;
 pub mod fidelity;
 pub mod hostile;
 pub mod lambda_events;

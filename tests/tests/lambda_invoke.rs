@@ -55,15 +55,31 @@ fn invoke(port: u16, function: &str, fixture: &str) -> Outcome {
     )
 }
 
-/// Invokes with an inline payload built by the test.
+/// Invokes with a payload built by the test (through a file: an argument
+/// is capped at 128 KiB).
 fn invoke_value(port: u16, function: &str, payload: &Value) -> Outcome {
-    let text = payload.to_string();
-    invoke_with(
+    let file = std::env::temp_dir().join(format!(
+        "toolgate-event-{}-{:?}.json",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&file, payload.to_string()).unwrap();
+    let outcome = invoke_with(
         port,
         function,
-        "(inline)",
-        &["--data-ascii".as_ref(), text.as_ref()],
+        "(built)",
+        &["--data-file".as_ref(), file.as_os_str()],
+    );
+    let _ = std::fs::remove_file(&file);
+    outcome
+}
+
+/// A fixture to change before sending.
+fn event(fixture: &str) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(workspace().join("tests/fixtures/lambda").join(fixture)).unwrap(),
     )
+    .unwrap()
 }
 
 fn invoke_with(port: u16, function: &str, fixture: &str, data: &[&std::ffi::OsStr]) -> Outcome {
@@ -97,13 +113,21 @@ fn returned(watch: &Peer, port: u16, function: &str, payload: &Value) -> Value {
 
 /// An API Gateway / Function URL response: status and parsed JSON body.
 fn http(fixture: &str, outcome: Outcome) -> (u64, Value) {
-    let Outcome::Returned(resp) = outcome else {
-        panic!("{fixture}: HTTP events always get a response")
+    let resp = match outcome {
+        Outcome::Returned(resp) => resp,
+        Outcome::Failed(e) => panic!("{fixture}: HTTP events always get a response, not {e}"),
     };
-    let status = resp["statusCode"].as_u64().expect("statusCode");
+    let status = resp["statusCode"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{fixture}: no statusCode in {resp}"));
+    // A REST API's response carries its headers in multiValueHeaders only.
+    let content_type = resp["headers"]
+        .get("content-type")
+        .or_else(|| resp["multiValueHeaders"]["content-type"].get(0));
     assert_eq!(
-        resp["headers"]["content-type"], "application/json",
-        "{fixture}"
+        content_type,
+        Some(&json!("application/json")),
+        "{fixture}: {resp}"
     );
     let body = serde_json::from_str(resp["body"].as_str().expect("body")).expect("JSON body");
     (status, body)
@@ -137,6 +161,53 @@ fn python_execute_function_answers_every_event_kind() {
     assert_eq!(status, 404);
     assert_eq!(body["error"]["code"], "unknown_tool");
 
+    // A REST API (v1 event) on its stage `prod`, and an HTTP API on a named
+    // stage: both route the API's own path.
+    let (status, body) = http("v1", invoke(port, f, "apigw_v1_call.json"));
+    assert_eq!(status, 200, "{body}\n{}", watch.logs());
+    assert_eq!(
+        (body["stdout"].clone(), body["result"].clone()),
+        (json!("hi from a REST API\n"), json!(42))
+    );
+    let mut staged = event("apigw_v2_call.json");
+    staged["rawPath"] = json!("/prod/tools/python.execute");
+    staged["requestContext"]["stage"] = json!("prod");
+    staged["requestContext"]["http"]["path"] = json!("/prod/tools/python.execute");
+    let (status, body) = http("v2 stage", invoke_value(port, f, &staged));
+    assert_eq!(
+        (status, body["stdout"].clone()),
+        (200, json!("hi from lambda\n")),
+        "{body}"
+    );
+
+    // Over 1 MiB and the wrong content type: the same errors as serve's.
+    let mut big = event("apigw_v2_call.json");
+    let code = format!("{{\"code\": \"{}\"}}", "x".repeat(1_100_000));
+    big["headers"]["content-length"] = json!(code.len().to_string());
+    big["body"] = json!(code);
+    let (status, body) = http("413", invoke_value(port, f, &big));
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (413, json!("too_large")),
+        "{body}"
+    );
+    let mut text = event("apigw_v1_call.json");
+    text["headers"]["Content-Type"] = json!("text/plain");
+    text["multiValueHeaders"]["Content-Type"] = json!(["text/plain"]);
+    let (status, body) = http("text/plain", invoke_value(port, f, &text));
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!("invalid_input")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("application/json"),
+        "{body}"
+    );
+
     let (status, body) = http("healthz", invoke(port, f, "apigw_v2_healthz.json"));
     assert_eq!(status, 200);
     assert_eq!(body["sandbox"]["walls"]["seccomp"], true, "{body}");
@@ -162,6 +233,34 @@ fn python_execute_function_answers_every_event_kind() {
             Outcome::Returned(v) => panic!("{bad} must fail the invocation, got {v}"),
         }
     }
+}
+
+/// A function that cannot start (clarify without its table) reports why to
+/// the Runtime API, so the invocation fails at once with the reason instead
+/// of waiting for the timeout. In a watch of its own: `cargo lambda watch`
+/// 1.9.2 does not always give an init error to the right invocation when
+/// other functions run beside it (seen with the gateway listing its peers).
+#[test]
+fn a_function_that_cannot_start_fails_its_invocation_with_the_reason() {
+    let (watch, port) = watch(&[]);
+    let started = std::time::Instant::now();
+    // `cargo lambda invoke` prints an init error as its output (AWS marks
+    // it a function error): either way, the reason is what comes back.
+    let answer = match invoke_value(port, "clarify", &json!({"toolgate": "describe"})) {
+        Outcome::Failed(e) => e,
+        Outcome::Returned(v) => v.to_string(),
+    };
+    assert!(
+        answer.contains("TOOLGATE_CLARIFY_TABLE is not set") && answer.contains("InitError"),
+        "{answer}\n{}",
+        watch.logs()
+    );
+    // The watch's own timeout is 60 s; an unreported init error waits for it.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -263,7 +362,7 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
 fn gateway_lists_every_function_and_forwards_mcp_calls() {
     let sshd = toolgate_e2e::sshd::Sshd::start();
     let (_moto, endpoint) = moto();
-    let (_mcp, mcp_port) = everything();
+    let (mcp, mcp_port) = everything();
     let server = json!({
         "host": "127.0.0.1", "port": sshd.port, "username": sshd.user,
         "host_key": sshd.host_key_line()
@@ -335,23 +434,110 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
         .find(|l| l.contains("toolgate::audit") && l.contains("mcp through the gateway"))
         .unwrap_or_else(|| panic!("no audit line:\n{logs}"));
     assert!(audit.contains("\"caller\":\"agent-7f3a\""), "{audit}");
+
+    let mut get = event("apigw_v2_list_tools.json");
+    get["rawPath"] = json!("/healthz");
+    get["routeKey"] = json!("GET /healthz");
+    get["requestContext"]["http"]["path"] = json!("/healthz");
+    let (status, body) = http("healthz", invoke_value(port, "gateway", &get));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["peers"]["functions"]["ssh"],
+        json!({"ok": true, "tools": 2}),
+        "{body}"
+    );
+
+    // /openapi.json and MCP's tools/list describe the same tools.
+    let mut openapi = get.clone();
+    openapi["rawPath"] = json!("/openapi.json");
+    openapi["routeKey"] = json!("GET /openapi.json");
+    openapi["requestContext"]["http"]["path"] = json!("/openapi.json");
+    let (status, doc) = http("openapi", invoke_value(port, "gateway", &openapi));
+    assert_eq!(status, 200, "{doc}");
+    for want in ["python__execute", "ssh_run", "ref__echo"] {
+        let path = doc["paths"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .find(|p| p.ends_with(want) || p.ends_with(&want.replace("__", ".")));
+        assert!(path.is_some(), "{want} missing from /openapi.json: {doc}");
+    }
+    let mut list = event("apigw_v2_mcp_call_ssh.json");
+    list["body"] = json!(r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}"#);
+    list["headers"]["content-length"] = json!(list["body"].as_str().unwrap().len().to_string());
+    let (status, body) = http("tools/list", invoke_value(port, "gateway", &list));
+    assert_eq!(status, 200, "{body}");
+    let mut listed: Vec<&str> = body["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{body}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    listed.sort();
+    // MCP names are the native ones; the listing above is OpenAI's format.
+    let mut want: Vec<&str> = names
+        .iter()
+        .map(|n| {
+            if *n == "python__execute" {
+                "python.execute"
+            } else {
+                n
+            }
+        })
+        .collect();
+    want.sort();
+    assert_eq!(listed, want);
+
+    // A peer's call that fails upstream: the gateway answers with the
+    // peer's error code, and the other functions keep answering.
+    drop(mcp);
+    let mut echo = event("apigw_v2_mcp_call_ssh.json");
+    echo["body"] = json!(
+        r#"{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ref__echo", "arguments": {"message": "hi"}}}"#
+    );
+    echo["headers"]["content-length"] = json!(echo["body"].as_str().unwrap().len().to_string());
+    let (status, body) = http("echo, upstream gone", invoke_value(port, "gateway", &echo));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    let text = body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("upstream_unavailable"), "{body}");
+    let (status, body) = http(
+        "ssh after",
+        invoke(port, "gateway", "apigw_v2_mcp_call_ssh.json"),
+    );
+    assert_eq!(
+        (status, body["result"]["isError"].clone()),
+        (200, json!(false)),
+        "{body}"
+    );
 }
 
-/// API Gateway's event for `METHOD /clarifications/{id}/answer`, the
-/// route without an authorizer (the person's link).
-fn answer_route_event(method: &str, id: &str, body: Option<&str>) -> Value {
-    let mut event: Value = serde_json::from_str(
-        &std::fs::read_to_string(workspace().join("tests/fixtures/lambda/apigw_v2_call.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let path = format!("/clarifications/{id}/answer");
+/// API Gateway's event for `METHOD /clarifications/{id}{tail}`. The answer
+/// routes (`tail` "/answer", the person's link) have no authorizer; the
+/// others keep the fixture's JWT.
+fn clarification_event(
+    method: &str,
+    id: &str,
+    tail: &str,
+    query: &str,
+    body: Option<&str>,
+) -> Value {
+    let mut event = event("apigw_v2_call.json");
+    let path = format!("/clarifications/{id}{tail}");
     event["rawPath"] = json!(path);
-    event["routeKey"] = json!(format!("{method} /clarifications/{{id}}/answer"));
+    event["rawQueryString"] = json!(query);
+    event["routeKey"] = json!(format!("{method} /clarifications/{{id}}{tail}"));
     event["requestContext"]["http"]["path"] = json!(path);
     event["requestContext"]["http"]["method"] = json!(method);
-    event["requestContext"]["authorizer"] = Value::Null;
+    if tail == "/answer" {
+        event["requestContext"]["authorizer"] = Value::Null;
+    }
     event["pathParameters"] = json!({"id": id});
+    if let Some((k, v)) = query.split_once('=') {
+        event["queryStringParameters"] = json!({ k: v });
+    }
     match body {
         Some(b) => {
             event["body"] = json!(b);
@@ -367,6 +553,10 @@ fn answer_route_event(method: &str, id: &str, body: Option<&str>) -> Value {
         }
     }
     event
+}
+
+fn answer_route_event(method: &str, id: &str, body: Option<&str>) -> Value {
+    clarification_event(method, id, "/answer", "", body)
 }
 
 #[test]
@@ -422,6 +612,68 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
     let body: Value = serde_json::from_str(resp["body"].as_str().unwrap()).unwrap();
     assert_eq!(body["status"], "answered");
     assert_eq!(body["answer"], "web-2");
+
+    // The agent's routes: a long-poll that ends pending at its wait, a
+    // cancel, and an answer after it refused.
+    let other = returned(&watch, port, "clarify", &json!({"question": "Proceed?"}));
+    let other = other["id"].as_str().unwrap().to_owned();
+    let started = std::time::Instant::now();
+    let (status, body) = http(
+        "long-poll",
+        invoke_value(
+            port,
+            "clarify",
+            &clarification_event("GET", &other, "", "wait=2", None),
+        ),
+    );
+    assert_eq!(
+        (status, body["status"].clone()),
+        (200, json!("pending")),
+        "{body}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the wait ended early: {body}"
+    );
+    let (status, body) = http(
+        "cancel",
+        invoke_value(
+            port,
+            "clarify",
+            &clarification_event("POST", &other, "/cancel", "", Some("{}")),
+        ),
+    );
+    assert_eq!(
+        (status, body["status"].clone()),
+        (200, json!("cancelled")),
+        "{body}"
+    );
+    let (status, body) = http(
+        "answer after cancel",
+        invoke_value(
+            port,
+            "clarify",
+            &answer_route_event("POST", &other, Some(r#"{"answer": "yes"}"#)),
+        ),
+    );
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (409, json!("conflict")),
+        "{body}"
+    );
+    let (status, body) = http(
+        "read",
+        invoke_value(
+            port,
+            "clarify",
+            &clarification_event("GET", &id, "", "", None),
+        ),
+    );
+    assert_eq!(
+        (status, body["answer"].clone()),
+        (200, json!("web-2")),
+        "{body}"
+    );
     match invoke_value(port, "clarify", &json!({"question": ""})) {
         Outcome::Failed(e) => assert!(e.contains("InvalidInput"), "{e}"),
         Outcome::Returned(v) => panic!("an empty question must fail, got {v}"),

@@ -388,6 +388,48 @@ fn worker_stops_memory_bombs_and_long_sleeps() {
     assert_ne!(a, b, "every call must get fresh randomness");
 }
 
+/// Where the Worker's answer to an exhaustion payload may differ from
+/// serve's, and why.
+fn exhaustion_differs(name: &str) -> &'static [&'static str] {
+    match name {
+        // A wasm32 index is 32 bits: past it is an OverflowError (as on
+        // 32-bit CPython) before any memory is asked for.
+        "string_bomb" | "list_bomb" => &["overflowerror"],
+        // 100 MB is past the Worker's 64 MB default (the isolate has 128),
+        // where serve's 256 MB hold it and cut the result.
+        "huge_result" => &["memory"],
+        _ => &[],
+    }
+}
+
+/// The exhaustion suite (`toolgate_e2e::exhaustion`), as serve runs it.
+/// A payload that times out pins the sandbox isolate under `wrangler dev`
+/// (no `limits.cpu_ms` there), so the sandbox is started again after it,
+/// as production's CPU limit would end it.
+#[test]
+fn worker_ends_the_exhaustion_payloads_and_answers_the_next_call() {
+    use toolgate_e2e::exhaustion::{PAYLOADS, TIMEOUT_S};
+    let _g = lock();
+    let mut stack = Stack::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_PYTHON_TIMEOUT", &TIMEOUT_S.to_string()),
+    ]);
+    let mut failures = Vec::new();
+    for payload in PAYLOADS {
+        let started = Instant::now();
+        let r = stack.post("/tools/python.execute", &json!({ "code": payload.code() }));
+        failures.extend(payload.problems(&r, started.elapsed(), exhaustion_differs(payload.name)));
+        if r.status == 200 && r.json()["timed_out"] == true {
+            stack.restart_sandbox();
+        }
+        let next = stack.exec("result = 6 * 7");
+        if next["result"] != 42 {
+            failures.push(format!("{}: the next call failed: {next}", payload.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Auth, the missing-secret refusal, and the contract byte for byte against
 /// `toolgate serve`.
 #[test]
@@ -518,10 +560,28 @@ fn worker_speaks_the_same_contract_as_toolgate_serve() {
             assert_eq!(Some(t), same, "{format}: {name}");
         }
     }
+    // The same shape as serve's; the walls the sandbox Worker checks are
+    // asked for after calls have run, so a runner that reused an instance
+    // would read instance_per_call false.
     let health = stack.request("GET", "/healthz", &[], b"").json();
+    let native = local.request("GET", "/healthz", &[], b"").json();
     assert_eq!(health["status"], "ok");
-    assert_eq!(health["walls"]["instance_per_call"], true);
-    assert_eq!(health["walls"]["memory_mb"], 64);
+    assert_eq!(health["tools"], native["tools"], "{health}");
+    let (w, n) = (&health["sandbox"]["walls"], &native["sandbox"]["walls"]);
+    for wall in ["capability_gap", "scrub", "instance_per_call"] {
+        assert_eq!(w[wall], true, "{wall} in {health}");
+    }
+    for wall in [
+        "process_per_call",
+        "rlimits",
+        "seccomp",
+        "stop_at_deadline",
+        "kill_at_deadline",
+    ] {
+        assert_eq!(w[wall], false, "{wall} in {health}");
+        assert!(n[wall].is_boolean(), "{wall} in {native}");
+    }
+    assert_eq!(w["memory_mb"], 64);
     // Over the limit: the same 413.
     let big = vec![b' '; (1 << 20) + 10];
     let headers = [json_ct, ("Authorization", auth.as_str())];
@@ -705,6 +765,31 @@ fn worker_clarify_lifecycle_on_d1() {
     assert_eq!((r.status, r.json()["answer"].clone()), (200, json!("no")));
     let r = stack.request("GET", &format!("/clarifications/{cancel}"), &[], b"");
     assert_eq!(r.json()["status"], "cancelled");
+
+    // Expiry on D1: a long-poll ends at it, and a late answer is refused.
+    stack
+        .vars
+        .push(("TOOLGATE_CLARIFY_EXPIRY_SECS".into(), "2".into()));
+    stack.restart_dispatcher();
+    let r = stack.post("/tools/clarify", &json!({"question": "Soon?"}));
+    let soon = r.json()["id"].as_str().unwrap().to_owned();
+    let started = Instant::now();
+    let r = stack.request("GET", &format!("/clarifications/{soon}?wait=20"), &[], b"");
+    let took = started.elapsed();
+    assert_eq!(r.json()["status"], "expired", "{}", body(&r));
+    assert!(took < stop_bound(2), "the long-poll ended after {took:?}");
+    let r = stack.request(
+        "POST",
+        &format!("/clarifications/{soon}/answer"),
+        &[("Content-Type", "application/json")],
+        br#"{"answer": "too late"}"#,
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (410, json!("expired")),
+        "{}",
+        body(&r)
+    );
 }
 
 /// Method, path, headers, body.

@@ -60,11 +60,12 @@ fn app(env: &Env, settings: &settings::Settings, base_url: String) -> worker::Re
         .with_nap(nap),
     );
     let mut registry = Registry::new();
-    let python =
-        python::SandboxedPython::new(&settings.config.python, env.service(python::BINDING)?);
-    let health = python.health();
+    let python = Arc::new(python::SandboxedPython::new(
+        &settings.config.python,
+        env.service(python::BINDING)?,
+    ));
     registry
-        .add(Arc::new(python))
+        .add(python.clone())
         .map_err(worker::Error::RustError)?;
     registry
         .add(Arc::new(ClarifyTool::new(clarify.clone())))
@@ -72,7 +73,12 @@ fn app(env: &Env, settings: &settings::Settings, base_url: String) -> worker::Re
     let state = AppState {
         registry: Arc::new(registry),
         token: settings.config.server.token.as_deref().map(Arc::from),
-        health: Arc::new(move || health.clone()),
+        health: Arc::new(move || {
+            let python = python.clone();
+            Box::pin(worker::send::SendFuture::new(async move {
+                python.health().await
+            }))
+        }),
         loopback_hosts_only: false,
         clarify: Some(clarify),
     };

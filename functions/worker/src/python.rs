@@ -47,19 +47,54 @@ impl SandboxedPython {
         }
     }
 
-    /// `/healthz`'s `walls`: what stands around each call here.
-    pub fn health(&self) -> Value {
-        json!({"walls": {
-            "capability_gap": true,
-            "scrub": true,
-            "instance_per_call": true,
+    /// `/healthz`'s `sandbox`, in the native server's shape. The capability
+    /// gap, the scrub and the fresh instance are checked now, by the sandbox
+    /// Worker in an instance taken as a call takes one; what it cannot
+    /// answer reads false. The rest is what this runtime has by design.
+    pub async fn health(&self) -> Value {
+        let checked = self.ask_walls().await;
+        let (checked, error) = match checked {
+            Ok(v) => (v, None),
+            Err(why) => {
+                tracing::error!(reason = %why, "sandbox walls unreadable");
+                (Value::Null, Some(why))
+            }
+        };
+        let flag = |k: &str| checked.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let mut walls = json!({
+            "capability_gap": flag("capability_gap"),
+            "scrub": flag("scrub"),
+            "instance_per_call": flag("fresh_instance"),
             "process_per_call": false,
             "rlimits": false,
             "seccomp": false,
-            "memory_mb": self.memory_mb,
             "stop_at_deadline": false,
-            "kill_at_deadline": "the dispatcher answers at the timeout; the sandbox Worker's limits.cpu_ms ends the script",
-        }})
+            // The dispatcher answers at the timeout; in production the
+            // sandbox Worker's limits.cpu_ms ends the script.
+            "kill_at_deadline": false,
+            "memory_mb": self.memory_mb,
+        });
+        if let Some(why) = error {
+            walls["sandbox_error"] = json!(why);
+        }
+        json!({"sandbox": {"walls": walls}})
+    }
+
+    async fn ask_walls(&self) -> Result<Value, String> {
+        let reply = self
+            .sandbox
+            .fetch("https://sandbox/walls", None)
+            .await
+            .map_err(|e| format!("the sandbox Worker did not answer: {e}"))?;
+        let (status, bytes) = read_reply(reply, 64 << 10).await?;
+        if !status.is_success() {
+            return Err(format!("the sandbox Worker answered {status}"));
+        }
+        let v: Value = serde_json::from_slice(&bytes).map_err(|e| format!("sandbox reply: {e}"))?;
+        match v.get("error") {
+            Some(e) => Err(format!("the sandbox Worker failed: {e}")),
+            None => Ok(v),
+        }
     }
 
     async fn run(&self, code: &str) -> Result<Value, ToolError> {
@@ -83,11 +118,9 @@ impl SandboxedPython {
         };
         match select(call, timer).await {
             Either::Left((Ok(reply), _)) => {
-                let status = reply.status();
-                let bytes =
-                    axum::body::to_bytes(axum::body::Body::new(reply.into_body()), MAX_REPLY_BYTES)
-                        .await
-                        .map_err(|e| ToolError::internal(format!("sandbox reply: {e}")))?;
+                let (status, bytes) = read_reply(reply, MAX_REPLY_BYTES)
+                    .await
+                    .map_err(ToolError::internal)?;
                 if !status.is_success() {
                     tracing::error!(%status, body = %String::from_utf8_lossy(&bytes), "sandbox failed");
                     return Err(ToolError::internal(format!(
@@ -120,6 +153,18 @@ impl SandboxedPython {
             }
         }
     }
+}
+
+/// The sandbox Worker's status and body, at most `limit` bytes of it.
+async fn read_reply(
+    reply: worker::HttpResponse,
+    limit: usize,
+) -> Result<(axum::http::StatusCode, axum::body::Bytes), String> {
+    let status = reply.status();
+    let bytes = axum::body::to_bytes(axum::body::Body::new(reply.into_body()), limit)
+        .await
+        .map_err(|e| format!("sandbox reply: {e}"))?;
+    Ok((status, bytes))
 }
 
 impl Tool for SandboxedPython {

@@ -73,7 +73,11 @@ mod suggestions;
 ))]
 pub mod socket;
 
-#[cfg(any(all(target_arch = "wasm32", target_os = "unknown"), target_os = "wasi"))]
+// toolgate: the shim only with `host_env`, as the native module (PATCHES.md 3).
+#[cfg(all(
+    feature = "host_env",
+    any(all(target_arch = "wasm32", target_os = "unknown"), target_os = "wasi")
+))]
 #[path = "socket_wasm.rs"]
 pub mod socket;
 
@@ -276,7 +280,10 @@ pub fn stdlib_module_defs(ctx: &Context) -> Vec<&'static builtins::PyModuleDef> 
             not(any(all(target_arch = "wasm32", target_os = "unknown"), target_os = "wasi"))
         ))]
         socket::module_def(ctx),
-        #[cfg(any(all(target_arch = "wasm32", target_os = "unknown"), target_os = "wasi"))]
+        #[cfg(all(
+            feature = "host_env",
+            any(all(target_arch = "wasm32", target_os = "unknown"), target_os = "wasi")
+        ))]
         socket::module_def(ctx),
         #[cfg(all(
             feature = "sqlite",

@@ -52,11 +52,34 @@ export class Runner {
     }
   }
 
-  run(requestJson) {
+  // The instance for one call: the spare, or a new one. Never kept.
+  take() {
     const instance = this.spare ?? instantiate(this.module);
     this.spare = null;
-    return runIn(instance, requestJson);
+    return instance;
   }
+
+  run(requestJson) {
+    return runIn(this.take(), requestJson);
+  }
+
+  // The walls, checked in an instance taken as a call takes one: a runner
+  // that handed out a used instance would read instance_per_call false.
+  walls() {
+    const instance = this.take();
+    try {
+      return readOut(instance.exports.memory, instance.exports.tg_walls());
+    } catch (e) {
+      return JSON.stringify({ error: String(e && e.message ? e.message : e) });
+    }
+  }
+}
+
+// The module's answer: `ptr << 32 | len` of UTF-8 JSON in its memory.
+function readOut(memory, packed) {
+  const at = Number(packed >> 32n);
+  const len = Number(packed & 0xffffffffn);
+  return new TextDecoder().decode(new Uint8Array(memory.buffer, at, len));
 }
 
 function runIn(instance, requestJson) {
@@ -77,7 +100,5 @@ function runIn(instance, requestJson) {
       return FAILED(String(e && e.message ? e.message : e));
     }
   }
-  const at = Number(packed >> 32n);
-  const len = Number(packed & 0xffffffffn);
-  return new TextDecoder().decode(new Uint8Array(memory.buffer, at, len));
+  return readOut(memory, packed);
 }

@@ -16,10 +16,14 @@ runner.refill();
 
 export class Sandbox extends WorkerEntrypoint {
   async fetch(request) {
-    if (request.method !== "POST") {
-      return new Response("POST the call as JSON\n", { status: 405 });
+    let out;
+    if (request.method === "GET" && new URL(request.url).pathname === "/walls") {
+      out = runner.walls();
+    } else if (request.method === "POST") {
+      out = runner.run(await request.text());
+    } else {
+      return new Response("POST the call as JSON, or GET /walls\n", { status: 405 });
     }
-    const out = runner.run(await request.text());
     // Make the next call's instance after this answer has gone out.
     this.ctx.waitUntil(new Promise((done) => setTimeout(() => { runner.refill(); done(); }, 0)));
     return new Response(out, { headers: { "content-type": "application/json" } });

@@ -5,10 +5,11 @@
 //! which returns the contract's output JSON as `ptr << 32 | len`. When the
 //! instance traps instead (memory limit, a panic, the stack, the sleep
 //! deadline), the Worker calls `tg_abort` on the same instance for the
-//! answer, with the output captured so far.
+//! answer, with the output captured so far. `tg_walls` reports the walls
+//! for `/healthz`, checked in an instance taken as a call would take it.
 
 use std::cell::RefCell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rustpython_vm::frozen::FrozenLib;
@@ -35,6 +36,10 @@ thread_local! {
     static CALL: RefCell<Call> = RefCell::new(Call::default());
     static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
+
+/// Set by the first call into this instance. The Worker makes a fresh
+/// instance for each call; one that finds this set was handed out twice.
+static USED: AtomicBool = AtomicBool::new(false);
 
 fn warm_up() {
     if WARM.with(|w| w.borrow().is_some()) {
@@ -126,6 +131,13 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         }
     };
     drop(bytes);
+    if USED.swap(true, Ordering::Relaxed) {
+        // Instance-per-call is a wall: a second call would see the first
+        // one's objects, so it is refused rather than run.
+        let mut out = output(1, None);
+        out.add_note("InternalError: this sandbox instance already ran a call\n");
+        return hand_out(to_json(&out));
+    }
     warm_up();
     CALL.with(|c| {
         *c.borrow_mut() = Call {
@@ -153,6 +165,29 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
     });
     budget::lift();
     hand_out(to_json(&output(outcome.exit_code, outcome.result_json)))
+}
+
+/// `/healthz`'s walls, checked in this instance as a call would get it:
+/// whether it is fresh (no call ran in it), and the capability gap and the
+/// scrub as the warm interpreter holds them.
+#[unsafe(no_mangle)]
+pub extern "C" fn tg_walls() -> u64 {
+    let fresh = !USED.swap(true, Ordering::Relaxed);
+    warm_up();
+    let (capability_gap, scrub) = WARM.with(|w| {
+        w.borrow()
+            .as_ref()
+            .map(|vm| vm.check_walls())
+            .unwrap_or_default()
+    });
+    hand_out(
+        serde_json::json!({
+            "fresh_instance": fresh,
+            "capability_gap": capability_gap,
+            "scrub": scrub,
+        })
+        .to_string(),
+    )
 }
 
 /// The answer after a trap. `deadline` is non-zero when the Worker's
