@@ -2,7 +2,7 @@
 // because the Worker sandbox's build script reads it to decide which stdlib
 // files to freeze.
 
-/// The 33 modules every sandbox allows (DESIGN §2, "Imports").
+/// The 33 modules every sandbox allows (docs/contracts.md#imports).
 pub const DEFAULT_MODULES: [&str; 33] = [
     "math",
     "cmath",

@@ -1,5 +1,5 @@
 //! Configuration: an optional `toolgate.toml`, overridden by `TOOLGATE_*`
-//! environment variables (DESIGN §2, "Configuration").
+//! environment variables (docs/contracts.md#configuration).
 
 use std::path::{Path, PathBuf};
 
@@ -96,7 +96,7 @@ pub struct Config {
     pub clarify: ClarifyConfig,
 }
 
-/// `clarify` (DESIGN §2): `[clarify]` in the file, `TOOLGATE_CLARIFY_*`.
+/// `clarify` (docs/contracts.md#configuration): `[clarify]` in the file, `TOOLGATE_CLARIFY_*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClarifyConfig {
     /// Seconds until an unanswered clarification expires (default 24 h).
@@ -138,7 +138,7 @@ fn default_data_dir() -> PathBuf {
         .join(".local/share/toolgate")
 }
 
-/// SSH servers (DESIGN §2): `[servers.NAME]` tables with `key_file`, or
+/// SSH servers (docs/contracts.md#server-inventory): `[servers.NAME]` tables with `key_file`, or
 /// SSM when `TOOLGATE_SSH_SSM_PREFIX` is set; `[ssh]` holds the limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SshConfig {
@@ -177,7 +177,7 @@ impl SshConfig {
     }
 }
 
-/// Cloud accounts (DESIGN §2): `[clouds.NAME]` tables, or SSM when
+/// Cloud accounts (docs/contracts.md#cloud-tools): `[clouds.NAME]` tables, or SSM when
 /// `TOOLGATE_CLOUD_SSM_PREFIX` is set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CloudConfig {
@@ -241,7 +241,7 @@ struct FileConfig {
     server: FileServer,
     #[serde(default)]
     python: FilePython,
-    // Tables that other tools read (DESIGN §2); accepted here so that one
+    // Tables that other tools read (docs/contracts.md#configuration); accepted here so that one
     // file configures everything, while a misspelt table is still an error.
     #[serde(default)]
     servers: std::collections::BTreeMap<String, ServerDoc>,
@@ -326,7 +326,7 @@ struct FilePython {
 }
 
 /// `TOOLGATE_PYTHON_TIMEOUT`: anything that does not parse falls back to 20;
-/// the value is clamped to 1–1200 (DESIGN §2).
+/// the value is clamped to 1–1200 (docs/contracts.md#sandbox-limits).
 pub fn parse_timeout(raw: &str) -> u64 {
     raw.trim()
         .parse::<i64>()

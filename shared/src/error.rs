@@ -1,8 +1,8 @@
-//! The error contract of the HTTP API (DESIGN §3): `{"error":{"code","message"}}`.
+//! The error contract of the HTTP API (docs/contracts.md#error-codes): `{"error":{"code","message"}}`.
 
 use serde::Serialize;
 
-/// The error codes of DESIGN §3, each with its HTTP status.
+/// The error codes of docs/contracts.md#error-codes, each with its HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {

@@ -1,6 +1,5 @@
-//! The HTTP API of DESIGN §3 as one axum router, shared by every runtime.
+//! The HTTP API of docs/contracts.md#http-api as one axum router, shared by every runtime.
 
-use crate::clock::Instant;
 use std::sync::Arc;
 
 use axum::{
@@ -16,9 +15,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ErrorCode, ToolError};
+use crate::invoke::{Transport, invoke};
 use crate::registry::Registry;
 use crate::spec_export::{Format, export};
 use crate::tool::CallContext;
+
+/// Whether this build serves `/mcp`: rmcp's server needs tokio's runtime,
+/// which the Worker does not have.
+pub const SERVES_MCP: bool = cfg!(feature = "native");
 
 /// Request bodies over this size get 413 `too_large`.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -233,9 +237,10 @@ async fn not_found(req: Request) -> ToolError {
     ToolError::new(
         ErrorCode::UnknownTool,
         format!(
-            "No endpoint {} {}. Endpoints: GET /tools, POST /tools/{{name}}, GET /openapi.json, POST /mcp, GET /healthz",
+            "No endpoint {} {}. Endpoints: GET /tools, POST /tools/{{name}}, GET /openapi.json, {}GET /healthz",
             req.method(),
-            req.uri().path()
+            req.uri().path(),
+            if SERVES_MCP { "POST /mcp, " } else { "" }
         ),
     )
 }
@@ -298,16 +303,9 @@ async fn call_tool(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let started = Instant::now();
     let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
-    let outcome = async {
-        let tool = state.registry.get(&name)?.clone();
-        let args = read_json_body(&headers, body).await?;
-        tool.call(args, &ctx).await
-    }
-    .await;
-    log_call(&name, started, &outcome);
-    match outcome {
+    let args = read_json_body(&headers, body);
+    match invoke(&state.registry, Transport::Http, &name, args, &ctx).await {
         Ok(v) => (StatusCode::OK, Json(v)).into_response(),
         Err(e) => e.into_response(),
     }
@@ -332,26 +330,4 @@ pub fn header_scope(headers: &HeaderMap) -> Option<Vec<String>> {
             .and_then(crate::scope::parse)
             .unwrap_or_default(),
     )
-}
-
-/// One structured line per tool call: tool, duration and outcome.
-pub fn log_call(tool: &str, started: Instant, outcome: &Result<Value, ToolError>) {
-    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    match outcome {
-        Ok(v) => tracing::info!(
-            tool,
-            duration_ms,
-            outcome = "ok",
-            exit_code = v.get("exit_code").and_then(serde_json::Value::as_i64),
-            timed_out = v.get("timed_out").and_then(serde_json::Value::as_bool),
-            "tool call"
-        ),
-        Err(e) => tracing::warn!(
-            tool,
-            duration_ms,
-            outcome = e.code.as_str(),
-            error = %e.message,
-            "tool call"
-        ),
-    }
 }

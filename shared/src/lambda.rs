@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::error::{ErrorCode, ToolError};
+use crate::invoke::{Transport, invoke, log};
 use crate::registry::Registry;
 use crate::tool::CallContext;
 use crate::toolset::Toolset;
@@ -91,7 +92,8 @@ impl Function {
             .await
             .map(|n| json!({ "expired": n.expired, "resent": n.resent }))
             .map_err(|e| ToolError::new(ErrorCode::UpstreamUnavailable, e));
-        crate::http::log_call("clarify.sweep", started, &outcome);
+        let ctx = CallContext::default();
+        log("clarify.sweep", Transport::Lambda, &ctx, started, &outcome);
         outcome.map_err(|e| diagnostic(&e))
     }
 
@@ -113,14 +115,15 @@ impl Function {
         })
     }
 
-    /// A direct invocation: lookup, call and the per-call log line.
+    /// A direct invocation: the envelope decoded, then the one call path.
     pub async fn direct(&self, payload: Value, ctx: &CallContext) -> Result<Value, ToolError> {
-        let started = Instant::now();
         let (name, args, servers, caller) = match self.dispatch(payload) {
             Ok(v) => v,
             Err(e) => {
-                crate::http::log_call("-", started, &Err(e.clone()));
-                return Err(e);
+                // No tool is named: the line says "-".
+                let outcome = Err(e);
+                log("-", Transport::Lambda, ctx, Instant::now(), &outcome);
+                return outcome;
             }
         };
         let mut ctx = ctx.clone();
@@ -130,13 +133,8 @@ impl Function {
         if caller.is_some() {
             ctx.caller = caller;
         }
-        let outcome = async {
-            let tool = self.registry.get(&name)?.clone();
-            tool.call(args, &ctx).await
-        }
-        .await;
-        crate::http::log_call(&name, started, &outcome);
-        outcome
+        let args = std::future::ready(Ok(args));
+        invoke(&self.registry, Transport::Lambda, &name, args, &ctx).await
     }
 
     /// Splits a payload into the tool's name, its arguments and the
@@ -173,14 +171,6 @@ impl Function {
                 return Err(ToolError::invalid_input(
                     "\"arguments\" must be a JSON object",
                 ));
-            }
-            // An unknown name is a bad payload, which a state machine catches
-            // as InvalidInput like any other.
-            if self.registry.get(&name).is_err() {
-                return Err(ToolError::invalid_input(format!(
-                    "Unknown tool: {name:?}. This function serves: {}",
-                    known()
-                )));
             }
             let scope = match o.remove("scope") {
                 None => None,

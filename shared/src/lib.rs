@@ -8,6 +8,7 @@ pub mod cloud;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod invoke;
 #[cfg(feature = "lambda")]
 pub mod lambda;
 #[cfg(feature = "native")]

@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Instant;
 
 use rmcp::{
     ErrorData, ServerHandler,
@@ -20,6 +19,8 @@ use rmcp::{
 };
 use serde_json::Value;
 
+use crate::error::ErrorCode;
+use crate::invoke::{Transport, invoke};
 use crate::registry::Registry;
 use crate::tool::{CallContext, ToolSpec};
 
@@ -81,13 +82,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        let tool = self
-            .registry
-            .get(&name)
-            .map_err(|e| ErrorData::invalid_params(e.message, None))?
-            .clone();
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let started = Instant::now();
         let ctx = match context.extensions.get::<axum::http::request::Parts>() {
             Some(parts) => crate::http::call_context(
                 parts.extensions.get::<CallContext>().cloned(),
@@ -95,9 +90,17 @@ impl ServerHandler for McpServer {
             ),
             None => CallContext::default(),
         };
-        let outcome = tool.call(args, &ctx).await;
-        crate::http::log_call(&name, started, &outcome);
+        let args = std::future::ready(Ok(args));
+        let outcome = invoke(&self.registry, Transport::Mcp, &name, args, &ctx).await;
         Ok(match outcome {
+            // MCP's own answer to an unknown name is a protocol error; the
+            // contract's code rides in its data.
+            Err(e) if e.code == ErrorCode::UnknownTool => {
+                return Err(ErrorData::invalid_params(
+                    e.message,
+                    Some(serde_json::json!({"code": e.code.as_str()})),
+                ));
+            }
             Ok(v) => {
                 let text = serde_json::to_string(&v).unwrap_or_default();
                 let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);

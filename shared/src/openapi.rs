@@ -146,7 +146,11 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
         "info": {
             "title": "Toolgate",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments. The same tools are served over MCP at /mcp."
+            "description": if crate::http::SERVES_MCP {
+                "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments. The same tools are served over MCP at /mcp."
+            } else {
+                "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments."
+            }
         },
         "paths": paths,
         "components": {

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 
-/// Every tool's answer to input that is not a JSON object (DESIGN §2).
+/// Every tool's answer to input that is not a JSON object (docs/contracts.md#tool-specs-and-input).
 pub const NOT_AN_OBJECT: &str = "Tool input must be a JSON object (dict)";
 
 /// Time kept back from a runtime deadline (Lambda) to report the timeout.
@@ -44,7 +44,7 @@ pub fn effective_timeout(
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 
-/// What a tool advertises (DESIGN §3: name, description, input and output schema).
+/// What a tool advertises (docs/contracts.md#tool-specs-and-input: name, description, input and output schema).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolSpec {
     pub name: String,

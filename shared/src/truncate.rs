@@ -1,4 +1,4 @@
-//! Head-and-tail truncation of output streams (DESIGN §2, "Truncation").
+//! Head-and-tail truncation of output streams (docs/contracts.md#output-truncation).
 //!
 //! Streams are counted in characters. A stream longer than [`LIMIT`] keeps its
 //! head and tail around a marker. [`HeadTail`] does this incrementally over

@@ -1,4 +1,4 @@
-//! The HTTP API of DESIGN §3 against the real binary: specs, errors, auth,
+//! The HTTP API of docs/contracts.md#http-api against the real binary: specs, errors, auth,
 //! limits and logs, with hostile input as well as happy paths.
 
 use serde_json::{Value, json};

@@ -127,7 +127,6 @@ async fn direct_invocation_bad_input_is_an_invalid_input_function_error() {
     let f = function();
     for (payload, needle) in [
         (fixture("direct_invalid.json"), "code"),
-        (fixture("direct_unknown_tool.json"), "python.evaluate"),
         (json!("print(1)"), ""),
         (json!([1, 2]), ""),
         (json!(null), ""),
@@ -143,6 +142,12 @@ async fn direct_invocation_bad_input_is_an_invalid_input_function_error() {
         assert_eq!(kind, "InvalidInput", "{payload}: {message}");
         assert!(message.contains(needle), "{payload}: {message}");
     }
+    // An unknown name is UnknownTool on every transport (`every_transport.rs`).
+    let (kind, message) = invoke(&f, fixture("direct_unknown_tool.json"))
+        .await
+        .expect_err("an unknown tool");
+    assert_eq!(kind, "UnknownTool", "{message}");
+    assert!(message.contains("python.evaluate"), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -227,9 +227,12 @@ fn python_execute_function_answers_every_event_kind() {
         Outcome::Returned(v) => assert_eq!(v["exit_code"], 3, "a script's exit is a result: {v}"),
         Outcome::Failed(e) => panic!("direct call failed: {e}"),
     }
-    for bad in ["direct_invalid.json", "direct_unknown_tool.json"] {
+    for (bad, kind) in [
+        ("direct_invalid.json", "InvalidInput"),
+        ("direct_unknown_tool.json", "UnknownTool"),
+    ] {
         match invoke(port, f, bad) {
-            Outcome::Failed(e) => assert!(e.contains("InvalidInput"), "{bad}: {e}"),
+            Outcome::Failed(e) => assert!(e.contains(kind), "{bad}: {e}"),
             Outcome::Returned(v) => panic!("{bad} must fail the invocation, got {v}"),
         }
     }

@@ -295,6 +295,26 @@ fn the_zygote_is_restarted_if_it_dies() {
     let zygotes = toolgate_e2e::children_of(s.pid());
     assert_eq!(zygotes.len(), 1);
     assert_ne!(zygotes[0], zygote[0], "a new zygote runs");
+
+    // A call racing the zygote's death: its spare may be taken alive and
+    // die with the zygote (PDEATHSIG) under the script. The call is run
+    // again in a child of the new zygote, never answered "died without a
+    // report".
+    for round in 0..5 {
+        let zygote = poll_until(Duration::from_secs(10), "one zygote", || {
+            let z = toolgate_e2e::children_of(s.pid());
+            (z.len() == 1).then(|| z[0])
+        });
+        s.exec("print(1)");
+        // SAFETY: signalling a process this test's server started.
+        unsafe { libc::kill(zygote as i32, libc::SIGKILL) };
+        let out = s.exec("result = 2");
+        assert_eq!(
+            (out["result"].clone(), out["stderr"].clone()),
+            (json!(2), json!("")),
+            "round {round}: {out}"
+        );
+    }
 }
 
 #[test]

@@ -115,4 +115,6 @@ fn require_seccomp_refuses_to_start_where_the_kernel_refuses() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("seccomp is required"), "{err}");
+    // Said once: the zygote sends the kind, the server the words.
+    assert_eq!(err.matches("seccomp is required").count(), 1, "{err}");
 }

@@ -10,6 +10,7 @@ use toolgate_shared::{
     config::Config,
     error::ToolError,
     http::router,
+    invoke::{Transport, invoke},
     sandbox::alloc::SandboxAlloc,
     spec_export::{Format, export},
     tool::CallContext,
@@ -147,20 +148,15 @@ async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
             s
         }
     };
-    let started = std::time::Instant::now();
-    let outcome = async {
-        let args: Value = if raw.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(&raw).map_err(|e| {
-                ToolError::invalid_input(format!("Arguments are not valid JSON: {e}"))
-            })?
-        };
-        let tool = app.registry.get(name)?.clone();
-        tool.call(args, &CallContext::default()).await
-    }
-    .await;
-    toolgate_shared::http::log_call(name, started, &outcome);
+    let args = async {
+        if raw.trim().is_empty() {
+            return Ok(json!({}));
+        }
+        serde_json::from_str(&raw)
+            .map_err(|e| ToolError::invalid_input(format!("Arguments are not valid JSON: {e}")))
+    };
+    let ctx = CallContext::default();
+    let outcome = invoke(&app.registry, Transport::Cli, name, args, &ctx).await;
     match outcome {
         Ok(v) => {
             print_json(&v);

@@ -1,4 +1,4 @@
-//! The answer routes (DESIGN §3): `GET /clarifications/{id}` (JSON, or the
+//! The answer routes (docs/contracts.md#answer-routes): `GET /clarifications/{id}` (JSON, or the
 //! page with `Accept: text/html`; `?wait=N` long-polls up to 25 s),
 //! `POST /clarifications/{id}/answer` and `POST /clarifications/{id}/cancel`.
 //! `GET /clarifications/{id}/answer` is the page too: that is the

@@ -1,4 +1,4 @@
-//! `clarify` (DESIGN §2): an agent asks a person a question and gets a
+//! `clarify` (docs/contracts.md#clarify): an agent asks a person a question and gets a
 //! pending clarification with an unguessable id; the answer arrives later
 //! over HTTPS (`http` module, with a page for people in `page`). Stores sit
 //! behind one trait (`store`: SQLite locally, DynamoDB on AWS). When the

@@ -109,10 +109,6 @@ impl CloudTools {
         })
     }
 
-    pub fn settings(&self) -> CloudSettings {
-        self.settings
-    }
-
     /// Per account: reachable or not, how many tools, and the last error.
     pub fn health(&self) -> Value {
         let accounts: serde_json::Map<String, Value> = self

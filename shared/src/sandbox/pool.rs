@@ -19,7 +19,7 @@ use nix::sys::socket::{
 
 use crate::tools::python_execute::{ExecOutput, memory_note, parse_result, timeout_note};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 pub use super::admission::ANONYMOUS;
 use super::admission::Admission;
@@ -47,6 +47,9 @@ struct Child {
     sock: OwnedFd,
     out: File,
     pidfd: Option<OwnedFd>,
+    /// Turns true when the zygote that forked this child is gone: the
+    /// child then dies with it (PDEATHSIG), and nobody reports its exit.
+    zygote_gone: watch::Receiver<bool>,
 }
 
 impl Child {
@@ -446,10 +449,18 @@ impl Sandbox {
             }
             Some(Err(NoReport::Closed)) => {
                 // The child died without a report: ask the zygote why.
-                let status = tokio::time::timeout(REAP_WAIT, exit_rx)
-                    .await
-                    .ok()
-                    .and_then(Result::ok);
+                let mut gone = child.zygote_gone.clone();
+                let status = tokio::select! {
+                    s = tokio::time::timeout(REAP_WAIT, exit_rx) => s.ok().and_then(Result::ok),
+                    _ = gone.wait_for(|g| *g) => None,
+                };
+                if status.is_none() && *child.zygote_gone.borrow() {
+                    // Killed with its zygote, not by the script: the caller
+                    // runs the script again in a child of the new zygote (a
+                    // script reaches nothing outside, so running it twice
+                    // changes nothing but the time).
+                    return Err(SandboxError::ZygoteGone);
+                }
                 let (code, timed_out, text) = self.classify_death(status, timeout);
                 out.exit_code = code;
                 out.timed_out = timed_out;
@@ -645,15 +656,20 @@ fn spawn_zygote(cfg: &SandboxConfig) -> Result<(std::process::Child, OwnedFd), S
     Ok((child, ours))
 }
 
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 enum Msg {
     Ready(Walls),
-    Failed(String),
+    /// The zygote cannot start; the error as the server reports it.
+    Failed(SandboxError),
     Child(Child),
     Exited(i32, i32),
     Closed,
 }
 
-fn recv(fd: RawFd) -> Result<Msg, SandboxError> {
+fn recv(fd: RawFd, zygote_gone: &watch::Receiver<bool>) -> Result<Msg, SandboxError> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut cmsg = nix::cmsg_space!([RawFd; 3]);
     let mut iov = [IoSliceMut::new(&mut buf)];
@@ -681,7 +697,8 @@ fn recv(fd: RawFd) -> Result<Msg, SandboxError> {
         proto::READY => Msg::Ready(
             serde_json::from_slice(&data[1..]).map_err(|e| SandboxError::WarmUp(e.to_string()))?,
         ),
-        proto::FAILED => Msg::Failed(String::from_utf8_lossy(&data[1..]).into_owned()),
+        proto::FAILED => Msg::Failed(SandboxError::WarmUp(text(&data[1..]))),
+        proto::SECCOMP_REFUSED => Msg::Failed(SandboxError::SeccompRequired(text(&data[1..]))),
         proto::CHILD if fds.len() >= 2 => {
             let mut it = fds.into_iter();
             let sock = it.next().expect("two fds");
@@ -691,6 +708,7 @@ fn recv(fd: RawFd) -> Result<Msg, SandboxError> {
                 sock,
                 out,
                 pidfd: it.next(),
+                zygote_gone: zygote_gone.clone(),
             })
         }
         proto::EXITED => Msg::Exited(i32_at(1), i32_at(5)),
@@ -726,10 +744,11 @@ fn supervise(cfg: SandboxConfig, shared: Arc<Shared>, tx: mpsc::Sender<Child>, r
             }
         };
         let fd = ctl.as_raw_fd();
+        let (gone_tx, gone_rx) = watch::channel(false);
         *shared.zygote_pid.lock().expect("pid lock") = Some(zygote.id() as i32);
         *shared.control.lock().expect("control lock") = Some(ctl);
         loop {
-            match recv(fd) {
+            match recv(fd, &gone_rx) {
                 Ok(Msg::Ready(walls)) => {
                     tracing::info!(
                         warm_ms = started.elapsed().as_millis() as u64,
@@ -745,19 +764,14 @@ fn supervise(cfg: SandboxConfig, shared: Arc<Shared>, tx: mpsc::Sender<Child>, r
                     }
                     backoff = Duration::from_millis(100);
                 }
-                Ok(Msg::Failed(m)) => {
+                Ok(Msg::Failed(err)) => {
                     if let Some(r) = ready.take() {
-                        let err = if m.contains("seccomp is required") {
-                            SandboxError::SeccompRequired(m)
-                        } else {
-                            SandboxError::WarmUp(m)
-                        };
                         let _ = r.send(Err(err));
                         let _ = zygote.kill();
                         let _ = zygote.wait();
                         return;
                     }
-                    tracing::error!(message = %m, "sandbox zygote failed");
+                    tracing::error!(error = %err, "sandbox zygote failed");
                 }
                 Ok(Msg::Child(c)) => {
                     if tx.blocking_send(c).is_err() {
@@ -773,6 +787,7 @@ fn supervise(cfg: SandboxConfig, shared: Arc<Shared>, tx: mpsc::Sender<Child>, r
             }
         }
         shared.control.lock().expect("control lock").take();
+        gone_tx.send_replace(true);
         let _ = zygote.kill();
         let _ = zygote.wait();
         if let Some(r) = ready.take() {

@@ -17,6 +17,10 @@ pub const SPAWN_LEAN: u8 = b'L';
 pub const READY: u8 = b'R';
 /// Zygote → server: warm-up failed; a UTF-8 message follows.
 pub const FAILED: u8 = b'E';
+/// Zygote → server: seccomp is required and the kernel refused the filter;
+/// the kernel's error follows (UTF-8). A kind of its own, so that the
+/// server names the failure without reading the text.
+pub const SECCOMP_REFUSED: u8 = b'F';
 /// Zygote → server: a child; pid (i32 LE) follows, fds ride as SCM_RIGHTS
 /// in the order socket, output memfd, pidfd (when the kernel has pidfds).
 pub const CHILD: u8 = b'C';

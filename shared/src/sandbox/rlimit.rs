@@ -73,7 +73,7 @@ pub fn probe() -> Result<(), SandboxError> {
     set(0, libc::RLIMIT_CORE, "RLIMIT_CORE", 0, 0)
 }
 
-/// A spare's CPU cap until a call lowers it: the longest timeout (DESIGN §2
+/// A spare's CPU cap until a call lowers it: the longest timeout (docs/contracts.md#sandbox-limits
 /// clamps it to 1200 s) plus slack.
 pub const CPU_CEILING_SECS: u64 = 1201;
 

@@ -412,7 +412,7 @@ fn with_source_line(
     exc
 }
 
-/// The SystemExit rules of DESIGN §2; anything else prints a traceback.
+/// The SystemExit rules of docs/contracts.md#output-and-exit-codes; anything else prints a traceback.
 fn exit_code_for(vm: &VirtualMachine, exc: &PyBaseExceptionRef, source: &str) -> i64 {
     if exc.fast_isinstance(vm.ctx.exceptions.system_exit) {
         let code = exc

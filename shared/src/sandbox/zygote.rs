@@ -1,5 +1,5 @@
 //! The zygote: a single-threaded process, warmed once, that forks a fresh
-//! child for every call (DESIGN §5).
+//! child for every call (docs/contracts.md#sandbox-isolation).
 //!
 //! The server starts it by re-executing its own binary with [`ZYGOTE_ARG`],
 //! the control socket on fd 3 and an empty environment. Being single-threaded
@@ -91,7 +91,11 @@ fn send(kind: u8, payload: &[u8], fds: &[RawFd]) -> nix::Result<usize> {
 }
 
 fn fail(message: &str) -> ! {
-    let _ = send(proto::FAILED, message.as_bytes(), &[]);
+    fail_as(proto::FAILED, message)
+}
+
+fn fail_as(kind: u8, message: &str) -> ! {
+    let _ = send(kind, message.as_bytes(), &[]);
     std::process::exit(1)
 }
 
@@ -132,7 +136,7 @@ fn run(config_json: &str) -> ! {
     if cfg.require_seccomp
         && let Some(e) = &seccomp_error
     {
-        fail(&super::error::SandboxError::SeccompRequired(e.clone()).to_string());
+        fail_as(proto::SECCOMP_REFUSED, e);
     }
     // Each wall as checked now, not as designed: a build or host where one
     // does not hold says so in /healthz.

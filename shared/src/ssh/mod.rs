@@ -1,4 +1,4 @@
-//! SSH operations (DESIGN §2, `list_servers` / `ssh_run`): an inventory of
+//! SSH operations (docs/contracts.md#list_servers-and-ssh_run, `list_servers` / `ssh_run`): an inventory of
 //! servers with pinned host keys, pooled connections, and one command run
 //! per call under a remote `timeout`.
 //!

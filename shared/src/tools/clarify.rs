@@ -1,4 +1,4 @@
-//! `clarify` (DESIGN §2): asks a person a question with optional choices.
+//! `clarify` (docs/contracts.md#clarify): asks a person a question with optional choices.
 //! Input `{"question", "options": []}` (plus `task_token` from a Step
 //! Functions `.waitForTaskToken` state); output a pending clarification
 //! `{"status":"pending","id","question","options","answer_url","expires_at"}`.

@@ -1,4 +1,4 @@
-//! `list_servers` (DESIGN §2): the servers in the caller's scope, with tags.
+//! `list_servers` (docs/contracts.md#list_servers-and-ssh_run): the servers in the caller's scope, with tags.
 //! No input. Output `{"servers": [{name, address, tags}], "message"?}`.
 
 use std::sync::Arc;

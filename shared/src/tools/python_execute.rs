@@ -1,4 +1,4 @@
-//! `python.execute` (DESIGN §2): runs Python source in the sandbox.
+//! `python.execute` (docs/contracts.md#pythonexecute): runs Python source in the sandbox.
 
 //!
 //! The contract (spec, input rules, output shape, the notes added to
@@ -241,7 +241,7 @@ fn members(v: &Value) -> usize {
     }
 }
 
-/// The stderr note of a call stopped at its deadline (DESIGN §2).
+/// The stderr note of a call stopped at its deadline (docs/contracts.md#sandbox-limits).
 pub fn timeout_note(timeout: Duration) -> String {
     format!("[Execution timed out after {}s]", timeout.as_secs().max(1))
 }
@@ -298,7 +298,7 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
     }
 }
 
-/// Validates the input and returns the code (DESIGN §2's exact messages).
+/// Validates the input and returns the code (the exact messages in docs/contracts.md#pythonexecute).
 pub fn parse_input(args: &Value) -> Result<&str, ToolError> {
     let obj = args
         .as_object()

@@ -1,4 +1,4 @@
-//! `ssh_run` (DESIGN §2): runs one shell command on one registered server.
+//! `ssh_run` (docs/contracts.md#list_servers-and-ssh_run): runs one shell command on one registered server.
 //! Input `{server_name, command, intent = "", timeout = 600}`; output
 //! `{stdout, stderr, exit_code, timed_out, truncated, duration_ms}`. Every
 //! call, refused or run, writes one audit line (target `toolgate::audit`).
@@ -16,6 +16,8 @@ pub const NAME: &str = "ssh_run";
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 const MAX_COMMAND_CHARS: usize = 65_536;
 const MAX_INTENT_CHARS: usize = 2_000;
+/// Inventory names are short (`list_servers`); a longer one names nothing.
+const MAX_SERVER_NAME_CHARS: usize = 64;
 
 pub struct SshRun {
     spec: ToolSpec,
@@ -30,13 +32,14 @@ pub fn spec(max_timeout: Duration) -> ToolSpec {
              return stdout, stderr and exit_code. State the intent: it is written to the \
              audit log. The command runs under the server's login shell and is killed at \
              the timeout (default {DEFAULT_TIMEOUT_SECS}s, at most {}s). Output beyond \
-             51200 characters per stream keeps its head and tail.",
-            max_timeout.as_secs()
+             {} characters per stream keeps its head and tail.",
+            max_timeout.as_secs(),
+            crate::truncate::LIMIT
         ),
         input_schema: json!({
             "type": "object",
             "properties": {
-                "server_name": {"type": "string", "minLength": 1, "description": "A name from list_servers"},
+                "server_name": {"type": "string", "minLength": 1, "maxLength": MAX_SERVER_NAME_CHARS, "description": "A name from list_servers"},
                 "command": {"type": "string", "minLength": 1, "maxLength": MAX_COMMAND_CHARS},
                 "intent": {"type": "string", "maxLength": MAX_INTENT_CHARS, "default": "", "description": "Why you run this command"},
                 "timeout": {"type": "integer", "minimum": 1, "default": DEFAULT_TIMEOUT_SECS, "description": "Seconds before the command is killed"}
@@ -106,7 +109,7 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
         },
     };
     Ok(Input {
-        server_name: string_field(obj, "server_name", true, 64)?,
+        server_name: string_field(obj, "server_name", true, MAX_SERVER_NAME_CHARS)?,
         command: string_field(obj, "command", true, MAX_COMMAND_CHARS)?,
         intent: string_field(obj, "intent", false, MAX_INTENT_CHARS)?,
         timeout,

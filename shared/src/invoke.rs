@@ -1,0 +1,164 @@
+//! The one path every tool call takes, whatever carried it: the name
+//! resolved to the canonical tool, the arguments read, the call, and the
+//! one log line. Adapters (HTTP, MCP, Lambda, the CLI; the Worker through
+//! the HTTP router) only decode a request into this and encode its outcome.
+
+use serde_json::Value;
+
+use crate::clock::Instant;
+use crate::error::ToolError;
+use crate::registry::Registry;
+use crate::tool::CallContext;
+
+/// What carried a call, for its log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// `POST /tools/{name}` (serve, API Gateway, Function URLs, the Worker).
+    Http,
+    /// `tools/call` on `/mcp`.
+    Mcp,
+    /// A Lambda function invoked directly (Step Functions, the SDK, a gateway).
+    Lambda,
+    /// `toolgate call`.
+    Cli,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Mcp => "mcp",
+            Self::Lambda => "lambda",
+            Self::Cli => "cli",
+        }
+    }
+}
+
+/// A requested name is logged as sent only when it named no tool; this
+/// many characters of it, so that a hostile name cannot flood the log.
+const LOGGED_NAME_CHARS: usize = 80;
+
+/// Resolves `name`, then reads the arguments (`args` runs only for a known
+/// tool, so an unknown name is answered before a body is read), calls, and
+/// logs one line: the canonical name, transport, caller, duration and
+/// outcome.
+pub async fn invoke(
+    registry: &Registry,
+    transport: Transport,
+    name: &str,
+    args: impl Future<Output = Result<Value, ToolError>>,
+    ctx: &CallContext,
+) -> Result<Value, ToolError> {
+    let started = Instant::now();
+    let tool = match registry.get(name) {
+        Ok(t) => t,
+        Err(e) => {
+            let shown: String = name.chars().take(LOGGED_NAME_CHARS).collect();
+            let outcome = Err(e);
+            log(&shown, transport, ctx, started, &outcome);
+            return outcome;
+        }
+    };
+    let outcome = match args.await {
+        Ok(args) => tool.call(args, ctx).await,
+        Err(e) => Err(e),
+    };
+    log(&tool.spec().name, transport, ctx, started, &outcome);
+    outcome
+}
+
+/// One structured line per call.
+pub fn log(
+    tool: &str,
+    transport: Transport,
+    ctx: &CallContext,
+    started: Instant,
+    outcome: &Result<Value, ToolError>,
+) {
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let transport = transport.as_str();
+    let caller = ctx.caller.as_deref();
+    match outcome {
+        Ok(v) => tracing::info!(
+            tool,
+            transport,
+            caller,
+            duration_ms,
+            outcome = "ok",
+            exit_code = v.get("exit_code").and_then(serde_json::Value::as_i64),
+            timed_out = v.get("timed_out").and_then(serde_json::Value::as_bool),
+            "tool call"
+        ),
+        Err(e) => tracing::warn!(
+            tool,
+            transport,
+            caller,
+            duration_ms,
+            outcome = e.code.as_str(),
+            error = %e.message,
+            "tool call"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use crate::tool::ToolSpec;
+    use crate::tool::testing::Echo;
+    use serde_json::json;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn registry() -> Registry {
+        let mut r = Registry::new();
+        r.add(Arc::new(Echo(ToolSpec {
+            name: "python.execute".into(),
+            description: "echoes".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({"type": "object"}),
+        })))
+        .unwrap();
+        r
+    }
+
+    /// Runs a future that never waits (the echo tool's): no runtime needed.
+    fn now<F: Future>(f: F) -> F::Output {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::pin::pin!(f).poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("the echo tool never waits"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_is_answered_before_the_arguments_are_read() {
+        let read = AtomicBool::new(false);
+        let args = async {
+            read.store(true, Ordering::SeqCst);
+            Ok(json!({}))
+        };
+        let ctx = CallContext::default();
+        let out = now(invoke(&registry(), Transport::Http, "nope", args, &ctx));
+        assert_eq!(out.unwrap_err().code, ErrorCode::UnknownTool);
+        assert!(!read.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn both_names_reach_the_same_tool_and_unreadable_arguments_are_the_call_error() {
+        let r = registry();
+        let ctx = CallContext::default();
+        let args = json!({"code": "1"});
+        for name in ["python.execute", "python__execute"] {
+            let ready = std::future::ready(Ok(args.clone()));
+            assert_eq!(
+                now(invoke(&r, Transport::Mcp, name, ready, &ctx)).unwrap(),
+                args
+            );
+        }
+        let bad = std::future::ready(Err(ToolError::invalid_input("not JSON")));
+        let out = now(invoke(&r, Transport::Cli, "python.execute", bad, &ctx));
+        assert_eq!(out.unwrap_err().code, ErrorCode::InvalidInput);
+    }
+}
