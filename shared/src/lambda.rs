@@ -18,17 +18,14 @@ use lambda_http::{Adapter, Context, Service};
 use serde_json::{Value, json};
 
 use crate::config::Config;
+use crate::envelope::Envelope;
 use crate::error::{ErrorCode, ToolError};
 use crate::invoke::{Transport, invoke, log};
 use crate::registry::Registry;
 use crate::tool::CallContext;
 use crate::toolset::Toolset;
 
-/// `{"toolgate": "describe"}` asks a function for its own tools (`peers`).
-pub const DESCRIBE: &str = "describe";
-/// `{"toolgate": "sweep"}`: the clarify function's schedule (template.yaml,
-/// `ClarifyFunction` `Events`) expires what is due.
-pub const SWEEP: &str = "sweep";
+pub use crate::envelope::{DESCRIBE, SWEEP};
 
 /// One function's tools and its HTTP router.
 pub struct Function {
@@ -117,8 +114,10 @@ impl Function {
 
     /// A direct invocation: the envelope decoded, then the one call path.
     pub async fn direct(&self, payload: Value, ctx: &CallContext) -> Result<Value, ToolError> {
-        let (name, args, servers, caller) = match self.dispatch(payload) {
-            Ok(v) => v,
+        let tools = self.registry.tools();
+        let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+        let call = match Envelope::decode(payload, &names) {
+            Ok(c) => c,
             Err(e) => {
                 // No tool is named: the line says "-".
                 let outcome = Err(e);
@@ -127,89 +126,15 @@ impl Function {
             }
         };
         let mut ctx = ctx.clone();
-        if servers.is_some() {
-            ctx.servers = servers;
+        if call.servers.is_some() {
+            ctx.servers = call.servers;
         }
-        if caller.is_some() {
-            ctx.caller = caller;
+        if call.caller.is_some() {
+            ctx.caller = call.caller;
         }
-        let args = std::future::ready(Ok(args));
-        invoke(&self.registry, Transport::Lambda, &name, args, &ctx).await
+        let args = std::future::ready(Ok(call.arguments));
+        invoke(&self.registry, Transport::Lambda, &call.tool, args, &ctx).await
     }
-
-    /// Splits a payload into the tool's name, its arguments and the
-    /// envelope's `scope.servers`, when given.
-    fn dispatch(&self, payload: Value) -> Result<Dispatched, ToolError> {
-        let tools = self.registry.tools();
-        let known = || {
-            tools
-                .iter()
-                .map(|t| t.spec().name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let envelope = payload.as_object().is_some_and(|o| {
-            o.contains_key("tool")
-                && o.keys()
-                    .all(|k| ["tool", "arguments", "scope", "caller"].contains(&k.as_str()))
-        });
-        if envelope {
-            let Value::Object(mut o) = payload else {
-                unreachable!("checked above")
-            };
-            let name = match o.remove("tool") {
-                Some(Value::String(s)) => s,
-                other => {
-                    return Err(ToolError::invalid_input(format!(
-                        "\"tool\" must be a tool name (string), got {}",
-                        other.unwrap_or(Value::Null)
-                    )));
-                }
-            };
-            let args = o.remove("arguments").unwrap_or_else(|| json!({}));
-            if !args.is_object() {
-                return Err(ToolError::invalid_input(
-                    "\"arguments\" must be a JSON object",
-                ));
-            }
-            let scope = match o.remove("scope") {
-                None => None,
-                Some(s) => Some(parse_scope(&s)?),
-            };
-            // Who the caller is, as a gateway function forwarding a call saw it.
-            let caller = match o.remove("caller") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(c)) => Some(c),
-                Some(_) => return Err(ToolError::invalid_input("\"caller\" must be a string")),
-            };
-            return Ok((name, args, scope, caller));
-        }
-        match tools.as_slice() {
-            [only] => Ok((only.spec().name.clone(), payload, None, None)),
-            _ => Err(ToolError::invalid_input(format!(
-                "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
-                known()
-            ))),
-        }
-    }
-}
-
-/// Tool name, arguments, the envelope's scope and caller.
-type Dispatched = (String, Value, Option<Vec<String>>, Option<String>);
-
-/// `{"servers": ["a", "b"]}`: the servers this invocation may use.
-fn parse_scope(scope: &Value) -> Result<Vec<String>, ToolError> {
-    let bad = || ToolError::invalid_input("\"scope\" must be {\"servers\": [names]}");
-    let obj = scope.as_object().ok_or_else(bad)?;
-    if obj.keys().any(|k| k != "servers") {
-        return Err(bad());
-    }
-    obj.get("servers")
-        .and_then(Value::as_array)
-        .ok_or_else(bad)?
-        .iter()
-        .map(|v| v.as_str().map(str::to_owned).ok_or_else(bad))
-        .collect()
 }
 
 /// Events from API Gateway (v1 and v2) and Function URLs carry a
@@ -222,21 +147,8 @@ fn is_http_event(payload: &Value) -> bool {
 /// The function error a direct call fails with: `errorType` is the error
 /// code in PascalCase (`InvalidInput`, `Forbidden`, `Internal`, ...).
 pub fn diagnostic(e: &ToolError) -> Diagnostic {
-    let error_type = match e.code {
-        ErrorCode::InvalidInput => "InvalidInput",
-        ErrorCode::Unauthorized => "Unauthorized",
-        ErrorCode::Forbidden => "Forbidden",
-        ErrorCode::UnknownTool => "UnknownTool",
-        ErrorCode::TooLarge => "TooLarge",
-        ErrorCode::Internal => "Internal",
-        ErrorCode::UpstreamUnavailable => "UpstreamUnavailable",
-        ErrorCode::NotFound => "NotFound",
-        ErrorCode::Conflict => "Conflict",
-        ErrorCode::Expired => "Expired",
-        ErrorCode::NotConfigured => "NotConfigured",
-    };
     Diagnostic {
-        error_type: error_type.into(),
+        error_type: crate::envelope::error_type(e.code).into(),
         error_message: e.message.clone(),
     }
 }
@@ -319,7 +231,7 @@ async fn call_context(mut req: Request, next: Next) -> Response {
     // A claim set by the identity provider outranks the caller's header.
     let servers = match claims.and_then(|c| c.get(crate::scope::CLAIM)) {
         Some(raw) => crate::scope::parse(raw),
-        None => crate::http::header_scope(req.headers()),
+        None => crate::http::context::header_scope(req.headers()),
     };
     req.extensions_mut().insert(CallContext {
         deadline,

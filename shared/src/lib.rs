@@ -6,6 +6,8 @@ pub mod clarify;
 pub mod clock;
 pub mod cloud;
 pub mod config;
+#[cfg(feature = "lambda")]
+pub mod envelope;
 pub mod error;
 pub mod http;
 pub mod invoke;
@@ -16,6 +18,7 @@ pub mod logging;
 #[cfg(feature = "native")]
 pub mod mcp;
 pub mod openapi;
+pub mod outcome;
 #[cfg(all(feature = "aws", feature = "lambda"))]
 pub mod peers;
 pub mod registry;

@@ -84,7 +84,7 @@ impl ServerHandler for McpServer {
         let name = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let ctx = match context.extensions.get::<axum::http::request::Parts>() {
-            Some(parts) => crate::http::call_context(
+            Some(parts) => crate::http::context::call_context(
                 parts.extensions.get::<CallContext>().cloned(),
                 &parts.headers,
             ),
@@ -125,7 +125,7 @@ pub fn service(registry: Arc<Registry>) -> StreamableHttpService<McpServer, Loca
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_allowed_hosts(Vec::<String>::new())
-        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES);
+        .with_max_request_body_bytes(crate::http::body::MAX_BODY_BYTES);
     StreamableHttpService::new(
         move || {
             Ok(McpServer {

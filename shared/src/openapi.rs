@@ -51,8 +51,8 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
 }
 
 /// The document. `authenticated` adds the bearer scheme to every operation
-/// but `/healthz`.
-pub fn document(registry: &Registry, authenticated: bool) -> Value {
+/// but `/healthz`; `serves_mcp` says that `/mcp` serves the same tools.
+pub fn document(registry: &Registry, authenticated: bool, serves_mcp: bool) -> Value {
     let security = if authenticated {
         json!([{"bearerAuth": []}])
     } else {
@@ -146,7 +146,7 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
         "info": {
             "title": "Toolgate",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": if crate::http::SERVES_MCP {
+            "description": if serves_mcp {
                 "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments. The same tools are served over MCP at /mcp."
             } else {
                 "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments."
@@ -273,7 +273,7 @@ mod tests {
             output_schema: json!({"type": "object", "title": "out"}),
         })))
         .unwrap();
-        let d = document(&r, true);
+        let d = document(&r, true, true);
         let op = &d["paths"]["/tools/python.execute"]["post"];
         assert_eq!(op["operationId"], "python__execute");
         assert_eq!(
@@ -289,7 +289,7 @@ mod tests {
         }
         assert_eq!(op["security"], json!([{"bearerAuth": []}]));
         assert_eq!(
-            document(&r, false)["paths"]["/tools/python.execute"]["post"]["security"],
+            document(&r, false, true)["paths"]["/tools/python.execute"]["post"]["security"],
             json!([])
         );
         assert_eq!(d["paths"]["/healthz"]["get"]["security"], json!([]));

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::{Value, json};
 
+use crate::envelope::{DESCRIBE, Envelope, code_of};
 use crate::error::{ErrorCode, ToolError};
 use crate::registry::{ToolSource, exported_name};
 use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 
-use crate::lambda::DESCRIBE;
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 
 pub struct PeerTools {
@@ -54,24 +54,6 @@ fn unavailable(function: &str, why: impl std::fmt::Display) -> ToolError {
     )
 }
 
-/// A function error's `errorType` back to the contract's code (the inverse
-/// of `lambda::diagnostic`).
-fn code_of(error_type: &str) -> ErrorCode {
-    match error_type {
-        "InvalidInput" => ErrorCode::InvalidInput,
-        "Unauthorized" => ErrorCode::Unauthorized,
-        "Forbidden" => ErrorCode::Forbidden,
-        "UnknownTool" => ErrorCode::UnknownTool,
-        "TooLarge" => ErrorCode::TooLarge,
-        "UpstreamUnavailable" => ErrorCode::UpstreamUnavailable,
-        "NotFound" => ErrorCode::NotFound,
-        "Conflict" => ErrorCode::Conflict,
-        "Expired" => ErrorCode::Expired,
-        "NotConfigured" => ErrorCode::NotConfigured,
-        _ => ErrorCode::Internal,
-    }
-}
-
 async fn invoke(
     client: &aws_sdk_lambda::Client,
     function: &str,
@@ -102,13 +84,13 @@ impl Tool for RemoteTool {
 
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let mut payload = json!({"tool": self.spec.name, "arguments": args});
-            if let Some(servers) = &ctx.servers {
-                payload["scope"] = json!({ "servers": servers });
+            let payload = Envelope {
+                tool: self.spec.name.clone(),
+                arguments: args,
+                servers: ctx.servers.clone(),
+                caller: ctx.caller.clone(),
             }
-            if let Some(caller) = &ctx.caller {
-                payload["caller"] = json!(caller);
-            }
+            .encode();
             invoke(&self.client, &self.function, &payload).await
         })
     }

@@ -171,7 +171,7 @@ async fn answer(
         Ok(None) => return not_found(),
         Err(e) => return e.into_response(),
     };
-    let parsed = match crate::http::read_json_body(&headers, body).await {
+    let parsed = match crate::http::body::read_json_body(&headers, body).await {
         Ok(v) => parse_answer(&v, &cl.options),
         Err(e) => Err(e),
     };

@@ -48,7 +48,7 @@ pub mod seccomp;
 #[cfg(feature = "python")]
 pub mod zygote;
 
-pub use crate::tools::python_execute::ExecOutput;
+pub use crate::outcome::ExecOutput;
 #[cfg(feature = "python")]
 pub use error::SandboxError;
 #[cfg(feature = "python")]

@@ -17,7 +17,7 @@ use nix::sys::socket::{
     AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg, socketpair,
 };
 
-use crate::tools::python_execute::{ExecOutput, memory_note, parse_result, timeout_note};
+use crate::outcome::{ExecOutput, memory_note, parse_result, timeout_note};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 

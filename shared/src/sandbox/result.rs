@@ -7,7 +7,7 @@
 //! Lambda hold the result as parsed JSON, which cannot hold an integer
 //! beyond 64 bits (it would become an inexact float), a lone surrogate, or
 //! nesting deeper than 128 levels. The child checks this; the server checks
-//! again with the same function ([`crate::tools::python_execute::parse_result`]),
+//! again with the same function ([`crate::outcome::parse_result`]),
 //! as it trusts no child.
 
 use rustpython_vm::{
@@ -45,7 +45,7 @@ pub fn to_json(
     if let Ok(s) = dumps.call(args, vm)
         && let Some(text) = s.downcast_ref::<PyStr>().and_then(|s| s.to_str())
     {
-        match crate::tools::python_execute::result_problem(text) {
+        match crate::outcome::result_problem(text) {
             None if text.len() <= LIMIT_BYTES => return text.to_owned(),
             None => note(&format!(
                 "[result was {} bytes of JSON, over the {LIMIT_BYTES} byte limit; returning a truncated repr]\n",

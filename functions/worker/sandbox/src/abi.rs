@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use rustpython_vm::frozen::FrozenLib;
 use toolgate_shared::allowlist::DEFAULT_MODULES;
+use toolgate_shared::outcome::{ExecOutput, memory_note, parse_result, timeout_note};
 use toolgate_shared::sandbox::vm::{Stream, WarmVm};
-use toolgate_shared::tools::python_execute::{ExecOutput, memory_note, parse_result, timeout_note};
 use toolgate_shared::truncate::OwnedHeadTail;
 
 use crate::{RunRequest, budget, clock, host};

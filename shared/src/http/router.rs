@@ -1,0 +1,139 @@
+//! The routes every runtime serves, their handlers, and the state they share.
+
+use std::sync::Arc;
+
+use axum::{
+    Json, Router,
+    body::Body,
+    extract::{Extension, Path, Query, Request, State},
+    http::{HeaderMap, StatusCode},
+    middleware,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::body::read_json_body;
+use super::context::call_context;
+use super::{auth::auth, errors::json_errors};
+use crate::error::{ErrorCode, ToolError};
+use crate::invoke::{Transport, invoke};
+use crate::registry::Registry;
+use crate::spec_export::{Format, export};
+use crate::tool::CallContext;
+
+/// Whether this build serves `/mcp`: rmcp's server needs tokio's runtime,
+/// which the Worker does not have.
+pub const SERVES_MCP: bool = cfg!(feature = "native");
+
+/// `/healthz`'s extra fields, asked for on each request: a runtime may
+/// have to ask another process (the Worker asks its sandbox Worker).
+pub type HealthFn = Arc<dyn Fn() -> HealthFuture + Send + Sync>;
+pub type HealthFuture = std::pin::Pin<Box<dyn Future<Output = Value> + Send>>;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub registry: Arc<Registry>,
+    /// When set, every route but `/healthz` needs `Authorization: Bearer`.
+    pub token: Option<Arc<str>>,
+    /// Extra fields for `/healthz` (the sandbox's walls).
+    pub health: HealthFn,
+    /// Refuse requests whose `Host` is not a loopback name: a server bound to
+    /// 127.0.0.1 must not be reachable through DNS rebinding from a browser.
+    pub loopback_hosts_only: bool,
+    /// The answer routes, when this runtime serves `clarify`.
+    pub clarify: Option<Arc<crate::clarify::Clarify>>,
+}
+
+pub fn router(state: AppState) -> Router {
+    let clarify = match &state.clarify {
+        Some(c) => crate::clarify::http::routes(c.clone()),
+        None => Router::new(),
+    };
+    let router = Router::new()
+        .merge(clarify)
+        .route("/tools", get(list_tools))
+        .route("/tools/{name}", post(call_tool))
+        .route("/healthz", get(healthz))
+        .route("/openapi.json", get(openapi));
+    // rmcp's server needs tokio's runtime; the Worker serves the rest.
+    #[cfg(feature = "native")]
+    let router = router.nest_service("/mcp", crate::mcp::service(state.registry.clone()));
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .with_state(state)
+}
+
+#[derive(Deserialize)]
+struct ToolsQuery {
+    format: Option<String>,
+}
+
+async fn list_tools(
+    State(state): State<AppState>,
+    Query(q): Query<ToolsQuery>,
+) -> Result<Json<Value>, ToolError> {
+    let format = Format::parse(q.format.as_deref().unwrap_or("native"))?;
+    Ok(Json(export(&state.registry, format)))
+}
+
+async fn healthz(State(state): State<AppState>) -> Json<Value> {
+    let tools: Vec<String> = state
+        .registry
+        .tools()
+        .iter()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    let mut body = json!({"status": "ok", "tools": tools});
+    if let (Some(obj), Value::Object(extra)) = (body.as_object_mut(), (state.health)().await) {
+        obj.extend(extra);
+    }
+    Json(body)
+}
+
+async fn openapi(State(state): State<AppState>) -> Json<Value> {
+    Json(crate::openapi::document(
+        &state.registry,
+        state.token.is_some(),
+        SERVES_MCP,
+    ))
+}
+
+async fn not_found(req: Request) -> ToolError {
+    ToolError::new(
+        ErrorCode::UnknownTool,
+        format!(
+            "No endpoint {} {}. Endpoints: GET /tools, POST /tools/{{name}}, GET /openapi.json, {}GET /healthz",
+            req.method(),
+            req.uri().path(),
+            if SERVES_MCP { "POST /mcp, " } else { "" }
+        ),
+    )
+}
+
+async fn method_not_allowed(req: Request) -> ToolError {
+    ToolError::invalid_input(format!(
+        "Method {} is not allowed on {}",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+async fn call_tool(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    ctx: Option<Extension<CallContext>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
+    let args = read_json_body(&headers, body);
+    match invoke(&state.registry, Transport::Http, &name, args, &ctx).await {
+        Ok(v) => (StatusCode::OK, Json(v)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}

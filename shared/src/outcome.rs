@@ -1,0 +1,304 @@
+//! How one python.execute call ended, in the contract's shape
+//! (docs/contracts.md#pythonexecute): the output, the rules its `result`
+//! must meet, and the notes added to stderr. Built by the native sandbox,
+//! the Worker's sandbox module and the tool alike; a leaf, so that none of
+//! them imports another to reach it.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// One finished call, in the contract's shape.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ExecOutput {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i64,
+    pub timed_out: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Time the child spent from request to report (not part of the contract).
+    #[serde(skip)]
+    pub child_us: u64,
+}
+
+/// [`ExecOutput`] as another process sends it, the result still raw.
+#[derive(serde::Deserialize)]
+struct Reply {
+    stdout: String,
+    stderr: String,
+    exit_code: i64,
+    timed_out: bool,
+    #[serde(default)]
+    result: Option<Box<serde_json::value::RawValue>>,
+}
+
+impl ExecOutput {
+    /// A failed run with nothing printed, for a note to explain.
+    pub fn failed() -> Self {
+        Self {
+            stdout: String::new(),
+            stderr: String::new(),
+            exit_code: 1,
+            timed_out: false,
+            result: None,
+            child_us: 0,
+        }
+    }
+
+    /// The output another process (the Worker's sandbox) sent as JSON,
+    /// checked: the contract's shape, and a result that reads back exactly
+    /// ([`parse_result`]). The error says what was wrong.
+    pub fn from_reply(bytes: &[u8]) -> Result<Self, String> {
+        let r: Reply = serde_json::from_slice(bytes).map_err(|e| format!("not an output: {e}"))?;
+        let result = match r.result {
+            Some(raw) => Some(parse_result(raw.get()).map_err(|why| format!("its result {why}"))?),
+            None => None,
+        };
+        Ok(Self {
+            stdout: crate::truncate::truncate(&r.stdout),
+            stderr: crate::truncate::truncate(&r.stderr),
+            exit_code: r.exit_code,
+            timed_out: r.timed_out,
+            result,
+            child_us: 0,
+        })
+    }
+
+    /// The answer for a script stopped at its deadline, keeping what it printed.
+    pub fn timed_out(stdout: String, stderr: String, timeout: Duration) -> Self {
+        let mut out = Self {
+            stdout,
+            stderr,
+            exit_code: -1,
+            timed_out: true,
+            result: None,
+            child_us: 0,
+        };
+        out.add_note(&timeout_note(timeout));
+        out
+    }
+
+    /// Appends a line from the sandbox (timeout, memory) to stderr, on a
+    /// line of its own and within the stream's limit.
+    pub fn add_note(&mut self, note: &str) {
+        if note.is_empty() {
+            return;
+        }
+        if !self.stderr.is_empty() && !self.stderr.ends_with('\n') {
+            self.stderr.push('\n');
+        }
+        self.stderr.push_str(note);
+        self.stderr = crate::truncate::truncate(&self.stderr);
+    }
+}
+
+/// The script's `result` from the JSON text a sandbox reported, checked as
+/// the contract needs it: valid JSON that reads back exactly (see
+/// [`result_problem`]). The sandbox's own process is not trusted to have
+/// checked.
+pub fn parse_result(text: &str) -> Result<Value, &'static str> {
+    match result_problem(text) {
+        Some(why) => Err(why),
+        None => serde_json::from_str(text).map_err(|_| "is not valid JSON"),
+    }
+}
+
+/// Nesting a result may have: every transport wraps it (the reply object,
+/// a Lambda payload, the Worker's envelope), and serde_json refuses
+/// documents nested past 128, so a result at 127 would pass here and be
+/// lost there.
+pub const MAX_RESULT_DEPTH: usize = 120;
+
+/// Why JSON `text` would not read back exactly as the contract's JSON, if it
+/// would not: every transport holds the result parsed, and parsed JSON here
+/// cannot hold an integer beyond 64 bits (it would become an inexact float),
+/// a lone surrogate, nesting deeper than [`MAX_RESULT_DEPTH`], or two
+/// members with the same key (`{1: 'a', '1': 'b'}` dumps both as `"1"`).
+pub fn result_problem(text: &str) -> Option<&'static str> {
+    const BIG_INT: &str =
+        "holds an integer beyond 64 bits, which JSON would carry as an inexact float";
+    const DEEP: &str = "is nested deeper than JSON can carry here (120 levels)";
+    let shape = scan(text);
+    let parsed = match serde_json::from_str::<Value>(text) {
+        Ok(v) => v,
+        // serde_json refuses a number past f64's range as a syntax error, so
+        // our own scan names the cause first.
+        Err(e) => {
+            return Some(if shape.big_integer {
+                BIG_INT
+            } else if shape.depth > MAX_RESULT_DEPTH || e.to_string().contains("recursion limit") {
+                DEEP
+            } else if has_surrogate_escape(text) {
+                "holds a lone surrogate, which JSON text cannot carry"
+            } else {
+                "is not valid JSON"
+            });
+        }
+    };
+    if shape.big_integer {
+        Some(BIG_INT)
+    } else if shape.depth > MAX_RESULT_DEPTH {
+        Some(DEEP)
+    } else if shape.members != members(&parsed) {
+        Some("has keys that are equal as JSON strings, so JSON would keep only one")
+    } else {
+        None
+    }
+}
+
+/// Whether `text` has a `\uD800`–`\uDFFF` escape (only asked of text that
+/// failed to parse, where such an escape is the lone half of a pair).
+fn has_surrogate_escape(text: &str) -> bool {
+    text.as_bytes().windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && w[2].eq_ignore_ascii_case(&b'd')
+            && matches!(w[3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'f')
+    })
+}
+
+/// What one pass over JSON text finds outside its strings.
+#[derive(Debug, Default, PartialEq)]
+struct Shape {
+    /// An integer literal that fits neither `i64` nor `u64` (a number with
+    /// `.`, `e` or `E` is a float).
+    big_integer: bool,
+    /// The deepest nesting of arrays and objects.
+    depth: usize,
+    /// Object members written (one `:` each).
+    members: usize,
+}
+
+fn scan(text: &str) -> Shape {
+    let b = text.as_bytes();
+    let mut shape = Shape::default();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                shape.depth = shape.depth.max(depth);
+                i += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b':' => {
+                shape.members += 1;
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                let float = token.contains(['.', 'e', 'E']);
+                if !float && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
+                    shape.big_integer = true;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    shape
+}
+
+/// Object members in a parsed value (duplicates already merged).
+fn members(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => m.len() + m.values().map(members).sum::<usize>(),
+        Value::Array(a) => a.iter().map(members).sum(),
+        _ => 0,
+    }
+}
+
+/// The stderr note of a call stopped at its deadline (docs/contracts.md#sandbox-limits).
+pub fn timeout_note(timeout: Duration) -> String {
+    format!("[Execution timed out after {}s]", timeout.as_secs().max(1))
+}
+
+/// The stderr line of a script stopped at the memory limit.
+pub fn memory_note(memory_mb: u64) -> String {
+    format!("MemoryError: the script exceeded the sandbox memory limit of {memory_mb} MB\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn notes_go_on_their_own_line() {
+        let mut out =
+            ExecOutput::timed_out("partial".into(), "warn".into(), Duration::from_secs(3));
+        assert_eq!(out.stderr, "warn\n[Execution timed out after 3s]");
+        assert_eq!((out.exit_code, out.timed_out), (-1, true));
+        out.add_note("");
+        assert_eq!(out.stderr, "warn\n[Execution timed out after 3s]");
+        let json = serde_json::to_value(&out).unwrap();
+        assert_eq!(json["stdout"], "partial");
+        assert!(json.get("result").is_none());
+    }
+
+    fn has_big_integer(text: &str) -> bool {
+        scan(text).big_integer
+    }
+
+    #[test]
+    fn big_integers_are_found_outside_strings_only() {
+        assert!(!has_big_integer(
+            r#"[1, -9223372036854775808, 18446744073709551615, 1.5e300]"#
+        ));
+        assert!(has_big_integer("[18446744073709551617]"));
+        assert!(has_big_integer(r#"{"a": -9223372036854775809}"#));
+        assert!(!has_big_integer(
+            r#"["18446744073709551617", "\"99999999999999999999"]"#
+        ));
+        assert!(!has_big_integer("123456789012345678901234567890.5"));
+    }
+
+    #[test]
+    fn results_that_cannot_be_carried_exactly_are_refused_with_the_reason() {
+        assert_eq!(
+            parse_result(r#"{"a": [1, 2.5, "x", null]}"#).unwrap(),
+            json!({"a": [1, 2.5, "x", null]})
+        );
+        assert!(
+            parse_result(r#""\ud800""#)
+                .unwrap_err()
+                .contains("surrogate")
+        );
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        assert!(parse_result(&deep).unwrap_err().contains("nested"));
+        assert!(
+            parse_result("[18446744073709551617]")
+                .unwrap_err()
+                .contains("64 bits")
+        );
+        for garbage in ["", "{", "nan", "[1,]", "\"abc"] {
+            assert!(parse_result(garbage).is_err(), "{garbage:?}");
+        }
+        // 121 levels parse here, and 128 would once wrapped in a reply: the
+        // margin is for the wrappers.
+        let at = |n: usize| "[".repeat(n) + &"]".repeat(n);
+        assert!(parse_result(&at(120)).is_ok());
+        assert!(parse_result(&at(121)).unwrap_err().contains("nested"));
+        // `{1: 'a', '1': 'b'}` dumps both keys as "1".
+        let dup = r#"{"1": "int key", "1": "str key", "x": {"t": 1, "t": 2}}"#;
+        assert!(parse_result(dup).unwrap_err().contains("keys"));
+        assert!(parse_result(r#"{"a:b": {"c": "d:e"}, "f": [{"g": 1}]}"#).is_ok());
+    }
+}

@@ -1,0 +1,158 @@
+//! The shared crate's modules import each other without cycles: each file
+//! has one job, and a module that two others need is a leaf they both
+//! import (`http::body`, `envelope`, `outcome`), not one of them.
+//!
+//! Edges are the `crate::a::b` paths a file names outside its unit tests,
+//! resolved to the longest module that exists. Declaring a child module
+//! (`mod x;`) and re-exporting it is not an edge.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `sandbox/pool.rs` → `sandbox::pool`; `http/mod.rs` → `http`.
+fn module_of(root: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(root).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The `crate::` paths in `src`, up to its unit tests.
+fn crate_paths(src: &str) -> Vec<String> {
+    let body = src.split("#[cfg(test)]\nmod tests").next().unwrap_or(src);
+    let mut paths = Vec::new();
+    for (at, _) in body.match_indices("crate::") {
+        let rest = &body[at + "crate::".len()..];
+        let path: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_' || *c == ':')
+            .collect();
+        paths.push(path.trim_end_matches(':').to_owned());
+    }
+    paths
+}
+
+/// The modules on a cycle, each cycle once (Tarjan's strongly connected
+/// components of more than one module).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct State<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        for w in &s.graph[v] {
+            if !s.index.contains_key(w.as_str()) {
+                visit(s, w);
+                let lw = s.low[w.as_str()];
+                s.low.entry(v).and_modify(|l| *l = (*l).min(lw));
+            } else if s.stack.contains(&w.as_str()) {
+                let iw = s.index[w.as_str()];
+                s.low.entry(v).and_modify(|l| *l = (*l).min(iw));
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                component.push(w.to_owned());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !s.index.contains_key(v.as_str()) {
+            visit(&mut s, v);
+        }
+    }
+    s.found
+}
+
+fn graph_of(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut all = Vec::new();
+    files(root, &mut all);
+    let modules: BTreeMap<String, PathBuf> = all
+        .iter()
+        .map(|f| (module_of(root, f), f.clone()))
+        .collect();
+    let resolve = |path: &str| -> Option<String> {
+        let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+        while !parts.is_empty() {
+            let name = parts.join("::");
+            if modules.contains_key(&name) {
+                return Some(name);
+            }
+            parts.pop();
+        }
+        None
+    };
+    let mut graph = BTreeMap::new();
+    for (module, file) in &modules {
+        let src = std::fs::read_to_string(file).unwrap();
+        let edges: BTreeSet<String> = crate_paths(&src)
+            .iter()
+            .filter_map(|p| resolve(p))
+            .filter(|t| t != module && !t.is_empty())
+            .collect();
+        graph.insert(module.clone(), edges);
+    }
+    graph
+}
+
+#[test]
+fn the_shared_crate_has_no_import_cycles() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src");
+    let graph = graph_of(&root);
+    assert!(graph.len() > 40, "the walk found {} modules", graph.len());
+    let found = cycles(&graph);
+    assert!(found.is_empty(), "modules on a cycle: {found:?}");
+}
+
+/// The check itself finds a cycle when there is one.
+#[test]
+fn a_cycle_is_found() {
+    let edge = |a: &str, b: &[&str]| (a.to_owned(), b.iter().map(|s| s.to_string()).collect());
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        edge("http", &["clarify::http", "error"]),
+        edge("clarify::http", &["mcp"]),
+        edge("mcp", &["http"]),
+        edge("error", &[]),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(cycles(&graph), vec![vec!["clarify::http", "http", "mcp"]]);
+}
