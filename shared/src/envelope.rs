@@ -129,25 +129,11 @@ pub fn error_type(code: ErrorCode) -> &'static str {
 /// The code of a function error's `errorType` ([`error_type`]'s inverse);
 /// anything else, such as Lambda's own `Runtime.*` errors, is `internal`.
 pub fn code_of(error_type: &str) -> ErrorCode {
-    ALL_CODES
+    ErrorCode::ALL
         .into_iter()
         .find(|c| self::error_type(*c) == error_type)
         .unwrap_or(ErrorCode::Internal)
 }
-
-const ALL_CODES: [ErrorCode; 11] = [
-    ErrorCode::InvalidInput,
-    ErrorCode::Unauthorized,
-    ErrorCode::Forbidden,
-    ErrorCode::UnknownTool,
-    ErrorCode::TooLarge,
-    ErrorCode::Internal,
-    ErrorCode::UpstreamUnavailable,
-    ErrorCode::NotFound,
-    ErrorCode::Conflict,
-    ErrorCode::Expired,
-    ErrorCode::NotConfigured,
-];
 
 #[cfg(test)]
 mod tests {
@@ -169,7 +155,7 @@ mod tests {
 
     #[test]
     fn every_code_round_trips_through_its_error_type() {
-        for c in ALL_CODES {
+        for c in ErrorCode::ALL {
             assert_eq!(code_of(error_type(c)), c);
         }
         assert_eq!(code_of("Runtime.ExitError"), ErrorCode::Internal);

@@ -27,6 +27,21 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: [ErrorCode; 11] = [
+        Self::InvalidInput,
+        Self::Unauthorized,
+        Self::Forbidden,
+        Self::UnknownTool,
+        Self::TooLarge,
+        Self::Internal,
+        Self::UpstreamUnavailable,
+        Self::NotFound,
+        Self::Conflict,
+        Self::Expired,
+        Self::NotConfigured,
+    ];
+
     pub fn status(self) -> u16 {
         match self {
             Self::InvalidInput => 400,

@@ -7,15 +7,19 @@ use crate::error::ErrorCode;
 use crate::registry::{Registry, exported_name};
 use crate::spec_export::Format;
 
-const ERRORS: [ErrorCode; 7] = [
-    ErrorCode::InvalidInput,
-    ErrorCode::Unauthorized,
-    ErrorCode::Forbidden,
-    ErrorCode::UnknownTool,
-    ErrorCode::TooLarge,
-    ErrorCode::Internal,
-    ErrorCode::UpstreamUnavailable,
-];
+/// The codes a tool call can answer: all but the clarification routes'
+/// (`not_found`, `conflict`, `expired`) and the Worker's `not_configured`.
+fn call_errors() -> impl Iterator<Item = ErrorCode> {
+    ErrorCode::ALL.into_iter().filter(|c| {
+        !matches!(
+            c,
+            ErrorCode::NotFound
+                | ErrorCode::Conflict
+                | ErrorCode::Expired
+                | ErrorCode::NotConfigured
+        )
+    })
+}
 
 fn error_response(description: &str) -> Value {
     json!({
@@ -69,7 +73,7 @@ pub fn document(registry: &Registry, authenticated: bool, serves_mcp: bool) -> V
                 "content": {"application/json": {"schema": spec.output_schema}}
             }),
         );
-        responses.extend(error_responses(&ERRORS));
+        responses.extend(error_responses(&call_errors().collect::<Vec<_>>()));
         paths.insert(
             format!("/tools/{}", spec.name),
             json!({"post": {
@@ -136,9 +140,8 @@ pub fn document(registry: &Registry, authenticated: bool, serves_mcp: bool) -> V
             }}
         }}),
     );
-    let codes: Vec<&str> = ERRORS
-        .iter()
-        .chain([ErrorCode::NotFound, ErrorCode::Conflict, ErrorCode::Expired].iter())
+    let codes: Vec<&str> = call_errors()
+        .chain([ErrorCode::NotFound, ErrorCode::Conflict, ErrorCode::Expired])
         .map(|c| c.as_str())
         .collect();
     json!({

@@ -618,16 +618,13 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
 
     // The agent's routes: a long-poll that ends pending at its wait, a
     // cancel, and an answer after it refused.
+    let api = |what: &str, event: Value| http(what, invoke_value(port, "clarify", &event));
     let other = returned(&watch, port, "clarify", &json!({"question": "Proceed?"}));
     let other = other["id"].as_str().unwrap().to_owned();
     let started = std::time::Instant::now();
-    let (status, body) = http(
+    let (status, body) = api(
         "long-poll",
-        invoke_value(
-            port,
-            "clarify",
-            &clarification_event("GET", &other, "", "wait=2", None),
-        ),
+        clarification_event("GET", &other, "", "wait=2", None),
     );
     assert_eq!(
         (status, body["status"].clone()),
@@ -638,40 +635,25 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
         started.elapsed() >= Duration::from_secs(2),
         "the wait ended early: {body}"
     );
-    let (status, body) = http(
+    let (status, body) = api(
         "cancel",
-        invoke_value(
-            port,
-            "clarify",
-            &clarification_event("POST", &other, "/cancel", "", Some("{}")),
-        ),
+        clarification_event("POST", &other, "/cancel", "", Some("{}")),
     );
     assert_eq!(
         (status, body["status"].clone()),
         (200, json!("cancelled")),
         "{body}"
     );
-    let (status, body) = http(
+    let (status, body) = api(
         "answer after cancel",
-        invoke_value(
-            port,
-            "clarify",
-            &answer_route_event("POST", &other, Some(r#"{"answer": "yes"}"#)),
-        ),
+        answer_route_event("POST", &other, Some(r#"{"answer": "yes"}"#)),
     );
     assert_eq!(
         (status, body["error"]["code"].clone()),
         (409, json!("conflict")),
         "{body}"
     );
-    let (status, body) = http(
-        "read",
-        invoke_value(
-            port,
-            "clarify",
-            &clarification_event("GET", &id, "", "", None),
-        ),
-    );
+    let (status, body) = api("read", clarification_event("GET", &id, "", "", None));
     assert_eq!(
         (status, body["answer"].clone()),
         (200, json!("web-2")),
