@@ -10,6 +10,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use toolgate_e2e::lambda_events::{fixture, http_parts, invoke, python_function};
 use toolgate_e2e::{Server, toolgate_bin};
+use toolgate_shared::envelope::code_of;
 use toolgate_shared::lambda::Function;
 
 /// (tool name as sent, arguments, the code every transport must answer;
@@ -102,22 +103,11 @@ fn cli(name: &str, args: &str) -> String {
     code_of_body(&serde_json::from_str(last).unwrap_or(Value::Null))
 }
 
-fn snake(pascal: &str) -> String {
-    let mut out = String::new();
-    for (i, ch) in pascal.chars().enumerate() {
-        if ch.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(ch.to_ascii_lowercase());
-    }
-    out
-}
-
 async fn lambda_direct(f: &Function, name: &str, args: &str) -> String {
     let payload = json!({"tool": name, "arguments": serde_json::from_str::<Value>(args).unwrap()});
     match invoke(f, payload).await {
         Ok(v) => code_of_body(&v),
-        Err((kind, _)) => snake(&kind),
+        Err((kind, _)) => code_of(&kind).as_str().to_owned(),
     }
 }
 

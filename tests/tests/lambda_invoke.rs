@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolgate_e2e::lambda_events::fixture;
 use toolgate_e2e::peer::{Peer, everything, free_port, moto, run_ok, tools_dir, tools_path};
 use toolgate_e2e::stepfunctions::{
     AWS, boto, execute_state_machines, finished, start_waiting_execution,
@@ -72,14 +73,6 @@ fn invoke_value(port: u16, function: &str, payload: &Value) -> Outcome {
     );
     let _ = std::fs::remove_file(&file);
     outcome
-}
-
-/// A fixture to change before sending.
-fn event(fixture: &str) -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(workspace().join("tests/fixtures/lambda").join(fixture)).unwrap(),
-    )
-    .unwrap()
 }
 
 fn invoke_with(port: u16, function: &str, fixture: &str, data: &[&std::ffi::OsStr]) -> Outcome {
@@ -169,7 +162,7 @@ fn python_execute_function_answers_every_event_kind() {
         (body["stdout"].clone(), body["result"].clone()),
         (json!("hi from a REST API\n"), json!(42))
     );
-    let mut staged = event("apigw_v2_call.json");
+    let mut staged = fixture("apigw_v2_call.json");
     staged["rawPath"] = json!("/prod/tools/python.execute");
     staged["requestContext"]["stage"] = json!("prod");
     staged["requestContext"]["http"]["path"] = json!("/prod/tools/python.execute");
@@ -181,7 +174,7 @@ fn python_execute_function_answers_every_event_kind() {
     );
 
     // Over 1 MiB and the wrong content type: the same errors as serve's.
-    let mut big = event("apigw_v2_call.json");
+    let mut big = fixture("apigw_v2_call.json");
     let code = format!("{{\"code\": \"{}\"}}", "x".repeat(1_100_000));
     big["headers"]["content-length"] = json!(code.len().to_string());
     big["body"] = json!(code);
@@ -191,7 +184,7 @@ fn python_execute_function_answers_every_event_kind() {
         (413, json!("too_large")),
         "{body}"
     );
-    let mut text = event("apigw_v1_call.json");
+    let mut text = fixture("apigw_v1_call.json");
     text["headers"]["Content-Type"] = json!("text/plain");
     text["multiValueHeaders"]["Content-Type"] = json!(["text/plain"]);
     let (status, body) = http("text/plain", invoke_value(port, f, &text));
@@ -438,7 +431,7 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
         .unwrap_or_else(|| panic!("no audit line:\n{logs}"));
     assert!(audit.contains("\"caller\":\"agent-7f3a\""), "{audit}");
 
-    let mut get = event("apigw_v2_list_tools.json");
+    let mut get = fixture("apigw_v2_list_tools.json");
     get["rawPath"] = json!("/healthz");
     get["routeKey"] = json!("GET /healthz");
     get["requestContext"]["http"]["path"] = json!("/healthz");
@@ -465,7 +458,7 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
             .find(|p| p.ends_with(want) || p.ends_with(&want.replace("__", ".")));
         assert!(path.is_some(), "{want} missing from /openapi.json: {doc}");
     }
-    let mut list = event("apigw_v2_mcp_call_ssh.json");
+    let mut list = fixture("apigw_v2_mcp_call_ssh.json");
     list["body"] = json!(r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}"#);
     list["headers"]["content-length"] = json!(list["body"].as_str().unwrap().len().to_string());
     let (status, body) = http("tools/list", invoke_value(port, "gateway", &list));
@@ -494,7 +487,7 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
     // A peer's call that fails upstream: the gateway answers with the
     // peer's error code, and the other functions keep answering.
     drop(mcp);
-    let mut echo = event("apigw_v2_mcp_call_ssh.json");
+    let mut echo = fixture("apigw_v2_mcp_call_ssh.json");
     echo["body"] = json!(
         r#"{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ref__echo", "arguments": {"message": "hi"}}}"#
     );
@@ -527,7 +520,7 @@ fn clarification_event(
     query: &str,
     body: Option<&str>,
 ) -> Value {
-    let mut event = event("apigw_v2_call.json");
+    let mut event = fixture("apigw_v2_call.json");
     let path = format!("/clarifications/{id}{tail}");
     event["rawPath"] = json!(path);
     event["rawQueryString"] = json!(query);
