@@ -34,6 +34,8 @@ pub mod alloc;
 #[cfg(feature = "python")]
 mod child;
 #[cfg(feature = "python")]
+pub mod control;
+#[cfg(feature = "python")]
 pub mod error;
 #[cfg(feature = "python")]
 pub mod outbuf;

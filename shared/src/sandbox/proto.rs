@@ -1,31 +1,11 @@
-//! Messages between the server, the zygote and a child.
-//!
-//! Server ⇄ zygote: a `SOCK_SEQPACKET` socket, one message per packet, the
-//! first byte naming it. Server ⇄ child: a stream socket carrying
-//! length-prefixed JSON frames.
+//! Messages between the server and a child: a stream socket carrying
+//! length-prefixed JSON frames, one codec for both sides (the server's
+//! reader is async: `pool::call`). Server ⇄ zygote messages are `control`'s.
 
 use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-/// Server → zygote: fork one more warm child.
-pub const SPAWN: u8 = b'S';
-/// Server → zygote: fork one more child that skips its warm-up run (see
-/// `pool::BACK_TO_BACK`).
-pub const SPAWN_LEAN: u8 = b'L';
-/// Zygote → server: warm and ready; JSON [`Walls`] follows.
-pub const READY: u8 = b'R';
-/// Zygote → server: warm-up failed; a UTF-8 message follows.
-pub const FAILED: u8 = b'E';
-/// Zygote → server: seccomp is required and the kernel refused the filter;
-/// the kernel's error follows (UTF-8). A kind of its own, so that the
-/// server names the failure without reading the text.
-pub const SECCOMP_REFUSED: u8 = b'F';
-/// Zygote → server: a child; pid (i32 LE) follows, fds ride as SCM_RIGHTS
-/// in the order socket, output memfd, pidfd (when the kernel has pidfds).
-pub const CHILD: u8 = b'C';
-/// Zygote → server: a child was reaped; pid and raw wait status (i32 LE each).
-pub const EXITED: u8 = b'X';
 /// Child → server, one byte before anything else: sealed and waiting. The
 /// server sets the per-call CPU cap and sends the script only after it, so
 /// the child's own limits never race the server's.

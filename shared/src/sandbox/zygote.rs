@@ -6,15 +6,13 @@
 //! is what makes `fork` safe here: no lock can be held by a thread that does
 //! not exist in the child.
 
-use std::io::IoSlice;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 
-use nix::sys::socket::{
-    AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, sendmsg, socketpair,
-};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use serde::{Deserialize, Serialize};
 
-use super::proto::{self, Walls};
+use super::control::{FromZygote, ToZygote};
+use super::proto::Walls;
 use super::vm::WarmVm;
 use super::{child, outbuf, seccomp};
 
@@ -71,31 +69,21 @@ pub fn maybe_run_with(child: fn(ChildIo) -> !) {
             kill_at_deadline: true,
             memory_mb: 0,
         };
-        let _ = send(
-            proto::READY,
-            &serde_json::to_vec(&walls).unwrap_or_default(),
-            &[],
-        );
+        let _ = send(&FromZygote::Ready(walls), &[]);
         serve(&|io: ChildIo, _warm_up: bool| child(io))
     }
 }
 
-fn send(kind: u8, payload: &[u8], fds: &[RawFd]) -> nix::Result<usize> {
-    let mut msg = Vec::with_capacity(1 + payload.len());
-    msg.push(kind);
-    msg.extend_from_slice(payload);
-    let iov = [IoSlice::new(&msg)];
-    let cmsg = [ControlMessage::ScmRights(fds)];
-    let cmsgs: &[ControlMessage<'_>] = if fds.is_empty() { &[] } else { &cmsg };
-    sendmsg::<()>(CONTROL_FD, &iov, cmsgs, MsgFlags::empty(), None)
+fn send(msg: &FromZygote, fds: &[RawFd]) -> nix::Result<usize> {
+    msg.send(CONTROL_FD, fds)
 }
 
 fn fail(message: &str) -> ! {
-    fail_as(proto::FAILED, message)
+    fail_with(FromZygote::Failed(message.into()))
 }
 
-fn fail_as(kind: u8, message: &str) -> ! {
-    let _ = send(kind, message.as_bytes(), &[]);
+fn fail_with(msg: FromZygote) -> ! {
+    let _ = send(&msg, &[]);
     std::process::exit(1)
 }
 
@@ -136,7 +124,7 @@ fn run(config_json: &str) -> ! {
     if cfg.require_seccomp
         && let Some(e) = &seccomp_error
     {
-        fail_as(proto::SECCOMP_REFUSED, e);
+        fail_with(FromZygote::SeccompRefused(e.clone()));
     }
     // Each wall as checked now, not as designed: a build or host where one
     // does not hold says so in /healthz.
@@ -152,11 +140,7 @@ fn run(config_json: &str) -> ! {
         kill_at_deadline: true,
         memory_mb: cfg.memory_mb,
     };
-    let _ = send(
-        proto::READY,
-        &serde_json::to_vec(&walls).unwrap_or_default(),
-        &[],
-    );
+    let _ = send(&FromZygote::Ready(walls), &[]);
     let memory_mb = cfg.memory_mb;
     serve(&|io: ChildIo, warm_up: bool| {
         child::run(&warm, io.sock, io.out, seccomp_on, memory_mb, warm_up)
@@ -235,10 +219,8 @@ fn serve(child: &ChildMain<'_>) -> ! {
                 // The server closed the channel: exit; children die with us.
                 std::process::exit(0);
             }
-            let warm_up = match buf[0] {
-                proto::SPAWN => true,
-                proto::SPAWN_LEAN => false,
-                _ => continue,
+            let Some(ToZygote::Spawn { warm_up }) = ToZygote::decode(buf[0]) else {
+                continue;
             };
             if let Err(e) = spawn(child, warm_up) {
                 eprintln!("toolgate zygote: cannot fork a child: {e}");
@@ -258,10 +240,7 @@ fn reap(sfd: RawFd) {
         if pid <= 0 {
             break;
         }
-        let mut p = [0u8; 8];
-        p[..4].copy_from_slice(&pid.to_le_bytes());
-        p[4..].copy_from_slice(&status.to_le_bytes());
-        let _ = send(proto::EXITED, &p, &[]);
+        let _ = send(&FromZygote::Exited { pid, status }, &[]);
     }
 }
 
@@ -346,6 +325,6 @@ fn spawn(child: &ChildMain<'_>, warm_up: bool) -> std::io::Result<()> {
     if let Some(p) = &pidfd {
         fds.push(p.as_raw_fd());
     }
-    send(proto::CHILD, &pid.to_le_bytes(), &fds).map_err(std::io::Error::from)?;
+    send(&FromZygote::Child { pid }, &fds).map_err(std::io::Error::from)?;
     Ok(())
 }

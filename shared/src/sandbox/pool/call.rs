@@ -1,0 +1,184 @@
+//! One call's protocol with its child: wait for the seal, cap the CPU, send
+//! the script, then take the report, or stop the script at the deadline.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::sync::oneshot;
+
+use super::death::Death;
+use super::handle::Child;
+use crate::outcome::{ExecOutput, parse_result};
+use crate::sandbox::error::SandboxError;
+use crate::sandbox::outbuf;
+use crate::sandbox::proto::{self, ChildReport};
+use crate::sandbox::vm::Stream;
+
+/// How long a spare may take to say it is sealed.
+const SEAL_WAIT: Duration = super::CHILD_WAIT;
+/// How long the in-VM stop may take before SIGKILL. A bytecode boundary
+/// comes within microseconds and the answer is one write, so this bounds
+/// only what a native built-in (regex, big-int arithmetic, `sum(range(…))`)
+/// spends past the deadline; it also absorbs a busy host's scheduling delay.
+const STOP_GRACE: Duration = Duration::from_millis(20);
+/// After a kill, how long to wait for the exit status before giving up.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// Runs the script framed in `frame` in `child`. `Err(ZygoteGone)` when the
+/// child was killed with its zygote rather than by the script: the caller
+/// runs it again elsewhere. Other errors mean the script never started.
+pub(super) async fn drive(
+    child: &Child,
+    frame: &[u8],
+    timeout: Duration,
+    exit_rx: oneshot::Receiver<i32>,
+    memory_mb: u64,
+) -> Result<ExecOutput, SandboxError> {
+    let dup = child.sock.try_clone().map_err(SandboxError::Child)?;
+    let std_sock = std::os::unix::net::UnixStream::from(dup);
+    std_sock
+        .set_nonblocking(true)
+        .map_err(SandboxError::Child)?;
+    let mut sock = UnixStream::from_std(std_sock).map_err(SandboxError::Child)?;
+    // The spare says when it is sealed (a fresh one may still be warming
+    // up); only then does it get the call's CPU cap and the script. A spare
+    // that died fails here, and the caller takes another.
+    let mut sealed = [0u8; 1];
+    match tokio::time::timeout(SEAL_WAIT, sock.read_exact(&mut sealed)).await {
+        Ok(Ok(_)) if sealed[0] == proto::SEALED => {}
+        _ => return Err(SandboxError::NotSealed),
+    }
+    crate::sandbox::rlimit::limit_cpu(child.pid, timeout.as_secs().max(1))?;
+    if let Err(e) = sock.write_all(frame).await {
+        // Never started: a dead spare. The caller takes another.
+        return Err(SandboxError::Child(e));
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let report = tokio::select! {
+        r = read_report(&mut sock) => Some(r),
+        _ = tokio::time::sleep_until(deadline) => None,
+    };
+
+    let mut out = ExecOutput {
+        stdout: String::new(),
+        stderr: String::new(),
+        exit_code: 0,
+        timed_out: false,
+        result: None,
+        child_us: 0,
+    };
+    // The child is not trusted: a report it sends must be well formed, and
+    // its result must be the contract's JSON; anything else is the script's
+    // failure, never the server's.
+    let death = match report {
+        Some(Ok(ChildReport::Done {
+            exit_code,
+            result,
+            child_us,
+        })) => match result.as_deref().map(parse_result).transpose() {
+            Ok(result) => {
+                tracing::debug!(child_us, "child finished");
+                out.child_us = child_us;
+                out.exit_code = exit_code;
+                out.result = result;
+                None
+            }
+            Err(why) => Some(Death::invalid_report(&format!("its result {why}"))),
+        },
+        Some(Ok(other)) => Some(Death::from_report(other, memory_mb)),
+        Some(Err(NoReport::Invalid(why))) => Some(Death::invalid_report(&why)),
+        None => {
+            stop_at_deadline(&mut sock, timeout).await;
+            child.kill();
+            let _ = tokio::time::timeout(REAP_WAIT, exit_rx).await;
+            Some(Death::timed_out(timeout))
+        }
+        Some(Err(NoReport::Closed)) => {
+            // The child died without a report: ask the zygote why.
+            let mut gone = child.zygote_gone.clone();
+            let status = tokio::select! {
+                s = tokio::time::timeout(REAP_WAIT, exit_rx) => s.ok().and_then(Result::ok),
+                _ = gone.wait_for(|g| *g) => None,
+            };
+            if status.is_none() && *child.zygote_gone.borrow() {
+                // Killed with its zygote, not by the script: the caller runs
+                // the script again in a child of the new zygote (a script
+                // reaches nothing outside, so running it twice changes
+                // nothing but the time).
+                return Err(SandboxError::ZygoteGone);
+            }
+            Some(Death::from_status(status, timeout, memory_mb))
+        }
+    };
+    out.stdout = outbuf::read(&child.out, Stream::Stdout).map_err(SandboxError::Child)?;
+    out.stderr = outbuf::read(&child.out, Stream::Stderr).map_err(SandboxError::Child)?;
+    if let Some(d) = death {
+        out.exit_code = d.exit_code;
+        out.timed_out = d.timed_out;
+        out.add_note(&d.note);
+    }
+    Ok(out)
+}
+
+/// The deadline's first stage: the in-VM stop. The child's watchdog stops
+/// the interpreter at its next bytecode boundary, which answers at once; a
+/// native built-in reaches no boundary, and the caller's SIGKILL follows
+/// after [`STOP_GRACE`]. Logs how the script ended.
+async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) {
+    let sent = Instant::now();
+    let stop = if sock.write_all(&[proto::STOP]).await.is_err() {
+        "killed"
+    } else {
+        match tokio::time::timeout(STOP_GRACE, read_report(sock)).await {
+            Ok(Ok(ChildReport::Stopped)) => "in_vm",
+            // It finished as the deadline passed; still a timeout.
+            Ok(Ok(_)) => "finished_at_deadline",
+            Ok(Err(_)) | Err(_) => "killed",
+        }
+    };
+    tracing::info!(
+        stop,
+        stop_us = sent.elapsed().as_micros() as u64,
+        timeout_s = timeout.as_secs(),
+        "script stopped at its deadline"
+    );
+}
+
+/// What a child sent instead of a report.
+enum NoReport {
+    /// The socket closed before a report began: the child died.
+    Closed,
+    /// Bytes that are not a report: too long, cut short, not JSON, not UTF-8,
+    /// not one of the kinds.
+    Invalid(String),
+}
+
+/// `proto::read_frame`'s format, read without blocking the runtime and
+/// bounded by `proto::MAX_REPORT` instead of the request's limit.
+async fn read_report(sock: &mut UnixStream) -> Result<ChildReport, NoReport> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < len.len() {
+        match sock.read(&mut len[got..]).await {
+            Ok(0) if got == 0 => return Err(NoReport::Closed),
+            Ok(0) => return Err(NoReport::Invalid("a report cut short".into())),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) if got == 0 => return Err(NoReport::Closed),
+            Err(e) => return Err(NoReport::Invalid(format!("a report cut short: {e}"))),
+        }
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > proto::MAX_REPORT {
+        return Err(NoReport::Invalid(format!(
+            "a report of {len} bytes, over the limit of {}",
+            proto::MAX_REPORT
+        )));
+    }
+    let mut body = vec![0u8; len];
+    if sock.read_exact(&mut body).await.is_err() {
+        return Err(NoReport::Invalid("a report cut short".into()));
+    }
+    serde_json::from_slice(&body).map_err(|e| NoReport::Invalid(format!("not a report: {e}")))
+}

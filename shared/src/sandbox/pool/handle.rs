@@ -1,0 +1,79 @@
+//! A warm child, as the zygote handed it over, and the signals the server
+//! sends it.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use tokio::sync::watch;
+
+pub(super) struct Child {
+    pub pid: i32,
+    /// The per-call socket (`proto`'s frames).
+    pub sock: OwnedFd,
+    /// The output mapping the child writes (`outbuf`).
+    pub out: File,
+    pub pidfd: Option<OwnedFd>,
+    /// Turns true when the zygote that forked this child is gone: the
+    /// child then dies with it (PDEATHSIG), and nobody reports its exit.
+    pub zygote_gone: watch::Receiver<bool>,
+}
+
+impl Child {
+    /// False once the process has exited, e.g. a spare killed with a zygote
+    /// that died. A pidfd becomes readable when its process exits.
+    pub fn is_alive(&self) -> bool {
+        match &self.pidfd {
+            Some(p) => {
+                let mut fds = [libc::pollfd {
+                    fd: p.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                }];
+                // SAFETY: polling one valid pollfd with a zero timeout.
+                unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) == 0 }
+            }
+            // SAFETY: signal 0 only checks that the pid exists.
+            None => unsafe { libc::kill(self.pid, 0) == 0 },
+        }
+    }
+
+    /// Nice 19 before the kill: the dying child tears its copy of the warm
+    /// image down (1–2 ms of CPU) in its own name, and that must not delay
+    /// the answer or the next call on a small machine.
+    pub fn lower_priority(&self) {
+        if !self.is_alive() {
+            return;
+        }
+        // SAFETY: setpriority on integers, never UB; it can only lower the
+        // priority of a process of our own user. A child that already died
+        // may have been reaped and its pid reused: the worst case is then a
+        // lowered priority on some other process of ours, hence the alive
+        // check (a live pidfd means the pid is still this child's).
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, self.pid as libc::id_t, 19);
+        }
+    }
+
+    /// SIGKILL, through the pidfd when there is one so that a recycled pid
+    /// can never be hit.
+    pub fn kill(&self) {
+        // SAFETY: signalling with valid integer arguments; a dead target
+        // yields ESRCH, never UB.
+        unsafe {
+            match &self.pidfd {
+                Some(p) => {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        p.as_raw_fd(),
+                        libc::SIGKILL,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    );
+                }
+                None => {
+                    libc::kill(self.pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! The server's side of the sandbox: it keeps warm children forked ahead
+//! of calls (the `supervisor` relays them from the zygote), runs one script
+//! per child (`call`), and says how a call that did not finish ended
+//! (`death`).
+
+mod call;
+mod clock;
+mod death;
+mod handle;
+mod supervisor;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+pub use super::admission::ANONYMOUS;
+use super::admission::Admission;
+use super::error::SandboxError;
+use super::proto::{self, ChildRequest, Walls};
+use super::zygote::ZygoteConfig;
+use crate::outcome::ExecOutput;
+use clock::CallClock;
+use handle::Child;
+use supervisor::Shared;
+
+/// How the server runs the sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// The binary to re-execute as the zygote (normally the current one).
+    pub exe: PathBuf,
+    pub zygote: ZygoteConfig,
+    pub spare_children: usize,
+    pub max_concurrency: usize,
+    /// Scripts one caller may run at once (the rest stay open to others).
+    pub max_per_caller: usize,
+}
+
+/// A handle on the running sandbox; dropping it stops the zygote and with it
+/// every child.
+pub struct Sandbox {
+    shared: Arc<Shared>,
+    spares: tokio::sync::Mutex<mpsc::Receiver<Child>>,
+    admission: Admission,
+    calls: CallClock,
+    memory_mb: u64,
+}
+
+/// How long a call waits for a warm child (and a child to seal itself).
+const CHILD_WAIT: Duration = Duration::from_secs(10);
+/// While a call waits for a child this long, it asks the zygote for another.
+const SPAWN_NUDGE: Duration = Duration::from_secs(1);
+
+impl Sandbox {
+    /// Starts the zygote and waits until it is warm. A configured module that
+    /// cannot be imported, or seccomp required but refused, fails here.
+    pub fn start(cfg: SandboxConfig) -> Result<Self, SandboxError> {
+        let shared = Arc::new(Shared::new());
+        let (tx, rx) = mpsc::channel(256);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let s = shared.clone();
+        let memory_mb = cfg.zygote.memory_mb;
+        let admission = Admission::new(cfg.max_concurrency, cfg.max_per_caller);
+        std::thread::Builder::new()
+            .name("sandbox-supervisor".into())
+            .spawn(move || supervisor::supervise(cfg, s, tx, ready_tx))
+            .map_err(|e| SandboxError::SpawnZygote {
+                exe: "supervisor thread".into(),
+                source: e,
+            })?;
+        ready_rx.recv().map_err(|_| SandboxError::ZygoteGone)??;
+        Ok(Self {
+            shared,
+            spares: tokio::sync::Mutex::new(rx),
+            admission,
+            calls: CallClock::default(),
+            memory_mb,
+        })
+    }
+
+    /// The walls active around each call.
+    pub fn walls(&self) -> Option<Walls> {
+        self.shared.walls.read().expect("walls lock").clone()
+    }
+
+    async fn take_child(&self) -> Result<Child, SandboxError> {
+        let mut rx = self.spares.lock().await;
+        let deadline = tokio::time::Instant::now() + CHILD_WAIT;
+        loop {
+            // Wait in short slices and ask for a child at each: a spawn can be
+            // lost (a fork that failed, a zygote that died), and the pool
+            // must never shrink to nothing with no fork pending.
+            let slice = (tokio::time::Instant::now() + SPAWN_NUDGE).min(deadline);
+            match tokio::time::timeout_at(slice, rx.recv()).await {
+                // A spare that died (with an earlier zygote, or killed from
+                // outside) is skipped and replaced.
+                Ok(Some(c)) if !c.is_alive() => self.shared.request_spawn(true),
+                Ok(Some(c)) => return Ok(c),
+                Ok(None) => return Err(SandboxError::ZygoteGone),
+                Err(_) if tokio::time::Instant::now() >= deadline => {
+                    return Err(SandboxError::NoChild(CHILD_WAIT.as_secs()));
+                }
+                Err(_) => self.shared.request_spawn(true),
+            }
+        }
+    }
+
+    /// Runs `code` in a fresh child, killed when `timeout` passes, for a
+    /// caller nobody identified.
+    pub async fn execute(&self, code: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+        self.execute_for(ANONYMOUS, code, timeout).await
+    }
+
+    /// Runs `code` for `caller`, within that caller's share of the sandbox.
+    pub async fn execute_for(
+        &self,
+        caller: &str,
+        code: &str,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        let _place = self
+            .admission
+            .enter(caller)
+            .await
+            .ok_or(SandboxError::ZygoteGone)?;
+        let body = serde_json::to_vec(&ChildRequest {
+            code: code.to_owned(),
+        })
+        .map_err(|e| SandboxError::Child(e.into()))?;
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        proto::write_frame(&mut frame, &body).map_err(SandboxError::Child)?;
+
+        let call = self.calls.call_started();
+        // A spare may have died with an earlier zygote; try a few.
+        let mut last_err = None;
+        for _ in 0..3 {
+            let child = self.take_child().await?;
+            match self
+                .run_child(child, &frame, timeout, call.back_to_back)
+                .await
+            {
+                Ok(out) => return Ok(out),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or(SandboxError::ZygoteGone))
+    }
+
+    async fn run_child(
+        &self,
+        child: Child,
+        frame: &[u8],
+        timeout: Duration,
+        back_to_back: bool,
+    ) -> Result<ExecOutput, SandboxError> {
+        let (exit_tx, exit_rx) = oneshot::channel();
+        self.shared
+            .exits
+            .lock()
+            .expect("exits lock")
+            .insert(child.pid, exit_tx);
+        let result = call::drive(&child, frame, timeout, exit_rx, self.memory_mb).await;
+        child.lower_priority();
+        child.kill();
+        self.shared
+            .exits
+            .lock()
+            .expect("exits lock")
+            .remove(&child.pid);
+        // Replace the child only now: forking while the script runs would
+        // compete with it for the CPU. Other spares cover concurrent calls.
+        self.shared.request_spawn(!back_to_back);
+        result
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        // Killing the zygote ends its children through PDEATHSIG, and ends
+        // the supervisor's read with EOF, after which it reaps and exits.
+        if let Some(pid) = *self.shared.zygote_pid.lock().expect("pid lock") {
+            // SAFETY: signalling our own child process by pid; it is reaped
+            // only by the supervisor thread, which sees the shutdown flag.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// The sandbox for `python.execute`, re-executing the current binary.
+    pub fn for_python(cfg: &crate::config::PythonConfig) -> Result<Self, SandboxError> {
+        let exe = std::env::current_exe().map_err(|e| SandboxError::SpawnZygote {
+            exe: "current executable".into(),
+            source: e,
+        })?;
+        Ok(Self {
+            exe,
+            zygote: ZygoteConfig {
+                allowed: cfg.allowed_modules(),
+                memory_mb: cfg.memory_mb,
+                require_seccomp: cfg.require_seccomp,
+            },
+            spare_children: cfg.spare_children,
+            max_concurrency: cfg.max_concurrency,
+            max_per_caller: cfg.per_caller(),
+        })
+    }
+}
