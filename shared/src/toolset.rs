@@ -117,14 +117,7 @@ impl Toolset {
                         .into(),
                 );
             }
-            None => {
-                let servers = c
-                    .servers
-                    .iter()
-                    .map(|(name, doc, key)| doc.clone().into_server(name, key.0.clone()))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Box::new(ConfigServers(servers))
-            }
+            None => Box::new(ConfigServers(c.servers.clone())),
         };
         let inventory = Inventory::new(source, Duration::from_secs(c.ttl_secs));
         // Read once now (Lambda init), so a broken inventory shows at start.

@@ -199,7 +199,7 @@ async fn serve(cfg: Config) -> ExitCode {
     );
     // On SIGTERM: stop accepting, let calls in flight finish within the
     // grace period, then stop anyway; dropping the sandbox kills its children.
-    let grace = shutdown_grace();
+    let grace = std::time::Duration::from_secs(cfg.server.shutdown_grace_secs);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
         shutdown_signal().await;
@@ -226,15 +226,6 @@ async fn serve(cfg: Config) -> ExitCode {
         }
         Err(e) => fatal(&format!("server error: {e}")),
     }
-}
-
-/// `TOOLGATE_SHUTDOWN_GRACE_SECS`, default 10.
-fn shutdown_grace() -> std::time::Duration {
-    let secs = std::env::var("TOOLGATE_SHUTDOWN_GRACE_SECS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(10);
-    std::time::Duration::from_secs(secs)
 }
 
 async fn shutdown_signal() {

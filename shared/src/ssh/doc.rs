@@ -1,8 +1,6 @@
 //! The inventory's documents as written (an SSM parameter's JSON, a
 //! `[servers.NAME]` table): plain data, checked by `inventory` when built.
 
-use std::fmt;
-use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -62,12 +60,3 @@ pub struct PolicySpec {
     pub deny: Vec<String>,
 }
 
-/// A private key: compared and cloned, never printed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(pub Arc<str>);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}

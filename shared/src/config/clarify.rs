@@ -1,0 +1,126 @@
+//! `[clarify]` and `TOOLGATE_CLARIFY_*` (docs/contracts.md#configuration):
+//! where questions wait for their answers.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::env::{Env, set_number};
+
+/// Where questions are kept, and for how long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClarifyConfig {
+    /// Seconds until an unanswered clarification expires (default 24 h).
+    pub expiry_secs: u64,
+    /// The base of `answer_url` (`TOOLGATE_PUBLIC_URL`); locally the bound
+    /// address when unset.
+    pub public_url: Option<String>,
+    /// The SQLite file (`TOOLGATE_CLARIFY_DB`; default in the data folder).
+    pub db_path: PathBuf,
+    /// A DynamoDB table instead of SQLite (`TOOLGATE_CLARIFY_TABLE`).
+    pub table: Option<String>,
+    /// Complete Step Functions tasks (`TOOLGATE_CLARIFY_STEP_FUNCTIONS`;
+    /// on by default with a DynamoDB table).
+    pub step_functions: bool,
+}
+
+impl Default for ClarifyConfig {
+    fn default() -> Self {
+        Self {
+            expiry_secs: 86_400,
+            public_url: None,
+            // `load` puts it in the data folder the environment names.
+            db_path: PathBuf::from(DB_FILE),
+            table: None,
+            step_functions: false,
+        }
+    }
+}
+
+const DB_FILE: &str = "clarify.sqlite3";
+
+/// `[clarify]` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileClarify {
+    expiry_secs: Option<u64>,
+    public_url: Option<String>,
+    db: Option<String>,
+}
+
+/// `TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else
+/// `~/.local/share/toolgate`.
+fn data_dir(env: Env<'_>) -> PathBuf {
+    if let Some(d) = env.text("TOOLGATE_DATA_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = env.text("XDG_DATA_HOME") {
+        return PathBuf::from(d).join("toolgate");
+    }
+    PathBuf::from(env.text("HOME").unwrap_or_else(|| "/tmp".into())).join(".local/share/toolgate")
+}
+
+impl ClarifyConfig {
+    /// The file's table (a relative `db` is relative to the file), then the
+    /// environment, checked.
+    pub(super) fn load(
+        file: FileClarify,
+        file_path: &str,
+        env: Env<'_>,
+    ) -> Result<Self, ConfigError> {
+        let mut c = Self {
+            db_path: data_dir(env).join(DB_FILE),
+            ..Self::default()
+        };
+        c.expiry_secs = file.expiry_secs.unwrap_or(c.expiry_secs);
+        c.public_url = file.public_url;
+        if let Some(v) = file.db {
+            c.db_path = match Path::new(file_path).parent() {
+                Some(dir) if Path::new(&v).is_relative() => dir.join(v),
+                _ => PathBuf::from(v),
+            };
+        }
+        set_number(
+            env,
+            &mut c.expiry_secs,
+            "TOOLGATE_CLARIFY_EXPIRY_SECS",
+            "a whole number of seconds",
+        )?;
+        if let Some(v) = env.text("TOOLGATE_PUBLIC_URL") {
+            c.public_url = Some(v);
+        }
+        if let Some(v) = env.text("TOOLGATE_CLARIFY_DB") {
+            c.db_path = PathBuf::from(v);
+        }
+        if let Some(v) = env.text("TOOLGATE_CLARIFY_TABLE") {
+            c.table = Some(v);
+            c.step_functions = true;
+        }
+        if let Some(b) = env.flag("TOOLGATE_CLARIFY_STEP_FUNCTIONS")? {
+            c.step_functions = b;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(u) = &self.public_url
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            return Err(ConfigError::BadValue {
+                name: "public_url",
+                what: "an http(s):// URL",
+                value: u.clone(),
+            });
+        }
+        if !(1..=30 * 86_400).contains(&self.expiry_secs) {
+            return Err(ConfigError::BadValue {
+                name: "clarify expiry_secs",
+                what: "between 1 and 2592000 (30 days)",
+                value: self.expiry_secs.to_string(),
+            });
+        }
+        Ok(())
+    }
+}

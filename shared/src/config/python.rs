@@ -1,0 +1,223 @@
+//! `[python]` and `TOOLGATE_PYTHON_*`: the sandbox's limits and allowlist
+//! (docs/contracts.md#sandbox-limits).
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::env::{Env, set_number};
+pub use crate::allowlist::{DEFAULT_MODULES, FORBIDDEN_MODULES};
+
+pub const DEFAULT_TIMEOUT_SECS: u64 = 20;
+pub const MIN_TIMEOUT_SECS: u64 = 1;
+pub const MAX_TIMEOUT_SECS: u64 = 1200;
+pub const DEFAULT_MEMORY_MB: u64 = 256;
+
+/// How `python.execute` runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PythonConfig {
+    /// The tool is `<namespace>.execute`.
+    pub namespace: String,
+    /// The default deadline; a call may ask for another within 1–1200 s.
+    pub timeout_secs: u64,
+    /// Extra modules beyond [`DEFAULT_MODULES`], validated.
+    pub extra_modules: Vec<String>,
+    /// A script's memory cap.
+    pub memory_mb: u64,
+    /// Refuse to start where the kernel refuses the seccomp filter.
+    pub require_seccomp: bool,
+    /// Warm children kept forked ahead of calls.
+    pub spare_children: usize,
+    /// Calls that may run at once; more wait their turn.
+    pub max_concurrency: usize,
+    /// Calls one caller may run at once; `None` is three quarters of
+    /// `max_concurrency`, so a burst always leaves room for others.
+    pub max_per_caller: Option<usize>,
+}
+
+impl Default for PythonConfig {
+    fn default() -> Self {
+        Self {
+            namespace: "python".into(),
+            timeout_secs: DEFAULT_TIMEOUT_SECS,
+            extra_modules: Vec::new(),
+            memory_mb: DEFAULT_MEMORY_MB,
+            require_seccomp: false,
+            spare_children: 2,
+            max_concurrency: 16,
+            max_per_caller: None,
+        }
+    }
+}
+
+/// `[python]` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FilePython {
+    namespace: Option<String>,
+    timeout: Option<i64>,
+    allowed_modules: Option<Vec<String>>,
+    memory_mb: Option<u64>,
+    require_seccomp: Option<bool>,
+    spare_children: Option<usize>,
+    max_concurrency: Option<usize>,
+    max_per_caller: Option<usize>,
+}
+
+impl PythonConfig {
+    /// The file's table, then the environment, checked.
+    pub(super) fn load(file: FilePython, env: Env<'_>) -> Result<Self, ConfigError> {
+        let mut p = Self::default();
+        if let Some(ns) = file.namespace {
+            p.namespace = ns;
+        }
+        if let Some(t) = file.timeout {
+            p.timeout_secs = clamp_timeout(t);
+        }
+        if let Some(m) = file.allowed_modules {
+            p.extra_modules = m;
+        }
+        p.memory_mb = file.memory_mb.unwrap_or(p.memory_mb);
+        p.require_seccomp = file.require_seccomp.unwrap_or(p.require_seccomp);
+        p.spare_children = file.spare_children.unwrap_or(p.spare_children);
+        p.max_concurrency = file.max_concurrency.unwrap_or(p.max_concurrency);
+        p.max_per_caller = file.max_per_caller.or(p.max_per_caller);
+
+        if let Some(v) = env.raw("TOOLGATE_PYTHON_TIMEOUT") {
+            p.timeout_secs = parse_timeout(&v);
+        }
+        if let Some(m) = env.list("TOOLGATE_PYTHON_ALLOWED_MODULES") {
+            p.extra_modules.extend(m);
+        }
+        if let Some(v) = env.raw("TOOLGATE_PYTHON_NAMESPACE") {
+            p.namespace = v.trim().to_owned();
+        }
+        set_number(
+            env,
+            &mut p.memory_mb,
+            "TOOLGATE_PYTHON_MEMORY_MB",
+            "a whole number of MiB",
+        )?;
+        if let Some(b) = env.flag("TOOLGATE_PYTHON_REQUIRE_SECCOMP")? {
+            p.require_seccomp = b;
+        }
+        set_number(
+            env,
+            &mut p.spare_children,
+            "TOOLGATE_PYTHON_SPARE_CHILDREN",
+            "a whole number",
+        )?;
+        set_number(
+            env,
+            &mut p.max_concurrency,
+            "TOOLGATE_PYTHON_MAX_CONCURRENCY",
+            "a whole number",
+        )?;
+        if let Some(n) = env.number("TOOLGATE_PYTHON_MAX_PER_CALLER", "a whole number")? {
+            p.max_per_caller = Some(n);
+        }
+        p.validate()?;
+        Ok(p)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        validate_namespace(&self.namespace)?;
+        for m in &self.extra_modules {
+            validate_module(m)?;
+        }
+        let bad = |name, what, value: usize| ConfigError::BadValue {
+            name,
+            what,
+            value: value.to_string(),
+        };
+        if !(16..=65_536).contains(&self.memory_mb) {
+            return Err(bad(
+                "memory_mb",
+                "between 16 and 65536",
+                self.memory_mb as usize,
+            ));
+        }
+        if !(1..=1024).contains(&self.max_concurrency) {
+            return Err(bad(
+                "max_concurrency",
+                "between 1 and 1024",
+                self.max_concurrency,
+            ));
+        }
+        if !(1..=self.max_concurrency).contains(&self.per_caller()) {
+            return Err(bad(
+                "max_per_caller",
+                "between 1 and max_concurrency",
+                self.per_caller(),
+            ));
+        }
+        // Each spare is a forked interpreter (tens of MB once warm).
+        if self.spare_children > 64 {
+            return Err(bad("spare_children", "at most 64", self.spare_children));
+        }
+        Ok(())
+    }
+
+    /// The share one caller may hold: the setting, else three quarters of
+    /// the total (at least 1).
+    pub fn per_caller(&self) -> usize {
+        self.max_per_caller
+            .unwrap_or((self.max_concurrency * 3 / 4).max(1))
+    }
+
+    /// The tool's name, `<namespace>.execute`.
+    pub fn tool_name(&self) -> String {
+        format!("{}.execute", self.namespace)
+    }
+
+    /// Default and extra modules, sorted and de-duplicated.
+    pub fn allowed_modules(&self) -> Vec<String> {
+        let mut all: Vec<String> = DEFAULT_MODULES.iter().map(|s| s.to_string()).collect();
+        all.extend(self.extra_modules.iter().cloned());
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+/// `TOOLGATE_PYTHON_TIMEOUT`: anything that does not parse falls back to 20;
+/// the value is clamped to 1–1200 (docs/contracts.md#sandbox-limits).
+pub fn parse_timeout(raw: &str) -> u64 {
+    raw.trim()
+        .parse::<i64>()
+        .map(clamp_timeout)
+        .unwrap_or(DEFAULT_TIMEOUT_SECS)
+}
+
+/// A timeout in seconds, clamped to 1–1200.
+pub fn clamp_timeout(secs: i64) -> u64 {
+    secs.clamp(MIN_TIMEOUT_SECS as i64, MAX_TIMEOUT_SECS as i64) as u64
+}
+
+fn validate_module(name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.split('.').all(|part| {
+            let mut cs = part.chars();
+            matches!(cs.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+                && cs.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        });
+    if !ok {
+        return Err(ConfigError::BadModuleName(name.to_owned()));
+    }
+    let top = name.split('.').next().unwrap_or(name);
+    if FORBIDDEN_MODULES.contains(&top) {
+        return Err(ConfigError::ForbiddenModule(name.to_owned()));
+    }
+    Ok(())
+}
+
+fn validate_namespace(ns: &str) -> Result<(), ConfigError> {
+    let ok = (1..=40).contains(&ns.len())
+        && ns
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::BadNamespace(ns.to_owned()))
+    }
+}

@@ -1,0 +1,184 @@
+//! `[servers.NAME]`, `[ssh]` and `TOOLGATE_SSH_*`
+//! (docs/contracts.md#server-inventory): the servers `ssh_run` may reach,
+//! from the file or from SSM Parameter Store, and the SSH limits.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::env::{Env, set_number};
+use crate::ssh::doc::{ServerDoc, validate_server_name};
+
+/// A `[servers.NAME]` table as this build uses it: with the SSH tools
+/// compiled in, a server ready to connect to (checked, key read, once);
+/// without them, its name only (no key is read where no SSH tool runs).
+#[cfg(feature = "ssh")]
+pub type ConfigServer = crate::ssh::inventory::Server;
+/// See the `ssh` build's definition.
+#[cfg(not(feature = "ssh"))]
+pub type ConfigServer = String;
+
+/// The SSH tools' servers and limits.
+#[derive(Debug, Clone)]
+pub struct SshConfig {
+    /// The file's servers, checked at load.
+    pub servers: Vec<ConfigServer>,
+    /// Read servers from SSM Parameter Store under this path instead.
+    pub ssm_prefix: Option<String>,
+    /// Seconds the inventory is cached (`TOOLGATE_SSH_TTL_SECS`, default 300).
+    pub ttl_secs: u64,
+    /// The largest timeout a call may ask for (`TOOLGATE_SSH_MAX_TIMEOUT`, default 600).
+    pub max_timeout_secs: u64,
+    /// Seconds allowed for TCP connect and handshake (`TOOLGATE_SSH_CONNECT_TIMEOUT`, default 10).
+    pub connect_timeout_secs: u64,
+    /// Output bytes read before a flooding command is stopped
+    /// (`TOOLGATE_SSH_MAX_OUTPUT_BYTES`, default 8 MiB).
+    pub max_output_bytes: u64,
+}
+
+impl Default for SshConfig {
+    fn default() -> Self {
+        Self {
+            servers: Vec::new(),
+            ssm_prefix: None,
+            ttl_secs: 300,
+            max_timeout_secs: 600,
+            connect_timeout_secs: 10,
+            max_output_bytes: 8 << 20,
+        }
+    }
+}
+
+/// `[ssh]` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileSsh {
+    ttl_secs: Option<u64>,
+    max_timeout: Option<u64>,
+    connect_timeout: Option<u64>,
+    max_output_bytes: Option<u64>,
+}
+
+impl SshConfig {
+    /// Whether any server source is configured at all.
+    pub fn is_configured(&self) -> bool {
+        !self.servers.is_empty() || self.ssm_prefix.is_some()
+    }
+
+    /// The file's tables (a relative `key_file` is relative to the file),
+    /// then the environment, checked.
+    pub(super) fn load(
+        tables: BTreeMap<String, ServerDoc>,
+        file: FileSsh,
+        file_path: &str,
+        env: Env<'_>,
+    ) -> Result<Self, ConfigError> {
+        let mut s = Self::default();
+        for (name, doc) in tables {
+            let server = server_from(&name, doc, file_path, env).map_err(|reason| {
+                ConfigError::BadServer {
+                    server: name.clone(),
+                    reason,
+                }
+            })?;
+            s.servers.push(server);
+        }
+        s.ttl_secs = file.ttl_secs.unwrap_or(s.ttl_secs);
+        s.max_timeout_secs = file.max_timeout.unwrap_or(s.max_timeout_secs);
+        s.connect_timeout_secs = file.connect_timeout.unwrap_or(s.connect_timeout_secs);
+        s.max_output_bytes = file.max_output_bytes.unwrap_or(s.max_output_bytes);
+        s.ssm_prefix = env.text("TOOLGATE_SSH_SSM_PREFIX");
+        let secs = "a whole number of seconds";
+        set_number(env, &mut s.ttl_secs, "TOOLGATE_SSH_TTL_SECS", secs)?;
+        set_number(
+            env,
+            &mut s.max_timeout_secs,
+            "TOOLGATE_SSH_MAX_TIMEOUT",
+            secs,
+        )?;
+        set_number(
+            env,
+            &mut s.connect_timeout_secs,
+            "TOOLGATE_SSH_CONNECT_TIMEOUT",
+            secs,
+        )?;
+        set_number(
+            env,
+            &mut s.max_output_bytes,
+            "TOOLGATE_SSH_MAX_OUTPUT_BYTES",
+            "a whole number of bytes",
+        )?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (name, value, min) in [
+            ("ssh max_timeout", self.max_timeout_secs, 1),
+            ("ssh connect_timeout", self.connect_timeout_secs, 1),
+            // Below this, an ordinary command's output is cut.
+            ("ssh max_output_bytes", self.max_output_bytes, 65_536),
+        ] {
+            if value < min {
+                return Err(ConfigError::BadValue {
+                    name,
+                    what: "larger (see README, SSH tools)",
+                    value: value.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One table, checked whole (host key, policy, key), so that a typo fails
+/// at startup rather than at the first call.
+#[cfg(feature = "ssh")]
+fn server_from(
+    name: &str,
+    mut doc: ServerDoc,
+    file_path: &str,
+    env: Env<'_>,
+) -> Result<ConfigServer, String> {
+    validate_server_name(name)?;
+    let key_file = doc
+        .key_file
+        .take()
+        .ok_or("key_file is required (the private key to log in with)")?;
+    let key = read_key_file(&key_file, file_path, env)?;
+    doc.into_server(name, key.into())
+}
+
+/// Without the SSH tools, the name is checked and nothing is read.
+#[cfg(not(feature = "ssh"))]
+fn server_from(
+    name: &str,
+    doc: ServerDoc,
+    _file_path: &str,
+    _env: Env<'_>,
+) -> Result<ConfigServer, String> {
+    validate_server_name(name)?;
+    doc.key_file
+        .as_ref()
+        .ok_or("key_file is required (the private key to log in with)")?;
+    Ok(name.to_owned())
+}
+
+/// Reads a server's `key_file`: `~/` is the home directory, a relative
+/// path is relative to the config file.
+#[cfg(feature = "ssh")]
+fn read_key_file(raw: &str, config_path: &str, env: Env<'_>) -> Result<String, String> {
+    use std::path::{Path, PathBuf};
+    let path = match raw.strip_prefix("~/") {
+        Some(rest) => PathBuf::from(env.text("HOME").unwrap_or_default()).join(rest),
+        None => {
+            let p = PathBuf::from(raw);
+            match Path::new(config_path).parent() {
+                Some(dir) if p.is_relative() => dir.join(p),
+                _ => p,
+            }
+        }
+    };
+    std::fs::read_to_string(&path).map_err(|e| format!("key_file {}: {e}", path.display()))
+}
