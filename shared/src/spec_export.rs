@@ -67,6 +67,12 @@ pub fn export(registry: &Registry, format: Format) -> Value {
     json!({ "tools": tools })
 }
 
+/// As [`export`], for specs that no running tool holds (`toolgate tools`).
+pub fn export_specs(specs: &[ToolSpec], format: Format) -> Value {
+    let tools: Vec<Value> = specs.iter().map(|s| one(s, format)).collect();
+    json!({ "tools": tools })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -240,6 +240,28 @@ impl Toolset {
         Ok(self)
     }
 
+    /// The specs of the tools `cfg` configures, in the order a server built
+    /// from it lists them, without starting any of them: no sandbox
+    /// process, no clarify store, no SSH connection. Cloud tools exist only
+    /// on their accounts, so those are asked for their listing.
+    pub async fn specs(cfg: &Config) -> Result<Vec<crate::tool::ToolSpec>, String> {
+        let mut specs = Vec::new();
+        #[cfg(feature = "python")]
+        specs.push(crate::tools::python_execute::spec(&cfg.python));
+        #[cfg(feature = "ssh")]
+        if cfg.ssh.is_configured() {
+            specs.push(crate::tools::list_servers::spec());
+            specs.push(crate::tools::ssh_run::spec(std::time::Duration::from_secs(
+                cfg.ssh.max_timeout_secs,
+            )));
+        }
+        specs.push(crate::tools::clarify::spec(cfg.clarify.expiry_secs));
+        let cloud = Self::new().with_cloud(cfg).await?;
+        specs.extend(cloud.registry.tools().iter().map(|t| t.spec().clone()));
+        cloud.shutdown().await;
+        Ok(specs)
+    }
+
     /// Ends upstream sessions (the cloud accounts' MCP sessions, SSH
     /// connections).
     pub async fn shutdown(&self) {

@@ -349,3 +349,65 @@ fn call_and_tools_subcommands_print_json() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tools"][0]["function"]["name"], "python__execute");
 }
+
+/// `toolgate tools` with a hermetic environment (PATH and HOME only).
+fn tools_command(env: &[(&str, &str)], format: &str) -> std::process::Output {
+    let mut cmd = std::process::Command::new(toolgate_bin());
+    cmd.env_clear();
+    for keep in ["PATH", "HOME"] {
+        if let Some(v) = std::env::var_os(keep) {
+            cmd.env(keep, v);
+        }
+    }
+    cmd.args(["tools", "--format", format])
+        .envs(env.iter().copied())
+        .current_dir(std::env::temp_dir());
+    toolgate_e2e::output_within(cmd, std::time::Duration::from_secs(30))
+}
+
+#[test]
+fn tools_prints_what_the_server_lists_without_starting_anything() {
+    let env = [
+        ("TOOLGATE_PYTHON_TIMEOUT", "7"),
+        ("TOOLGATE_PYTHON_NAMESPACE", "py"),
+        ("TOOLGATE_CLARIFY_EXPIRY_SECS", "600"),
+    ];
+    let s = Server::start(&env);
+    for format in ["native", "openai", "anthropic", "mcp"] {
+        let out = tools_command(&env, format);
+        assert!(out.status.success(), "{format}: {out:?}");
+        let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let served = s.get(&format!("/tools?format={format}")).json();
+        assert_eq!(printed, served, "{format}");
+    }
+
+    // A module that cannot be imported stops a sandbox from warming up, an
+    // SSM prefix with no AWS credentials stops the SSH inventory from
+    // loading, and the clarify store would be created in the data folder:
+    // the listing needs none of them.
+    let data_dir = std::env::temp_dir().join(format!("toolgate-tools-data-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let env = [
+        ("TOOLGATE_PYTHON_ALLOWED_MODULES", "no_such_module_xyz"),
+        ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+        ("TOOLGATE_DATA_DIR", data_dir.to_str().unwrap()),
+    ];
+    let out = tools_command(&env, "native");
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["python.execute", "list_servers", "ssh_run", "clarify"]
+    );
+    let d = v["tools"][0]["description"].as_str().unwrap();
+    assert!(d.contains("no_such_module_xyz"), "{d}");
+    assert!(!data_dir.exists(), "the listing created the data folder");
+    let e = start_fails(&env);
+    assert!(e.contains("cannot be imported"), "serving does start: {e}");
+}

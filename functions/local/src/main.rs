@@ -12,7 +12,7 @@ use toolgate_shared::{
     http::router,
     invoke::{Transport, invoke},
     sandbox::alloc::SandboxAlloc,
-    spec_export::{Format, export},
+    spec_export::{Format, export_specs},
     tool::CallContext,
     toolset::Toolset,
 };
@@ -119,12 +119,13 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(f) => f,
                 Err(e) => return fatal(&e.message),
             };
-            let app = match build(&cfg).await {
-                Ok(a) => a,
-                Err(e) => return fatal(&e),
-            };
-            print_json(&export(&app.registry, format));
-            ExitCode::SUCCESS
+            match Toolset::specs(&cfg).await {
+                Ok(specs) => {
+                    print_json(&export_specs(&specs, format));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fatal(&e),
+            }
         }
     }
 }

@@ -1,7 +1,6 @@
 //! The inventory's documents as written (an SSM parameter's JSON, a
 //! `[servers.NAME]` table): plain data, checked by `inventory` when built.
 
-
 use serde::Deserialize;
 
 /// The document describing a server (SSM parameter value, or a config
@@ -59,4 +58,3 @@ pub struct PolicySpec {
     #[serde(default)]
     pub deny: Vec<String>,
 }
-
