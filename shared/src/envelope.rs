@@ -18,7 +18,9 @@ const KEYS: [&str; 4] = ["tool", "arguments", "scope", "caller"];
 /// One call, as a direct invocation carries it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
+    /// The tool's name, canonical or exported.
     pub tool: String,
+    /// The tool's arguments, passed on as they are.
     pub arguments: Value,
     /// The servers the call may use, when something narrowed them.
     pub servers: Option<Vec<String>>,
@@ -27,6 +29,8 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// The payload to invoke a function with; `scope` and `caller` only when
+    /// set.
     pub fn encode(&self) -> Value {
         let mut payload = json!({"tool": self.tool, "arguments": self.arguments});
         if let Some(servers) = &self.servers {

@@ -6,11 +6,18 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
+    /// 400: bad arguments, body, query or method; an unknown SSH server.
     InvalidInput,
+    /// 401: the bearer token is missing or wrong.
     Unauthorized,
+    /// 403: a server out of the caller's scope, a command a server's policy
+    /// refuses, or a `Host` that is not loopback.
     Forbidden,
+    /// 404: no tool (or no endpoint) has that name.
     UnknownTool,
+    /// 413: the request body is over the limit.
     TooLarge,
+    /// 500: Toolgate itself failed (never a script: its failure is its output).
     Internal,
     /// A cloud account's MCP server or an SSH server is down, slow past its
     /// timeout, or failed.
@@ -42,6 +49,7 @@ impl ErrorCode {
         Self::NotConfigured,
     ];
 
+    /// The HTTP status the code is answered with.
     pub fn status(self) -> u16 {
         match self {
             Self::InvalidInput => 400,
@@ -58,6 +66,7 @@ impl ErrorCode {
         }
     }
 
+    /// The code as the contract writes it (`invalid_input`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::InvalidInput => "invalid_input",
@@ -80,23 +89,29 @@ impl ErrorCode {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {message}", code.as_str())]
 pub struct ToolError {
+    /// What kind of failure, and so the HTTP status.
     pub code: ErrorCode,
+    /// What went wrong, for the caller to read.
     pub message: String,
 }
 
 impl ToolError {
+    /// An error with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
         }
     }
+    /// `invalid_input`: the caller's request is wrong.
     pub fn invalid_input(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidInput, message)
     }
+    /// `internal`: Toolgate failed, not the caller.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Internal, message)
     }
+    /// `unknown_tool`, naming the name that was asked for.
     pub fn unknown_tool(name: &str) -> Self {
         Self::new(ErrorCode::UnknownTool, format!("Unknown tool: {name:?}"))
     }

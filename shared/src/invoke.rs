@@ -24,6 +24,7 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// The transport as the log line names it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Http => "http",

@@ -5,6 +5,9 @@
 
 use tracing_subscriber::EnvFilter;
 
+/// Installs the global subscriber (see the module); `default_level` applies
+/// when `TOOLGATE_LOG_LEVEL` is unset. Once a subscriber is set, a later call
+/// changes nothing.
 pub fn init(default_level: &str) {
     let filter = EnvFilter::try_from_env("TOOLGATE_LOG_LEVEL")
         .unwrap_or_else(|_| EnvFilter::new(default_level));

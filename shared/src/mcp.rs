@@ -30,6 +30,8 @@ pub fn supported_versions() -> &'static [ProtocolVersion] {
     ProtocolVersion::KNOWN_VERSIONS
 }
 
+/// The `/mcp` server, one per request: lists the registry's tools and calls
+/// them through [`invoke`].
 #[derive(Clone)]
 pub struct McpServer {
     registry: Arc<Registry>,

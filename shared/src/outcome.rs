@@ -11,10 +11,18 @@ use serde_json::Value;
 /// One finished call, in the contract's shape.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ExecOutput {
+    /// What the script printed, its head and tail kept past `truncate::LIMIT`
+    /// characters.
     pub stdout: String,
+    /// What the script wrote to stderr (its traceback included), cut the same
+    /// way, with the sandbox's notes appended.
     pub stderr: String,
+    /// 0 on success, 1 on an exception, -1 on timeout; `SystemExit(n)` gives n.
     pub exit_code: i64,
+    /// Stopped at its deadline.
     pub timed_out: bool,
+    /// The script's `result` variable (its repr as a string when it is not
+    /// JSON); `None` when unset or `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     /// Time the child spent from request to report (not part of the contract).

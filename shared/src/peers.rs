@@ -21,6 +21,7 @@ use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 
+/// Sibling functions' tools, as one [`ToolSource`].
 pub struct PeerTools {
     peers: Vec<Arc<Peer>>,
     runtime: tokio::runtime::Handle,
@@ -176,6 +177,8 @@ impl PeerTools {
         }
     }
 
+    /// `/healthz`'s peers part: per function, whether its last listing worked,
+    /// how many tools it has, and the error if not.
     pub fn health(&self) -> Value {
         let peers: serde_json::Map<String, Value> = self
             .peers

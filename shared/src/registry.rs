@@ -29,6 +29,8 @@ pub trait ToolSource: Send + Sync {
     }
 }
 
+/// The tools one runtime serves: fixed tools, and sources whose tools come and
+/// go.
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
@@ -36,6 +38,7 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// An empty registry.
     pub fn new() -> Self {
         Self::default()
     }
@@ -50,6 +53,8 @@ impl Registry {
         Ok(())
     }
 
+    /// Adds a source; a name is looked up in the sources only when no fixed
+    /// tool has it.
     pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
         self.sources.push(source);
     }

@@ -6,17 +6,25 @@ use crate::error::ToolError;
 use crate::registry::{Registry, exported_name};
 use crate::tool::ToolSpec;
 
+/// A format `GET /tools?format=` answers in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Toolgate's own: each [`ToolSpec`] as it is.
     Native,
+    /// OpenAI function calling, under exported names.
     OpenAi,
+    /// Anthropic tool use, under exported names.
     Anthropic,
+    /// MCP's tool listing, under canonical names, with output schemas.
     Mcp,
 }
 
 impl Format {
+    /// Every format's name, as `?format=` takes it.
     pub const ALL: [&'static str; 4] = ["native", "openai", "anthropic", "mcp"];
 
+    /// The format named `s`; any other name is `invalid_input`, listing the
+    /// known ones.
     pub fn parse(s: &str) -> Result<Self, ToolError> {
         match s {
             "native" => Ok(Self::Native),

@@ -42,14 +42,20 @@ pub fn effective_timeout(
     }
 }
 
+/// What a call returns: the tool's JSON result, or a [`ToolError`].
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 
 /// What a tool advertises (docs/contracts.md#tool-specs-and-input: name, description, input and output schema).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolSpec {
+    /// The canonical name (`python.execute`); function-calling formats get
+    /// `registry::exported_name`'s.
     pub name: String,
+    /// What the tool does, for an agent to read.
     pub description: String,
+    /// JSON Schema of the arguments.
     pub input_schema: Value,
+    /// JSON Schema of the result.
     pub output_schema: Value,
 }
 
@@ -65,8 +71,12 @@ pub struct CallContext {
     pub servers: Option<Vec<String>>,
 }
 
+/// A tool any runtime can serve.
 pub trait Tool: Send + Sync {
+    /// What the tool advertises.
     fn spec(&self) -> &ToolSpec;
+    /// Runs the tool on the caller's arguments, unchecked (each tool checks its
+    /// own), with the runtime's facts in `ctx`.
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a>;
 }
 

@@ -18,8 +18,11 @@ use crate::tools::python_execute::PythonExecute;
 
 type HealthPart = Arc<dyn Fn() -> Value + Send + Sync>;
 
+/// The tools one runtime serves and what `/healthz` reports about them, built
+/// up by the `with_*` methods.
 #[derive(Default)]
 pub struct Toolset {
+    /// The tools, as the adapters look them up.
     pub registry: Registry,
     health: Vec<(&'static str, HealthPart)>,
     cloud: Option<Arc<CloudTools>>,
@@ -29,6 +32,7 @@ pub struct Toolset {
 }
 
 impl Toolset {
+    /// An empty set.
     pub fn new() -> Self {
         Self::default()
     }

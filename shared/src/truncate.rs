@@ -75,15 +75,19 @@ impl Default for OwnedHeadTail {
 }
 
 impl OwnedHeadTail {
+    /// The storage as a [`HeadTail`].
     pub fn view(&mut self) -> HeadTail<'_> {
         HeadTail::new(&mut self.total, &mut self.head, &mut self.ring)
     }
+    /// Appends `s`, keeping the head and the tail.
     pub fn push_str(&mut self, s: &str) {
         self.view().push_str(s);
     }
+    /// Characters pushed so far, kept or not.
     pub fn total(&self) -> u64 {
         self.total
     }
+    /// The stream as the contract returns it.
     pub fn render(&mut self) -> String {
         self.view().render()
     }
@@ -96,10 +100,13 @@ impl<'a> HeadTail<'a> {
         Self { total, head, ring }
     }
 
+    /// Characters pushed so far, kept or not.
     pub fn total(&self) -> u64 {
         *self.total
     }
 
+    /// Appends `s`: the first [`LIMIT`] characters fill the head, and the ring
+    /// keeps the last ones.
     pub fn push_str(&mut self, s: &str) {
         for c in s.chars() {
             let n = *self.total;

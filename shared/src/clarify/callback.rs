@@ -7,6 +7,7 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
+/// What a [`TaskCallback`] returns: done, or why the callback did not land.
 pub type CallbackFuture<'a> = Pin<Box<dyn Future<Output = Result<(), CallbackError>> + Send + 'a>>;
 
 /// A callback that did not land, and whether sending it again could help
@@ -14,12 +15,20 @@ pub type CallbackFuture<'a> = Pin<Box<dyn Future<Output = Result<(), CallbackErr
 /// knows could not).
 #[derive(Debug)]
 pub struct CallbackError {
+    /// Whether sending it again could help.
     pub retry: bool,
+    /// What went wrong, for the log.
     pub message: String,
 }
 
+/// Completes or fails the Step Functions task a clarification's workflow waits
+/// on.
 pub trait TaskCallback: Send + Sync {
+    /// Completes the task whose token is `token`, with `output` (the answer,
+    /// the choice and the id) as its result.
     fn success<'a>(&'a self, token: &'a str, output: &'a Value) -> CallbackFuture<'a>;
+    /// Fails the task whose token is `token`: `error` names the failure
+    /// (`Clarify.Expired`, `Clarify.Cancelled`), `cause` says it in words.
     fn failure<'a>(&'a self, token: &'a str, error: &'a str, cause: &'a str) -> CallbackFuture<'a>;
 }
 
@@ -32,6 +41,8 @@ pub struct StepFunctions {
 
 #[cfg(feature = "aws")]
 impl StepFunctions {
+    /// A client from the environment's AWS config (region, credentials, and
+    /// `AWS_ENDPOINT_URL` when set).
     pub async fn from_env() -> Self {
         let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Self {

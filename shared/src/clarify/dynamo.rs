@@ -27,6 +27,7 @@ const KEEP_AFTER_EXPIRY_SECS: i64 = 7 * 86_400;
 pub const EXPIRING_INDEX: &str = "expiring";
 const AWAITING: &str = "task";
 
+/// The AWS [`ClarifyStore`]: one DynamoDB table (see the module's notes).
 pub struct DynamoStore {
     client: Client,
     table: String,

@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::{Clarify, MAX_ANSWER_CHARS, MAX_WAIT_SECS, Refusal, now_ms, page, refusal_error};
 use crate::error::ToolError;
 
+/// The answer routes over `clarify`, for a runtime to merge into its router.
 pub fn routes<S: Clone + Send + Sync + 'static>(clarify: Arc<Clarify>) -> axum::Router<S> {
     axum::Router::new()
         .route("/clarifications/{id}", get(read))

@@ -30,20 +30,32 @@ pub use store::{ClarifyStore, Settlement};
 
 /// Longest `?wait=` a reader may ask for: under API Gateway's 30 s limit.
 pub const MAX_WAIT_SECS: u64 = 25;
+/// Longest question, in characters.
 pub const MAX_QUESTION_CHARS: usize = 2_000;
+/// Most choices one question may offer.
 pub const MAX_OPTIONS: usize = 20;
+/// Longest choice, in characters.
 pub const MAX_OPTION_CHARS: usize = 200;
+/// Longest answer a person may write, in characters.
 pub const MAX_ANSWER_CHARS: usize = 10_000;
 
+/// Where a clarification stands. A pending one past its expiry reads as expired
+/// before the store says so ([`Clarification::status_at`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
+    /// Asked, waiting for an answer.
     Pending,
+    /// A person answered it.
     Answered,
+    /// Nobody answered it before its expiry.
     Expired,
+    /// Withdrawn before anyone answered it.
     Cancelled,
 }
 
 impl Status {
+    /// The status as the contract and the stores write it (`pending`,
+    /// `answered`, `expired`, `cancelled`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
@@ -52,6 +64,7 @@ impl Status {
             Self::Cancelled => "cancelled",
         }
     }
+    /// The status [`Self::as_str`] names; `None` for any other text.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "pending" => Self::Pending,
@@ -63,17 +76,29 @@ impl Status {
     }
 }
 
+/// One question put to a person, and where it stands, as the store keeps it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Clarification {
+    /// 40 lowercase hex characters (160 random bits): whoever holds it may read
+    /// and answer.
     pub id: String,
+    /// The agent's question: untrusted text, escaped wherever it is shown.
     pub question: String,
+    /// The choices offered, possibly none; a person may also answer in their
+    /// own words.
     pub options: Vec<String>,
+    /// As stored; [`Self::status_at`] is what a reader sees.
     pub status: Status,
+    /// The answer's text once answered (the option's text when the person only
+    /// picked one).
     pub answer: Option<String>,
+    /// The index in `options` of the choice picked, when one was.
     pub choice: Option<usize>,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// When it expires unanswered, in Unix milliseconds.
     pub expires_at: i64,
+    /// When it was answered, cancelled or expired, in Unix milliseconds.
     pub settled_at: Option<i64>,
     /// A Step Functions task token; never shown to readers.
     pub task_token: Option<String>,
@@ -112,6 +137,7 @@ impl Clarification {
     }
 }
 
+/// The link a person answers at: `{base_url}/clarifications/{id}/answer`.
 pub fn answer_url(base_url: &str, id: &str) -> String {
     format!(
         "{}/clarifications/{id}/answer",
@@ -119,6 +145,7 @@ pub fn answer_url(base_url: &str, id: &str) -> String {
     )
 }
 
+/// The time now in Unix milliseconds (0 for a clock set before 1970).
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -164,16 +191,22 @@ fn valid_id(id: &str) -> bool {
 /// Why an answer or a cancel did not take.
 #[derive(Debug)]
 pub enum Refusal {
+    /// No clarification has that id.
     NotFound,
+    /// It expired unanswered; its state is returned.
     Expired(Clarification),
     /// Already answered or cancelled; the current state is returned.
     Settled(Clarification),
 }
 
+/// The clarification service over one store: asks, reads, waits, answers,
+/// cancels and sweeps, and tells a waiting Step Functions task how its question
+/// ended.
 pub struct Clarify {
     store: Arc<dyn ClarifyStore>,
     callback: Option<Arc<dyn TaskCallback>>,
     base_url: std::sync::RwLock<String>,
+    /// How long a question stays open for its answer.
     pub expiry: Duration,
     /// Wakes local long-polls when an answer lands here.
     changed: Notify,
@@ -193,6 +226,9 @@ fn default_nap() -> Nap {
 }
 
 impl Clarify {
+    /// A service over `store`. `callback` completes Step Functions tasks
+    /// (`None` where none wait), `base_url` starts every `answer_url`, and
+    /// `expiry` is how long a question stays open.
     pub fn new(
         store: Arc<dyn ClarifyStore>,
         callback: Option<Arc<dyn TaskCallback>>,
@@ -233,6 +269,8 @@ impl Clarify {
         ToolError::internal(format!("the clarification store failed: {e}"))
     }
 
+    /// Stores a new pending clarification that expires `expiry` from now.
+    /// `task_token` names a Step Functions task to complete when it ends.
     pub async fn ask(
         &self,
         question: String,
@@ -295,6 +333,9 @@ impl Clarify {
         }
     }
 
+    /// Answers a pending clarification with its text and, when the person
+    /// picked an option, its index; the waiting task, if any, is completed.
+    /// `Ok(Err(_))` says why the answer did not take.
     pub async fn answer(
         &self,
         id: &str,
@@ -305,6 +346,8 @@ impl Clarify {
             .await
     }
 
+    /// Withdraws a pending clarification; the waiting task, if any, fails with
+    /// `Clarify.Cancelled`. `Ok(Err(_))` says why the cancel did not take.
     pub async fn cancel(&self, id: &str) -> Result<Result<Clarification, Refusal>, ToolError> {
         self.settle(id, Status::Cancelled, None, None).await
     }

@@ -73,6 +73,9 @@ form.addEventListener('submit', (e) => {
 });
 "#;
 
+/// The whole page for `c` as it stands at `now` (Unix milliseconds): the form
+/// while it is pending, else how it ended. `nonce` marks the one inline script
+/// and style the CSP lets run.
 pub fn render(c: &Clarification, now: i64, nonce: &str) -> String {
     let status = c.status_at(now);
     let body = match status {

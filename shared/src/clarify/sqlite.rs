@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::store::{ClarifyStore, Settlement, StoreFuture, sql};
 use super::{Clarification, Status};
 
+/// The local [`ClarifyStore`]: one SQLite file.
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
 }

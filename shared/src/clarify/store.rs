@@ -7,20 +7,28 @@ use std::pin::Pin;
 
 use super::{Clarification, Status};
 
+/// What a [`ClarifyStore`] returns: the value, or the store's error in words.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
 
 /// How a pending clarification ends.
 #[derive(Clone, Debug)]
 pub struct Settlement {
+    /// Where it ends: answered, cancelled or expired.
     pub status: Status,
+    /// The answer's text, when answered.
     pub answer: Option<String>,
+    /// The index of the option picked, when answered with one.
     pub choice: Option<usize>,
     /// Unix milliseconds; an answer or cancel only wins before the expiry.
     pub at: i64,
 }
 
+/// Where clarifications are kept (see the module's notes on `settle`).
 pub trait ClarifyStore: Send + Sync {
+    /// Adds a new pending clarification.
     fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()>;
+    /// The clarification with this id as stored, or `None`; one past its expiry
+    /// may still read `pending` here.
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>>;
     /// Moves a clarification from `pending` to `s.status`, only if it is
     /// still pending and (unless `s` is the expiry) not yet expired.
@@ -40,6 +48,8 @@ pub trait ClarifyStore: Send + Sync {
 /// The SQL both SQL stores run (SQLite locally, D1 on the Worker), with
 /// numbered parameters.
 pub mod sql {
+    /// The table, and its index of rows by status and expiry; safe to run at
+    /// every open.
     pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS clarifications (
     id TEXT PRIMARY KEY,
@@ -61,6 +71,7 @@ CREATE INDEX IF NOT EXISTS pending_by_expiry ON clarifications (status, expires_
     pub const INSERT: &str = "INSERT INTO clarifications (id, question, options, status, created_at, expires_at, task_token)
          VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6)";
 
+    /// ?1 id.
     pub const GET: &str = "SELECT * FROM clarifications WHERE id = ?1";
 
     /// ?1 id, ?2 status, ?3 answer, ?4 choice, ?5 at, ?6 1 when expiring.

@@ -8,11 +8,16 @@ use std::pin::Pin;
 /// Account ids name tools (`<account>__<tool>`), so they cannot hold `_`.
 pub const ACCOUNT_ID_MAX: usize = 40;
 
+/// One cloud account: its MCP server and the credentials for it. `Debug` never
+/// prints the credentials.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Account {
+    /// Names the account's tools (`<id>__<tool>`); see [`validate_account_id`].
     pub id: String,
     /// The MCP endpoint (streamable HTTP).
     pub url: String,
+    /// A disabled account stays in the configuration, but its tools are neither
+    /// listed nor served.
     pub enabled: bool,
     /// Extra headers sent on every request.
     pub headers: BTreeMap<String, String>,
@@ -47,6 +52,8 @@ pub fn validate_account_id(id: &str) -> Result<(), String> {
     }
 }
 
+/// What an [`AccountSource`] returns: the accounts, or why they could not be
+/// read.
 pub type AccountsFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Vec<Account>, String>> + Send + 'a>>;
 
@@ -54,6 +61,7 @@ pub type AccountsFuture<'a> =
 pub trait AccountSource: Send + Sync {
     /// A short name for logs: "config", "ssm:/toolgate/clouds/".
     fn describe(&self) -> String;
+    /// Reads the accounts now.
     fn load(&self) -> AccountsFuture<'_>;
 }
 

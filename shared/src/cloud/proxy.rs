@@ -27,6 +27,7 @@ type Client = RunningService<RoleClient, ()>;
 /// A failed listing is retried this soon (or after the TTL, if shorter).
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 
+/// The proxy's timings, the same for every account.
 #[derive(Debug, Clone, Copy)]
 pub struct CloudSettings {
     /// How long a tool listing is served before it is refreshed.
@@ -352,6 +353,8 @@ fn result_schema() -> Value {
     })
 }
 
+/// One account's tool as this runtime serves it, under its exported name; calls
+/// go to the account's MCP server unchanged.
 pub struct ProxyTool {
     spec: ToolSpec,
     /// The tool's own name on its server.

@@ -23,6 +23,8 @@ fn yes() -> bool {
     true
 }
 
+/// Cloud accounts from SSM Parameter Store under one prefix (see the module's
+/// notes).
 pub struct SsmAccounts {
     client: aws_sdk_ssm::Client,
     prefix: String,

@@ -31,39 +31,78 @@ use env::Env;
 /// Everything a Toolgate binary is configured with.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// `[server]`: how `toolgate serve` listens.
     pub server: ServerConfig,
+    /// `[python]`: how `python.execute` runs.
     pub python: PythonConfig,
+    /// `[clouds.*]`: the cloud accounts whose tools are proxied.
     pub cloud: CloudConfig,
+    /// `[servers.*]` and `[ssh]`: the servers the SSH tools reach, and their
+    /// limits.
     pub ssh: SshConfig,
     /// Lambda functions whose tools this one lists and forwards to
     /// (`TOOLGATE_PEER_FUNCTIONS`, comma-separated names or ARNs).
     pub peer_functions: Vec<String>,
+    /// `[clarify]`: where questions wait for their answers.
     pub clarify: ClarifyConfig,
 }
 
 /// What is wrong with the configuration, one message per kind.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
+    /// The file could not be read.
     #[error("cannot read config file {path}: {reason}")]
-    Read { path: String, reason: String },
+    Read {
+        /// The file, as given.
+        path: String,
+        /// The system's error.
+        reason: String,
+    },
+    /// The file is not TOML of the expected shape (a misspelt table or key is
+    /// an error too).
     #[error("invalid config file {path}: {reason}")]
-    Parse { path: String, reason: String },
+    Parse {
+        /// The file, as given (empty for text that came from no file).
+        path: String,
+        /// The TOML reader's error.
+        reason: String,
+    },
+    /// An allowed module that the sandbox can never have (`FORBIDDEN_MODULES`),
+    /// as written.
     #[error(
         "module {0:?} cannot be allowed: it reaches the host or the interpreter itself, and does not exist in the sandbox"
     )]
     ForbiddenModule(String),
+    /// An allowed module whose name is not a dotted Python name, as written.
     #[error("{0:?} is not a valid module name")]
     BadModuleName(String),
+    /// A `python` namespace that cannot start a tool name, as written.
     #[error("namespace {0:?} must match ^[a-zA-Z0-9_-]{{1,40}}$")]
     BadNamespace(String),
+    /// A `[clouds.NAME]` table that does not check.
     #[error("[clouds.{account}]: {reason}")]
-    BadCloud { account: String, reason: String },
+    BadCloud {
+        /// The account, as the table names it.
+        account: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `[servers.NAME]` table that does not check (its key file included).
     #[error("[servers.{server}]: {reason}")]
-    BadServer { server: String, reason: String },
+    BadServer {
+        /// The server, as the table names it.
+        server: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A setting or variable whose value is of the wrong kind or out of range.
     #[error("{name} must be {what}, got {value:?}")]
     BadValue {
+        /// The setting or variable, as the message names it.
         name: &'static str,
+        /// What it must be ("a whole number of seconds").
         what: &'static str,
+        /// The value it was given.
         value: String,
     },
 }

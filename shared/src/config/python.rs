@@ -7,9 +7,13 @@ use super::ConfigError;
 use super::env::{Env, set_number};
 pub use crate::allowlist::{DEFAULT_MODULES, FORBIDDEN_MODULES};
 
+/// A script's timeout when neither the file nor the environment sets one.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 20;
+/// The shortest timeout; a shorter one is raised to it.
 pub const MIN_TIMEOUT_SECS: u64 = 1;
+/// The longest timeout (20 minutes); a longer one is lowered to it.
 pub const MAX_TIMEOUT_SECS: u64 = 1200;
+/// A script's memory cap in MiB when none is set.
 pub const DEFAULT_MEMORY_MB: u64 = 256;
 
 /// How `python.execute` runs.

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use super::ConfigError;
 use super::env::{Env, set_number};
 
+/// Where `toolgate serve` listens unless told otherwise: loopback only.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
 /// How the local server listens.

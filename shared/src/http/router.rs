@@ -30,10 +30,13 @@ pub const SERVES_MCP: bool = cfg!(feature = "native");
 /// `/healthz`'s extra fields, asked for on each request: a runtime may
 /// have to ask another process (the Worker asks its sandbox Worker).
 pub type HealthFn = Arc<dyn Fn() -> HealthFuture + Send + Sync>;
+/// What a [`HealthFn`] returns: the fields to add.
 pub type HealthFuture = std::pin::Pin<Box<dyn Future<Output = Value> + Send>>;
 
+/// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
+    /// The tools served.
     pub registry: Arc<Registry>,
     /// When set, every route but `/healthz` needs `Authorization: Bearer`.
     pub token: Option<Arc<str>>,
@@ -46,6 +49,9 @@ pub struct AppState {
     pub clarify: Option<Arc<crate::clarify::Clarify>>,
 }
 
+/// Every route (`/tools`, `/tools/{name}`, `/healthz`, `/openapi.json`, `/mcp`
+/// where this build serves it, and the answer routes with `clarify`), behind
+/// the bearer token check and with errors as the contract's JSON.
 pub fn router(state: AppState) -> Router {
     let clarify = match &state.clarify {
         Some(c) => crate::clarify::http::routes(c.clone()),

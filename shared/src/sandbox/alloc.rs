@@ -12,12 +12,15 @@ use super::proto::OOM_FRAME;
 /// The child's report socket, set once the child starts; -1 elsewhere.
 static REPORT_FD: AtomicI32 = AtomicI32::new(-1);
 
+/// A child's exit status when an allocation failed, so the server can tell it
+/// ran out of memory even when its report was lost.
 pub const EXIT_OUT_OF_MEMORY: i32 = 86;
 
 pub(super) fn arm(fd: i32) {
     REPORT_FD.store(fd, Ordering::SeqCst);
 }
 
+/// The allocator itself, for `#[global_allocator]`.
 pub struct SandboxAlloc;
 
 #[cold]

@@ -17,7 +17,11 @@ use super::proto::Walls;
 pub enum ToZygote {
     /// `warm_up` false skips the child's warm-up run (see
     /// `pool::clock::BACK_TO_BACK`).
-    Spawn { warm_up: bool },
+    Spawn {
+        /// Whether the child runs the warm-up script before it seals
+        /// itself.
+        warm_up: bool,
+    },
 }
 
 const SPAWN: u8 = b'S';
@@ -55,9 +59,17 @@ pub enum FromZygote {
     SeccompRefused(String),
     /// A child; its descriptors ride along in the order socket, output
     /// memfd, pidfd (when the kernel has pidfds).
-    Child { pid: i32 },
+    Child {
+        /// The child's process id.
+        pid: i32,
+    },
     /// A child was reaped, with its raw wait status.
-    Exited { pid: i32, status: i32 },
+    Exited {
+        /// The child's process id.
+        pid: i32,
+        /// Its wait status, as `waitpid` gave it.
+        status: i32,
+    },
 }
 
 const READY: u8 = b'R';
@@ -72,6 +84,7 @@ const EXITED: u8 = b'X';
 pub struct DecodeError(String);
 
 impl FromZygote {
+    /// The message's bytes: its kind, then its body.
     pub fn encode(&self) -> Vec<u8> {
         let (kind, body) = match self {
             Self::Ready(w) => (READY, serde_json::to_vec(w).unwrap_or_default()),
@@ -90,6 +103,8 @@ impl FromZygote {
         msg
     }
 
+    /// Reads a message [`Self::encode`] made; an empty, short or unknown one is
+    /// an error.
     pub fn decode(data: &[u8]) -> Result<Self, DecodeError> {
         let Some((&kind, body)) = data.split_first() else {
             return Err(DecodeError("empty".into()));

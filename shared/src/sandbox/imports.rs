@@ -178,8 +178,11 @@ pub fn imports_of(source: &str, package: &str) -> Vec<String> {
 /// One Python module of a `Lib` directory: its file, whether it is a
 /// package (an `__init__.py`), and the modules it imports.
 pub struct LibModule {
+    /// The module's source file.
     pub file: PathBuf,
+    /// Whether it is a package (its file is an `__init__.py`).
     pub package: bool,
+    /// The modules its source imports anywhere, as absolute dotted names.
     pub imports: Vec<String>,
 }
 

@@ -20,6 +20,9 @@
 mod engine_fixes;
 pub mod guard;
 mod host_facts;
+/// The stdlib's import graph, read from source, and the closure of a set of
+/// roots over it (see `module_set`). Build scripts `include!` the file, so it
+/// carries no inner docs.
 pub mod imports;
 pub mod module_set;
 pub mod module_wall;

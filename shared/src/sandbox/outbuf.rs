@@ -14,6 +14,7 @@ use super::vm::Stream;
 
 /// Bytes per stream: a `u64` total, then head and ring of `LIMIT` `u32`s each.
 pub const STREAM_BYTES: usize = 8 + 2 * 4 * LIMIT;
+/// Bytes of the whole mapping: stdout's stream, then stderr's.
 pub const SIZE: usize = 2 * STREAM_BYTES;
 
 fn offset(stream: Stream) -> usize {
@@ -36,6 +37,7 @@ impl OutBuf {
         Self { base }
     }
 
+    /// Appends `text` to `stream`, keeping its head and tail.
     pub fn push(&mut self, stream: Stream, text: &str) {
         // SAFETY: per `from_raw`, the mapping holds SIZE bytes and is 8-byte
         // aligned (mmap returns page-aligned memory); offset(stream) + 8 and

@@ -17,23 +17,35 @@ pub const STOP: u8 = b'k';
 /// Which walls are active around each call, reported by `GET /healthz`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Walls {
+    /// No module that reaches the host is compiled in, and there is no file
+    /// I/O.
     pub capability_gap: bool,
+    /// The scrub holds: the removed functions are gone and code objects cannot
+    /// be built or replaced.
     pub scrub: bool,
+    /// Each call runs in a fresh child of its own.
     pub process_per_call: bool,
+    /// Each spare seals itself with rlimits (address space, CPU, files,
+    /// processes); the zygote checked that it may set them.
     pub rlimits: bool,
+    /// Each spare seals itself with the seccomp filter: the kernel accepted it
+    /// in a probe.
     pub seccomp: bool,
     /// Why seccomp is off, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seccomp_error: Option<String>,
     /// The script is stopped at the next bytecode boundary at its deadline.
     pub stop_at_deadline: bool,
+    /// The child is killed (SIGKILL) at its deadline.
     pub kill_at_deadline: bool,
+    /// A script's memory cap, in MiB.
     pub memory_mb: u64,
 }
 
 /// Server → child: the one script this child runs.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ChildRequest {
+    /// The Python source.
     pub code: String,
 }
 
@@ -41,17 +53,24 @@ pub struct ChildRequest {
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ChildReport {
+    /// The script ran to its end or raised.
     Done {
+        /// 0, or 1 on an exception, or `SystemExit`'s code.
         exit_code: i64,
+        /// The `result` variable as JSON text, when set.
         result: Option<String>,
         /// Microseconds from request received to report, measured in the child.
         #[serde(default)]
         child_us: u64,
     },
+    /// An allocation failed under the memory cap.
     OutOfMemory,
     /// Stopped by [`STOP`] at a bytecode boundary.
     Stopped,
+    /// The child failed around the script: the interpreter panicked, the
+    /// request was unreadable, or the seal did not hold.
     Crashed {
+        /// What failed, in the child's words.
         message: String,
     },
     /// The interpreter's native stack ran out (see `child::on_fault`).
@@ -78,6 +97,7 @@ pub const MAX_FRAME: usize = 64 << 20;
 /// refused unread, so a child cannot make the server hold more.
 pub const MAX_REPORT: usize = 3 << 20;
 
+/// Writes one frame: `body`'s length (4 bytes, little-endian), then `body`.
 pub fn write_frame(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
     let len = u32::try_from(body.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
@@ -85,6 +105,8 @@ pub fn write_frame(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
     w.write_all(body)
 }
 
+/// Reads one frame as [`write_frame`] writes it; one longer than [`MAX_FRAME`]
+/// is an error, left unread.
 pub fn read_frame(r: &mut impl Read) -> io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;

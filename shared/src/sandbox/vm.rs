@@ -21,9 +21,12 @@ use super::{engine_fixes, guard, host_facts, module_set, module_wall, result, sc
 /// The filename user code is compiled under; tracebacks name it.
 pub const SCRIPT_NAME: &str = "<agent_script>";
 
+/// A script's output stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
+    /// `sys.stdout`.
     Stdout,
+    /// `sys.stderr`, where tracebacks go too.
     Stderr,
 }
 
@@ -46,6 +49,8 @@ fn emit(stream: Stream, text: &str) {
 /// How one script ended, apart from its output streams.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
+    /// 0 when the script ran to its end, `SystemExit`'s code when it raised
+    /// that, else 1 (the traceback is on stderr).
     pub exit_code: i64,
     /// `json.dumps(result, allow_nan=False)`, or the JSON string of its repr.
     pub result_json: Option<String>,

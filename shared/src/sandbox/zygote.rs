@@ -16,15 +16,19 @@ use super::proto::Walls;
 use super::vm::WarmVm;
 use super::{child, outbuf, seccomp};
 
-/// argv[1] that turns a hosting binary into the zygote.
+/// `argv[1]` that turns a hosting binary into the zygote.
 pub const ZYGOTE_ARG: &str = "__toolgate-sandbox-zygote";
 /// The control socket's descriptor in the zygote.
 pub const CONTROL_FD: RawFd = 3;
 
+/// What the zygote is started with, as JSON in its arguments.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ZygoteConfig {
+    /// The modules scripts may import, all imported before the first fork.
     pub allowed: Vec<String>,
+    /// A script's memory cap, in MiB.
     pub memory_mb: u64,
+    /// Fail to start rather than run without the seccomp filter.
     pub require_seccomp: bool,
 }
 
@@ -43,7 +47,9 @@ pub fn maybe_run() {
 /// What a child gets from the zygote: its report socket and the shared
 /// output mapping (see `outbuf`).
 pub struct ChildIo {
+    /// The child's end of its socket to the server (`proto`'s frames).
     pub sock: RawFd,
+    /// The shared output mapping (`outbuf::SIZE` bytes).
     pub out: *mut u8,
 }
 

@@ -39,6 +39,8 @@ impl client::Handler for Pinned {
     }
 }
 
+/// An authenticated SSH connection to one server, whose host key matched the
+/// pin.
 pub struct Connection {
     handle: Handle<Pinned>,
     identity: String,
@@ -51,6 +53,7 @@ struct Slot {
 
 /// An open session channel, holding its place among the server's sessions.
 pub struct Session {
+    /// The channel to run one command on.
     pub channel: Channel<Msg>,
     /// Whether the connection existed before this call.
     pub reused: bool,
@@ -58,6 +61,8 @@ pub struct Session {
     _permit: OwnedSemaphorePermit,
 }
 
+/// This process's connections, one per server, each holding at most the
+/// server's `max_sessions` sessions at once.
 pub struct Pool {
     slots: StdMutex<HashMap<String, Arc<Slot>>>,
     connect_timeout: Duration,
@@ -74,6 +79,7 @@ fn unavailable(msg: String) -> ToolError {
 }
 
 impl Pool {
+    /// An empty pool; `connect_timeout` bounds each TCP connect and handshake.
     pub fn new(connect_timeout: Duration) -> Self {
         Self {
             slots: StdMutex::new(HashMap::new()),

@@ -11,15 +11,24 @@ pub struct ServerDoc {
     /// Config file only: where the private key is read from at startup.
     #[serde(default)]
     pub key_file: Option<String>,
+    /// The host name or address.
     pub host: String,
+    /// The SSH port (22 when unset).
     #[serde(default = "default_port")]
     pub port: u16,
+    /// The remote user to log in as.
     pub username: String,
+    /// Labels `list_servers` shows, to help pick a server.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// The pinned host key: an OpenSSH public-key line or a `SHA256:`
+    /// fingerprint (see `hostkey`).
     pub host_key: String,
+    /// The command guard rail; without one every command may run.
     #[serde(default)]
     pub policy: Option<PolicySpec>,
+    /// Sessions at once on one connection, 1 to 64 (sshd's `MaxSessions`; 10
+    /// when unset).
     #[serde(default)]
     pub max_sessions: Option<usize>,
 }

@@ -14,14 +14,21 @@ const LOCAL_SLACK: Duration = Duration::from_secs(1);
 /// How long a flooding command has to die after TERM before we close.
 const FLOOD_DRAIN: Duration = Duration::from_secs(5);
 
+/// How one remote command ended, with its output.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The command's stdout, its head and tail kept past `truncate::LIMIT`
+    /// characters.
     pub stdout: String,
+    /// Its stderr, cut the same way, with Toolgate's notes (a timeout, a flood)
+    /// appended.
     pub stderr: String,
     /// The remote exit status; 128+N for a signal; -1 on a timeout or when
     /// the server reported none.
     pub exit_code: i64,
+    /// Killed at its deadline, by the remote `timeout` or by us.
     pub timed_out: bool,
+    /// A stream lost its middle, or the output passed the byte cap.
     pub truncated: bool,
     /// Bytes received on stdout and stderr together.
     pub bytes_out: u64,

@@ -4,13 +4,19 @@
 
 use russh::keys::{HashAlg, PublicKey, ssh_key::Fingerprint};
 
+/// The key a server must present; any other fails the connection before
+/// authentication.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostKeyPin {
+    /// The whole public key (from an OpenSSH public-key line, or a
+    /// `known_hosts` line's key part).
     Key(Box<PublicKey>),
+    /// The key's SHA-256 fingerprint.
     Fingerprint(Fingerprint),
 }
 
 impl HostKeyPin {
+    /// The pin as the inventory writes it; `Err` says what is wrong with it.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let raw = raw.trim();
         if raw.is_empty() {

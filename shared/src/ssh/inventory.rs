@@ -18,12 +18,19 @@ use super::policy::Policy;
 /// One server, ready to connect to.
 #[derive(Clone)]
 pub struct Server {
+    /// The inventory name a call gives as `server_name`.
     pub name: String,
+    /// The host name or address.
     pub host: String,
+    /// The SSH port.
     pub port: u16,
+    /// The remote user to log in as.
     pub username: String,
+    /// Labels `list_servers` shows.
     pub tags: Vec<String>,
+    /// The key the server must present.
     pub host_key: HostKeyPin,
+    /// The commands this server refuses, checked before connecting.
     pub policy: Policy,
     /// Concurrent sessions on one connection (sshd's `MaxSessions`, default 10).
     pub max_sessions: usize,
@@ -69,6 +76,9 @@ fn fnv(bytes: &[u8]) -> u64 {
 }
 
 impl ServerDoc {
+    /// Checks the document whole and makes it the server `name`, logging in
+    /// with `private_key` (given apart: the config file's `key_file` is taken
+    /// out and read first). `Err` says what is wrong.
     pub fn into_server(self, name: &str, private_key: Arc<str>) -> Result<Server, String> {
         validate_server_name(name)?;
         if self.key_file.is_some() {
@@ -109,6 +119,7 @@ impl ServerDoc {
     }
 }
 
+/// What a [`ServerSource`] returns: the servers, or why none could be read.
 pub type ServersFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Server>, String>> + Send + 'a>>;
 
 /// Where servers come from. A source skips (and logs) a bad entry rather
@@ -116,6 +127,7 @@ pub type ServersFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Server>, Str
 pub trait ServerSource: Send + Sync {
     /// For logs and `/healthz`: `config` or `ssm:/prefix/`.
     fn describe(&self) -> String;
+    /// Reads the servers now; [`Inventory`] caches them.
     fn load(&self) -> ServersFuture<'_>;
 }
 
@@ -147,6 +159,7 @@ pub struct Inventory {
 }
 
 impl Inventory {
+    /// A cache over `source`, empty until the first [`Self::servers`].
     pub fn new(source: Box<dyn ServerSource>, ttl: Duration) -> Self {
         Self {
             source,
@@ -155,10 +168,13 @@ impl Inventory {
         }
     }
 
+    /// The source, as it describes itself (`config`, `ssm:/prefix/`).
     pub fn describe(&self) -> String {
         self.source.describe()
     }
 
+    /// The servers by name, read again from the source once `ttl` has passed.
+    /// `Err` only while no listing has ever been read.
     pub async fn servers(&self) -> Result<Arc<BTreeMap<String, Server>>, String> {
         let mut cache = self.cache.lock().await;
         if let Some(c) = cache.as_ref()

@@ -37,10 +37,13 @@ mod service {
     use super::inventory::{Inventory, Server};
     use crate::error::{ErrorCode, ToolError};
 
+    /// The SSH tools' limits, from the configuration (`[ssh]`,
+    /// `TOOLGATE_SSH_*`).
     #[derive(Clone, Debug)]
     pub struct SshSettings {
         /// The largest `timeout` a call may ask for.
         pub max_timeout: Duration,
+        /// Time allowed for the TCP connect and the SSH handshake.
         pub connect_timeout: Duration,
         /// Output bytes read before a flooding command is stopped.
         pub max_output_bytes: u64,
@@ -48,18 +51,26 @@ mod service {
 
     /// What a call asked for, after validation.
     pub struct Request<'a> {
+        /// The server to run on, in the caller's scope.
         pub server: &'a Server,
+        /// The command line, which the remote user's login shell runs.
         pub command: &'a str,
+        /// The call's whole time: waiting for a session, connecting, and the
+        /// command's run.
         pub timeout: Duration,
     }
 
+    /// What `list_servers` and `ssh_run` share: the server inventory and the
+    /// connection pool.
     pub struct Ssh {
         inventory: Inventory,
         pool: Pool,
+        /// The limits calls are held to.
         pub settings: SshSettings,
     }
 
     impl Ssh {
+        /// The service over `inventory`, with no connection open yet.
         pub fn new(inventory: Inventory, settings: SshSettings) -> Self {
             Self {
                 pool: Pool::new(settings.connect_timeout),
@@ -147,6 +158,8 @@ mod service {
             Ok((outcome, reused))
         }
 
+        /// `/healthz`'s SSH part: where the inventory comes from, and the open
+        /// connections.
         pub fn health(&self) -> serde_json::Value {
             serde_json::json!({
                 "inventory": self.inventory.describe(),
@@ -154,6 +167,7 @@ mod service {
             })
         }
 
+        /// Closes every pooled connection, at shutdown.
         pub async fn close(&self) {
             self.pool.close().await;
         }

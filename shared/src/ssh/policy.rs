@@ -17,6 +17,7 @@ enum Rule {
     Redirect,
 }
 
+/// A server's command policy, compiled; [`Self::check`] applies it.
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
     allow: Vec<Rule>,
@@ -101,6 +102,8 @@ fn writes_by_redirection(command: &str) -> bool {
 }
 
 impl Policy {
+    /// Compiles the policy as written; `Err` names a bad pattern or an unknown
+    /// preset.
     pub fn compile(spec: &PolicySpec) -> Result<Self, String> {
         let compile = |src: &String| {
             Regex::new(src)

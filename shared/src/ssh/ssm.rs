@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::doc::ServerDoc;
 use super::inventory::{Server, ServerSource, ServersFuture};
 
+/// Servers from SSM Parameter Store under one prefix (see the module's notes).
 pub struct SsmServers {
     client: aws_sdk_ssm::Client,
     prefix: String,

@@ -11,13 +11,16 @@ use crate::clarify::{Clarify, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS,
 use crate::error::ToolError;
 use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
 
+/// The tool's name.
 pub const NAME: &str = "clarify";
 
+/// The `clarify` tool, over the shared [`Clarify`] service.
 pub struct ClarifyTool {
     spec: ToolSpec,
     clarify: Arc<Clarify>,
 }
 
+/// The tool's spec; its description states the expiry.
 pub fn spec(expiry_secs: u64) -> ToolSpec {
     ToolSpec {
         name: NAME.into(),
@@ -56,13 +59,19 @@ pub fn spec(expiry_secs: u64) -> ToolSpec {
     }
 }
 
+/// The arguments, checked.
 #[derive(Debug, PartialEq)]
 pub struct Input {
+    /// Non-blank, at most [`MAX_QUESTION_CHARS`] characters.
     pub question: String,
+    /// The choices to offer, possibly none; each non-blank.
     pub options: Vec<String>,
+    /// A Step Functions task token (`.waitForTaskToken`) to complete with the
+    /// answer.
     pub task_token: Option<String>,
 }
 
+/// Checks the arguments (the messages are docs/contracts.md#clarify's).
 pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
     let obj = args
         .as_object()
@@ -128,6 +137,7 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
 }
 
 impl ClarifyTool {
+    /// The tool over `clarify`, its spec stating that service's expiry.
     pub fn new(clarify: Arc<Clarify>) -> Self {
         Self {
             spec: spec(clarify.expiry.as_secs()),

@@ -9,13 +9,16 @@ use crate::error::ToolError;
 use crate::ssh::Ssh;
 use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
 
+/// The tool's name.
 pub const NAME: &str = "list_servers";
 
+/// The `list_servers` tool, over the shared [`Ssh`] service.
 pub struct ListServers {
     spec: ToolSpec,
     ssh: Arc<Ssh>,
 }
 
+/// The tool's spec; it takes no input.
 pub fn spec() -> ToolSpec {
     ToolSpec {
         name: NAME.into(),
@@ -46,6 +49,7 @@ pub fn spec() -> ToolSpec {
 }
 
 impl ListServers {
+    /// The tool over `ssh`.
     pub fn new(ssh: Arc<Ssh>) -> Self {
         Self { spec: spec(), ssh }
     }

@@ -23,10 +23,12 @@ use crate::tool::ToolSpec;
 use crate::tool::{CallContext, Tool, ToolFuture};
 
 pub use crate::tool::{DEADLINE_MARGIN, NOT_AN_OBJECT, effective_timeout};
+/// The answer to a `code` that is missing, not a string, or blank.
 pub const CODE_REQUIRED: &str = "\"code\" is required and must be a non-empty string";
 
 pub use crate::outcome::ExecOutput;
 
+/// `python.execute` on the process sandbox.
 #[cfg(feature = "python")]
 pub struct PythonExecute {
     spec: ToolSpec,
@@ -34,6 +36,7 @@ pub struct PythonExecute {
     sandbox: Arc<Sandbox>,
 }
 
+/// The tool's description, stating `cfg`'s timeout and allowed imports.
 pub fn description(cfg: &PythonConfig) -> String {
     format!(
         "Execute Python code in a secure sandbox and return stdout, stderr, exit_code, timed_out \
@@ -45,6 +48,7 @@ pub fn description(cfg: &PythonConfig) -> String {
     )
 }
 
+/// The tool's spec, named `<namespace>.execute`.
 pub fn spec(cfg: &PythonConfig) -> ToolSpec {
     ToolSpec {
         name: cfg.tool_name(),
@@ -87,6 +91,8 @@ pub fn parse_input(args: &Value) -> Result<&str, ToolError> {
 
 #[cfg(feature = "python")]
 impl PythonExecute {
+    /// The tool on a started `sandbox`, with `cfg`'s name, timeout and allowed
+    /// imports.
     pub fn new(cfg: &PythonConfig, sandbox: Arc<Sandbox>) -> Self {
         Self {
             spec: spec(cfg),
@@ -95,6 +101,9 @@ impl PythonExecute {
         }
     }
 
+    /// Runs `code` for the caller in `ctx`, the timeout lowered to fit a
+    /// runtime deadline (stderr then says so). `Err` only when the sandbox
+    /// itself fails.
     pub async fn run(&self, code: &str, ctx: &CallContext) -> Result<ExecOutput, ToolError> {
         let (timeout, lowered) = effective_timeout(self.timeout, ctx.deadline, Instant::now());
         let caller = ctx

@@ -12,18 +12,22 @@ use crate::error::ToolError;
 use crate::ssh::{Request, Ssh};
 use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec, effective_timeout};
 
+/// The tool's name.
 pub const NAME: &str = "ssh_run";
+/// The timeout of a call that names none, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 const MAX_COMMAND_CHARS: usize = 65_536;
 const MAX_INTENT_CHARS: usize = 2_000;
 /// Inventory names are short (`list_servers`); a longer one names nothing.
 const MAX_SERVER_NAME_CHARS: usize = 64;
 
+/// The `ssh_run` tool, over the shared [`Ssh`] service.
 pub struct SshRun {
     spec: ToolSpec,
     ssh: Arc<Ssh>,
 }
 
+/// The tool's spec; its description states `max_timeout`.
 pub fn spec(max_timeout: Duration) -> ToolSpec {
     ToolSpec {
         name: NAME.into(),
@@ -61,11 +65,18 @@ pub fn spec(max_timeout: Duration) -> ToolSpec {
     }
 }
 
+/// The arguments, checked.
 #[derive(Debug, PartialEq)]
 pub struct Input {
+    /// An inventory name, as `list_servers` shows it.
     pub server_name: String,
+    /// The shell command, non-blank.
     pub command: String,
+    /// Why the agent runs the command, for the audit line; empty when not
+    /// given.
     pub intent: String,
+    /// Seconds asked for, at least 1; the run caps it at the configured
+    /// maximum.
     pub timeout: u64,
 }
 
@@ -93,6 +104,7 @@ fn string_field(
     }
 }
 
+/// Checks the arguments (the messages are docs/contracts.md's).
 pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
     let obj = args
         .as_object()
@@ -117,6 +129,7 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
 }
 
 impl SshRun {
+    /// The tool over `ssh`, its spec stating the largest timeout.
     pub fn new(ssh: Arc<Ssh>) -> Self {
         Self {
             spec: spec(ssh.settings.max_timeout),

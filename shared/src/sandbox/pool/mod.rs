@@ -31,8 +31,11 @@ use supervisor::Shared;
 pub struct SandboxConfig {
     /// The binary to re-execute as the zygote (normally the current one).
     pub exe: PathBuf,
+    /// What the zygote is started with.
     pub zygote: ZygoteConfig,
+    /// Warm children kept forked ahead of calls (at least one).
     pub spare_children: usize,
+    /// Scripts that may run at once; more wait their turn.
     pub max_concurrency: usize,
     /// Scripts one caller may run at once (the rest stay open to others).
     pub max_per_caller: usize,
