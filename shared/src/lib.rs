@@ -38,3 +38,4 @@ pub mod tools;
 #[cfg(feature = "native")]
 pub mod toolset;
 pub mod truncate;
+pub mod walls;

@@ -233,6 +233,7 @@ fn healthz_reports_the_walls() {
         "capability_gap",
         "scrub",
         "process_per_call",
+        "instance_per_call",
         "rlimits",
         "stop_at_deadline",
         "kill_at_deadline",

@@ -571,6 +571,13 @@ fn worker_speaks_the_same_contract_as_toolgate_serve() {
     assert_eq!(health["status"], "ok");
     assert_eq!(health["tools"], native["tools"], "{health}");
     let (w, n) = (&health["sandbox"]["walls"], &native["sandbox"]["walls"]);
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.retain(|k| !k.ends_with("_error"));
+        k.sort();
+        k
+    };
+    assert_eq!(keys(w), keys(n), "one walls shape: {w} / {n}");
     for wall in ["capability_gap", "scrub", "instance_per_call"] {
         assert_eq!(w[wall], true, "{wall} in {health}");
     }

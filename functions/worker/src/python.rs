@@ -20,6 +20,7 @@ use toolgate_shared::config::PythonConfig;
 use toolgate_shared::error::ToolError;
 use toolgate_shared::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 use toolgate_shared::tools::python_execute::{self, ExecOutput};
+use toolgate_shared::walls::Walls;
 
 pub const BINDING: &str = "SANDBOX";
 
@@ -61,22 +62,21 @@ impl SandboxedPython {
             }
         };
         let flag = |k: &str| checked.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let mut walls = json!({
-            "capability_gap": flag("capability_gap"),
-            "scrub": flag("scrub"),
-            "instance_per_call": flag("fresh_instance"),
-            "process_per_call": false,
-            "rlimits": false,
-            "seccomp": false,
-            "stop_at_deadline": false,
+        let walls = Walls {
+            capability_gap: flag("capability_gap"),
+            scrub: flag("scrub"),
+            instance_per_call: flag("fresh_instance"),
+            process_per_call: false,
+            rlimits: false,
+            seccomp: false,
+            seccomp_error: None,
+            stop_at_deadline: false,
             // The dispatcher answers at the timeout; in production the
             // sandbox Worker's limits.cpu_ms ends the script.
-            "kill_at_deadline": false,
-            "memory_mb": self.memory_mb,
-        });
-        if let Some(why) = error {
-            walls["sandbox_error"] = json!(why);
-        }
+            kill_at_deadline: false,
+            memory_mb: self.memory_mb,
+            sandbox_error: error,
+        };
         json!({"sandbox": {"walls": walls}})
     }
 

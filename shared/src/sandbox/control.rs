@@ -176,12 +176,14 @@ mod tests {
             capability_gap: true,
             scrub: true,
             process_per_call: true,
+            instance_per_call: true,
             rlimits: true,
             seccomp: false,
             seccomp_error: Some("refused".into()),
             stop_at_deadline: true,
             kill_at_deadline: true,
             memory_mb: 256,
+            sandbox_error: None,
         }
     }
 

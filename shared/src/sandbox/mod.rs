@@ -28,7 +28,10 @@ pub mod module_set;
 pub mod module_wall;
 mod result;
 pub mod scrub;
+mod traceback;
 pub mod vm;
+
+pub use crate::walls::Walls;
 
 #[cfg(feature = "python")]
 mod admission;
@@ -58,7 +61,5 @@ pub use crate::outcome::ExecOutput;
 pub use error::SandboxError;
 #[cfg(feature = "python")]
 pub use pool::{Sandbox, SandboxConfig};
-#[cfg(feature = "python")]
-pub use proto::Walls;
 #[cfg(feature = "python")]
 pub use zygote::ZygoteConfig;

@@ -6,6 +6,8 @@ use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::walls::Walls;
+
 /// Child → server, one byte before anything else: sealed and waiting. The
 /// server sets the per-call CPU cap and sends the script only after it, so
 /// the child's own limits never race the server's.
@@ -13,34 +15,6 @@ pub const SEALED: u8 = b's';
 /// Server → child, at the deadline: stop at the next bytecode boundary. The
 /// child answers with [`STOPPED_FRAME`]; SIGKILL follows either way.
 pub const STOP: u8 = b'k';
-
-/// Which walls are active around each call, reported by `GET /healthz`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Walls {
-    /// No module that reaches the host is compiled in, and there is no file
-    /// I/O.
-    pub capability_gap: bool,
-    /// The scrub holds: the removed functions are gone and code objects cannot
-    /// be built or replaced.
-    pub scrub: bool,
-    /// Each call runs in a fresh child of its own.
-    pub process_per_call: bool,
-    /// Each spare seals itself with rlimits (address space, CPU, files,
-    /// processes); the zygote checked that it may set them.
-    pub rlimits: bool,
-    /// Each spare seals itself with the seccomp filter: the kernel accepted it
-    /// in a probe.
-    pub seccomp: bool,
-    /// Why seccomp is off, when it is.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub seccomp_error: Option<String>,
-    /// The script is stopped at the next bytecode boundary at its deadline.
-    pub stop_at_deadline: bool,
-    /// The child is killed (SIGKILL) at its deadline.
-    pub kill_at_deadline: bool,
-    /// A script's memory cap, in MiB.
-    pub memory_mb: u64,
-}
 
 /// Server → child: the one script this child runs.
 #[derive(Debug, Serialize, Deserialize)]

@@ -68,12 +68,14 @@ pub fn maybe_run_with(child: fn(ChildIo) -> !) {
             capability_gap: false,
             scrub: false,
             process_per_call: true,
+            instance_per_call: true,
             rlimits: false,
             seccomp: false,
             seccomp_error: Some("a test zygote".into()),
             stop_at_deadline: false,
             kill_at_deadline: true,
             memory_mb: 0,
+            sandbox_error: None,
         };
         let _ = send(&FromZygote::Ready(walls), &[]);
         serve(&|io: ChildIo, _warm_up: bool| child(io))
@@ -138,13 +140,17 @@ fn run(config_json: &str) -> ! {
     let walls = Walls {
         capability_gap,
         scrub,
+        // Both hold by construction: the pool runs one script per child
+        // and kills it after (`pool::run_child`).
         process_per_call: true,
+        instance_per_call: true,
         rlimits: super::rlimit::probe().is_ok(),
         seccomp: seccomp_on,
         seccomp_error,
         stop_at_deadline: true,
         kill_at_deadline: true,
         memory_mb: cfg.memory_mb,
+        sandbox_error: None,
     };
     let _ = send(&FromZygote::Ready(walls), &[]);
     let memory_mb = cfg.memory_mb;
