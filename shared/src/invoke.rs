@@ -40,14 +40,14 @@ impl Transport {
 const LOGGED_NAME_CHARS: usize = 80;
 
 /// Resolves `name`, then reads the arguments (`args` runs only for a known
-/// tool, so an unknown name is answered before a body is read), calls, and
-/// logs one line: the canonical name, transport, caller, duration and
-/// outcome.
-pub async fn invoke(
+/// tool, given the largest body that tool takes, so an unknown name is
+/// answered before a body is read), calls, and logs one line: the
+/// canonical name, transport, caller, duration and outcome.
+pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
     registry: &Registry,
     transport: Transport,
     name: &str,
-    args: impl Future<Output = Result<Value, ToolError>>,
+    args: impl FnOnce(usize) -> F,
     ctx: &CallContext,
 ) -> Result<Value, ToolError> {
     let started = Instant::now();
@@ -60,7 +60,7 @@ pub async fn invoke(
             return outcome;
         }
     };
-    let outcome = match args.await {
+    let outcome = match args(tool.max_body_bytes()).await {
         Ok(args) => tool.call(args, ctx).await,
         Err(e) => Err(e),
     };
@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn an_unknown_name_is_answered_before_the_arguments_are_read() {
         let read = AtomicBool::new(false);
-        let args = async {
+        let args = |_| async {
             read.store(true, Ordering::SeqCst);
             Ok(json!({}))
         };
@@ -152,13 +152,13 @@ mod tests {
         let ctx = CallContext::default();
         let args = json!({"code": "1"});
         for name in ["python.execute", "python__execute"] {
-            let ready = std::future::ready(Ok(args.clone()));
+            let ready = |_| std::future::ready(Ok(args.clone()));
             assert_eq!(
                 now(invoke(&r, Transport::Mcp, name, ready, &ctx)).unwrap(),
                 args
             );
         }
-        let bad = std::future::ready(Err(ToolError::invalid_input("not JSON")));
+        let bad = |_| std::future::ready(Err(ToolError::invalid_input("not JSON")));
         let out = now(invoke(&r, Transport::Cli, "python.execute", bad, &ctx));
         assert_eq!(out.unwrap_err().code, ErrorCode::InvalidInput);
     }

@@ -132,7 +132,7 @@ impl Function {
         if call.caller.is_some() {
             ctx.caller = call.caller;
         }
-        let args = std::future::ready(Ok(call.arguments));
+        let args = |_| std::future::ready(Ok(call.arguments));
         invoke(&self.registry, Transport::Lambda, &call.tool, args, &ctx).await
     }
 }

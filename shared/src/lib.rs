@@ -13,6 +13,7 @@ pub mod config;
 #[cfg(feature = "lambda")]
 pub mod envelope;
 pub mod error;
+pub mod files;
 pub mod http;
 pub mod invoke;
 #[cfg(feature = "lambda")]

@@ -9,8 +9,8 @@ use rmcp::{
     ErrorData, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-        Tool as McpTool,
+        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResourceContents,
+        ServerCapabilities, ServerConfig, Tool as McpTool,
     },
     service::{RequestContext, RoleServer},
     transport::streamable_http_server::{
@@ -92,7 +92,7 @@ impl ServerHandler for McpServer {
             ),
             None => CallContext::default(),
         };
-        let args = std::future::ready(Ok(args));
+        let args = |_| std::future::ready(Ok(args));
         let outcome = invoke(&self.registry, Transport::Mcp, &name, args, &ctx).await;
         Ok(match outcome {
             // MCP's own answer to an unknown name is a protocol error; the
@@ -105,7 +105,9 @@ impl ServerHandler for McpServer {
             }
             Ok(v) => {
                 let text = serde_json::to_string(&v).unwrap_or_default();
-                let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+                let mut blocks = vec![ContentBlock::text(text)];
+                blocks.extend(file_resources(&v));
+                let mut r = CallToolResult::success(blocks);
                 r.structured_content = Some(v);
                 r
             }
@@ -118,6 +120,39 @@ impl ServerHandler for McpServer {
     }
 }
 
+/// The files a result returns (python.execute's `files`), also as embedded
+/// resources, so that clients that show files can show them.
+fn file_resources(v: &Value) -> Vec<ContentBlock> {
+    let Some(files) = v.get("files").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    files
+        .iter()
+        .filter_map(|(name, f)| {
+            let uri = file_uri(name);
+            let contents = match f {
+                Value::String(text) => ResourceContents::text(text.clone(), uri),
+                _ => ResourceContents::blob(f.get("base64")?.as_str()?.to_owned(), uri),
+            };
+            Some(ContentBlock::resource(contents))
+        })
+        .collect()
+}
+
+/// `file:///` and the name, each byte outside RFC 3986's unreserved set
+/// (and `/`) percent-encoded.
+fn file_uri(name: &str) -> String {
+    let mut uri = String::from("file:///");
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
+}
+
 /// The `/mcp` service, stateless and answering plain JSON where it can.
 /// Host validation is off: the bearer token (or the API Gateway authorizer)
 /// is the guard, and deployed hosts are not loopback.
@@ -127,7 +162,9 @@ pub fn service(registry: Arc<Registry>) -> StreamableHttpService<McpServer, Loca
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_allowed_hosts(Vec::<String>::new())
-        .with_max_request_body_bytes(crate::http::body::MAX_BODY_BYTES);
+        // rmcp reads the body before the tool is known: the largest any
+        // tool here takes.
+        .with_max_request_body_bytes(registry.max_body_bytes());
     StreamableHttpService::new(
         move || {
             Ok(McpServer {

@@ -25,6 +25,10 @@ pub struct ExecOutput {
     /// JSON); `None` when unset or `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+    /// The files the script created or changed, as the contract writes
+    /// them (`files::to_json`); absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Value>,
     /// Time the child spent from request to report (not part of the contract).
     #[serde(skip)]
     pub child_us: u64,
@@ -39,6 +43,8 @@ struct Reply {
     timed_out: bool,
     #[serde(default)]
     result: Option<Box<serde_json::value::RawValue>>,
+    #[serde(default)]
+    files: Option<Value>,
 }
 
 impl ExecOutput {
@@ -50,17 +56,27 @@ impl ExecOutput {
             exit_code: 1,
             timed_out: false,
             result: None,
+            files: None,
             child_us: 0,
         }
     }
 
     /// The output another process (the Worker's sandbox) sent as JSON,
-    /// checked: the contract's shape, and a result that reads back exactly
-    /// ([`parse_result`]). The error says what was wrong.
-    pub fn from_reply(bytes: &[u8]) -> Result<Self, String> {
+    /// checked: the contract's shape, a result that reads back exactly
+    /// ([`parse_result`]), files as a call may give them, at most
+    /// `files_cap` bytes. The error says what was wrong.
+    pub fn from_reply(bytes: &[u8], files_cap: u64) -> Result<Self, String> {
         let r: Reply = serde_json::from_slice(bytes).map_err(|e| format!("not an output: {e}"))?;
         let result = match r.result {
             Some(raw) => Some(parse_result(raw.get()).map_err(|why| format!("its result {why}"))?),
+            None => None,
+        };
+        let files = match r.files {
+            Some(v) => {
+                let f = crate::files::parse_input(Some(&v), files_cap)
+                    .map_err(|e| format!("its files: {}", e.message))?;
+                (!f.is_empty()).then(|| crate::files::to_json(&f))
+            }
             None => None,
         };
         Ok(Self {
@@ -69,6 +85,7 @@ impl ExecOutput {
             exit_code: r.exit_code,
             timed_out: r.timed_out,
             result,
+            files,
             child_us: 0,
         })
     }
@@ -81,6 +98,7 @@ impl ExecOutput {
             exit_code: -1,
             timed_out: true,
             result: None,
+            files: None,
             child_us: 0,
         };
         out.add_note(&timeout_note(timeout));

@@ -68,6 +68,14 @@ impl Registry {
         all
     }
 
+    /// The largest request body any tool here takes.
+    pub fn max_body_bytes(&self) -> usize {
+        self.tools()
+            .iter()
+            .map(|t| t.max_body_bytes())
+            .fold(crate::tool::MAX_BODY_BYTES, usize::max)
+    }
+
     /// This runtime's own tools, without those of peer functions.
     pub fn own_tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut all = self.tools.clone();

@@ -78,7 +78,16 @@ pub trait Tool: Send + Sync {
     /// Runs the tool on the caller's arguments, unchecked (each tool checks its
     /// own), with the runtime's facts in `ctx`.
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a>;
+    /// The largest request body a call may send: the contract's 1 MiB,
+    /// unless the tool takes more (python.execute's `files`).
+    fn max_body_bytes(&self) -> usize {
+        MAX_BODY_BYTES
+    }
 }
+
+/// Request bodies over this size get 413 `too_large`, unless the tool
+/// takes more ([`Tool::max_body_bytes`]).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
 
 /// A tool that echoes its arguments, for unit tests of the machinery around tools.
 #[cfg(test)]

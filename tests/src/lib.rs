@@ -440,3 +440,11 @@ pub fn output_within(mut cmd: Command, within: Duration) -> std::process::Output
         }
     }
 }
+
+/// The largest request body python.execute takes with the default files
+/// cap (1 MiB of code plus the files as base64); past it, 413.
+pub fn python_body_limit() -> usize {
+    toolgate_shared::tools::python_execute::max_body_bytes(
+        toolgate_shared::config::PythonConfig::default().max_files_bytes(),
+    )
+}

@@ -126,11 +126,28 @@ fn malformed_requests_get_json_errors_never_500() {
     assert_eq!((st, code.as_str()), (400, "invalid_input"));
     assert!(msg.contains("application/json"), "{msg}");
 
-    // Over 1 MiB: refused by Content-Length, and when streamed without one.
-    let big = format!("{{\"code\": \"{}\"}}", "x".repeat(1_100_000));
+    // Over the limit: refused by Content-Length, and when streamed without
+    // one. python.execute takes its files on top of 1 MiB; other tools 1 MiB.
+    let limit = toolgate_e2e::python_body_limit();
+    let big = format!("{{\"code\": \"{}\"}}", "x".repeat(limit));
     let r = s.request("POST", "/tools/python.execute", &ct, big.as_bytes());
     assert_eq!(error_of(&r).0, 413);
     assert_eq!(error_of(&r).1, "too_large");
+    assert!(
+        error_of(&r).2.contains(&limit.to_string()),
+        "{:?}",
+        error_of(&r)
+    );
+    let over_1_mib = format!("{{\"question\": \"{}\"}}", "x".repeat(1_100_000));
+    let r = s.request("POST", "/tools/clarify", &ct, over_1_mib.as_bytes());
+    assert_eq!(
+        error_of(&r),
+        (
+            413,
+            "too_large".into(),
+            "Request body is larger than 1048576 bytes".into()
+        )
+    );
     let mut chunked = Vec::new();
     for chunk in big.as_bytes().chunks(64 * 1024) {
         chunked.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());

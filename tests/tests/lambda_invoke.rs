@@ -128,7 +128,8 @@ fn http(fixture: &str, outcome: Outcome) -> (u64, Value) {
 
 #[test]
 fn python_execute_function_answers_every_event_kind() {
-    let (watch, port) = watch(&[]);
+    // A 1 MiB files cap keeps the over-the-limit event small (2.7 MB).
+    let (watch, port) = watch(&[("TOOLGATE_PYTHON_MAX_FILES_MB", "1")]);
     let f = "python-execute";
 
     let (status, body) = http("list", invoke(port, f, "apigw_v2_list_tools.json"));
@@ -173,9 +174,14 @@ fn python_execute_function_answers_every_event_kind() {
         "{body}"
     );
 
-    // Over 1 MiB and the wrong content type: the same errors as serve's.
+    // Over the limit and the wrong content type: the same errors as serve's.
     let mut big = fixture("apigw_v2_call.json");
-    let code = format!("{{\"code\": \"{}\"}}", "x".repeat(1_100_000));
+    let code = format!(
+        "{{\"code\": \"{}\"}}",
+        "x".repeat(toolgate_shared::tools::python_execute::max_body_bytes(
+            1 << 20
+        ))
+    );
     big["headers"]["content-length"] = json!(code.len().to_string());
     big["body"] = json!(code);
     let (status, body) = http("413", invoke_value(port, f, &big));
@@ -200,6 +206,18 @@ fn python_execute_function_answers_every_event_kind() {
             .contains("application/json"),
         "{body}"
     );
+
+    // Files in and out, invoked directly as Step Functions would.
+    let out = returned(
+        &watch,
+        port,
+        f,
+        &json!({
+            "code": "open('out.txt', 'w').write(open('in.txt').read().upper())",
+            "files": {"in.txt": "from lambda", "bad": {"base64": "AAH/"}}
+        }),
+    );
+    assert_eq!(out["files"], json!({"out.txt": "FROM LAMBDA"}), "{out}");
 
     let (status, body) = http("healthz", invoke(port, f, "apigw_v2_healthz.json"));
     assert_eq!(status, 200);

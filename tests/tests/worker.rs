@@ -469,6 +469,21 @@ fn worker_speaks_the_same_contract_as_toolgate_serve() {
             br#"{"code":"raise SystemExit(3)"}"#,
         ),
         tool("/tools/python.execute", br#"{"code":"print('x' * 60000)"}"#),
+        // Files in and out, text and bytes, and a name that is not one.
+        tool(
+            "/tools/python.execute",
+            br#"{"code":"import csv, json
+rows = list(csv.reader(open('in/a.csv', newline='')))
+json.dump(rows, open('out.json', 'w'))
+open('b.bin', 'wb').write(open('raw', 'rb').read()[::-1])
+open('nope')","files":{"in/a.csv":"x,y
+1,2
+","raw":{"base64":"AAH/"}}}"#,
+        ),
+        tool(
+            "/tools/python.execute",
+            br#"{"code":"print(1)","files":{"../x":"y"}}"#,
+        ),
         tool("/tools/python.execute", br#"{"code":""}"#),
         tool("/tools/python.execute", b"[1, 2]"),
         tool("/tools/python.execute", b"{not json"),
@@ -593,7 +608,7 @@ fn worker_speaks_the_same_contract_as_toolgate_serve() {
     }
     assert_eq!(w["memory_mb"], 64);
     // Over the limit: the same 413.
-    let big = vec![b' '; (1 << 20) + 10];
+    let big = vec![b' '; toolgate_e2e::python_body_limit() + 10];
     let headers = [json_ct, ("Authorization", auth.as_str())];
     let w = stack.request("POST", "/tools/python.execute", &headers, &big);
     let l = local.request("POST", "/tools/python.execute", &headers, &big);

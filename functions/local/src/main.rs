@@ -149,7 +149,7 @@ async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
             s
         }
     };
-    let args = async {
+    let args = |_| async {
         if raw.trim().is_empty() {
             return Ok(json!({}));
         }

@@ -106,10 +106,7 @@ async fn read_body_first(
         Err(_) => {
             axum::response::IntoResponse::into_response(toolgate_shared::error::ToolError::new(
                 toolgate_shared::error::ErrorCode::TooLarge,
-                format!(
-                    "Request body is larger than {} bytes",
-                    toolgate_shared::http::MAX_BODY_BYTES
-                ),
+                format!("Request body is larger than {DRAIN_LIMIT} bytes"),
             ))
         }
     }

@@ -18,6 +18,7 @@ use worker::{Delay, Fetcher, Method, RequestInit};
 
 use toolgate_shared::config::PythonConfig;
 use toolgate_shared::error::ToolError;
+use toolgate_shared::files::Files;
 use toolgate_shared::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 use toolgate_shared::tools::python_execute::{self, ExecOutput};
 use toolgate_shared::walls::Walls;
@@ -35,6 +36,7 @@ pub struct SandboxedPython {
     spec: ToolSpec,
     timeout: Duration,
     memory_mb: u64,
+    files_cap: u64,
     sandbox: SendWrapper<Fetcher>,
 }
 
@@ -44,6 +46,7 @@ impl SandboxedPython {
             spec: python_execute::spec(cfg),
             timeout: Duration::from_secs(cfg.timeout_secs),
             memory_mb: cfg.memory_mb,
+            files_cap: cfg.max_files_bytes(),
             sandbox: SendWrapper::new(sandbox),
         }
     }
@@ -97,11 +100,13 @@ impl SandboxedPython {
         }
     }
 
-    async fn run(&self, code: &str) -> Result<Value, ToolError> {
+    async fn run(&self, code: &str, files: &Files) -> Result<Value, ToolError> {
         let body = json!({
             "code": code,
             "timeout_secs": self.timeout.as_secs(),
             "memory_mb": self.memory_mb,
+            "files": toolgate_shared::files::to_wire(files),
+            "files_cap": self.files_cap,
         });
         let mut init = RequestInit::new();
         init.with_method(Method::Post)
@@ -118,7 +123,8 @@ impl SandboxedPython {
         };
         match select(call, timer).await {
             Either::Left((Ok(reply), _)) => {
-                let (status, bytes) = read_reply(reply, MAX_REPLY_BYTES)
+                let limit = MAX_REPLY_BYTES + python_execute::max_body_bytes(self.files_cap);
+                let (status, bytes) = read_reply(reply, limit)
                     .await
                     .map_err(ToolError::internal)?;
                 if !status.is_success() {
@@ -130,7 +136,7 @@ impl SandboxedPython {
                 // The sandbox Worker runs the script: its reply is checked as
                 // the native server checks a child's report, and one that is
                 // not the contract's output is the script's failure.
-                let out = ExecOutput::from_reply(&bytes).unwrap_or_else(|why| {
+                let out = ExecOutput::from_reply(&bytes, self.files_cap).unwrap_or_else(|why| {
                     tracing::error!(reason = %why, "invalid sandbox reply");
                     let mut out = ExecOutput::failed();
                     out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
@@ -172,10 +178,14 @@ impl Tool for SandboxedPython {
         &self.spec
     }
 
+    fn max_body_bytes(&self) -> usize {
+        python_execute::max_body_bytes(self.files_cap)
+    }
+
     fn call<'a>(&'a self, args: Value, _ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(SendFuture::new(async move {
-            let code = python_execute::parse_input(&args)?;
-            self.run(code).await
+            let input = python_execute::parse_input(&args, self.files_cap)?;
+            self.run(input.code, &input.files).await
         }))
     }
 }

@@ -172,7 +172,13 @@ async fn answer(
         Ok(None) => return not_found(),
         Err(e) => return e.into_response(),
     };
-    let parsed = match crate::http::body::read_json_body(&headers, body).await {
+    let parsed = match crate::http::body::read_json_body(
+        &headers,
+        body,
+        crate::http::MAX_BODY_BYTES,
+    )
+    .await
+    {
         Ok(v) => parse_answer(&v, &cl.options),
         Err(e) => Err(e),
     };

@@ -15,6 +15,8 @@ pub const MIN_TIMEOUT_SECS: u64 = 1;
 pub const MAX_TIMEOUT_SECS: u64 = 1200;
 /// A script's memory cap in MiB when none is set.
 pub const DEFAULT_MEMORY_MB: u64 = 256;
+/// The largest `max_files_mb`: a call's files travel in its request body.
+pub const MAX_FILES_MB: u64 = 64;
 
 /// How `python.execute` runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +38,8 @@ pub struct PythonConfig {
     /// Calls one caller may run at once; `None` is three quarters of
     /// `max_concurrency`, so a burst always leaves room for others.
     pub max_per_caller: Option<usize>,
+    /// The `files` a call gives, and those a script returns, in MiB each way.
+    pub max_files_mb: u64,
 }
 
 impl Default for PythonConfig {
@@ -49,6 +53,7 @@ impl Default for PythonConfig {
             spare_children: 2,
             max_concurrency: 16,
             max_per_caller: None,
+            max_files_mb: crate::files::DEFAULT_MAX_FILES_MB,
         }
     }
 }
@@ -65,6 +70,7 @@ pub(super) struct FilePython {
     spare_children: Option<usize>,
     max_concurrency: Option<usize>,
     max_per_caller: Option<usize>,
+    max_files_mb: Option<u64>,
 }
 
 impl PythonConfig {
@@ -85,6 +91,7 @@ impl PythonConfig {
         p.spare_children = file.spare_children.unwrap_or(p.spare_children);
         p.max_concurrency = file.max_concurrency.unwrap_or(p.max_concurrency);
         p.max_per_caller = file.max_per_caller.or(p.max_per_caller);
+        p.max_files_mb = file.max_files_mb.unwrap_or(p.max_files_mb);
 
         if let Some(v) = env.raw("TOOLGATE_PYTHON_TIMEOUT") {
             p.timeout_secs = parse_timeout(&v);
@@ -119,6 +126,12 @@ impl PythonConfig {
         if let Some(n) = env.number("TOOLGATE_PYTHON_MAX_PER_CALLER", "a whole number")? {
             p.max_per_caller = Some(n);
         }
+        set_number(
+            env,
+            &mut p.max_files_mb,
+            "TOOLGATE_PYTHON_MAX_FILES_MB",
+            "a whole number of MiB",
+        )?;
         p.validate()?;
         Ok(p)
     }
@@ -154,6 +167,15 @@ impl PythonConfig {
                 self.per_caller(),
             ));
         }
+        // A request carries the files as base64 (4/3 of their size), and
+        // the HTTP body limit follows from this (`http::body`).
+        if !(1..=MAX_FILES_MB).contains(&self.max_files_mb) {
+            return Err(bad(
+                "max_files_mb",
+                "between 1 and 64",
+                self.max_files_mb as usize,
+            ));
+        }
         // Each spare is a forked interpreter (tens of MB once warm).
         if self.spare_children > 64 {
             return Err(bad("spare_children", "at most 64", self.spare_children));
@@ -166,6 +188,11 @@ impl PythonConfig {
     pub fn per_caller(&self) -> usize {
         self.max_per_caller
             .unwrap_or((self.max_concurrency * 3 / 4).max(1))
+    }
+
+    /// [`Self::max_files_mb`] in bytes.
+    pub fn max_files_bytes(&self) -> u64 {
+        self.max_files_mb << 20
     }
 
     /// The tool's name, `<namespace>.execute`.

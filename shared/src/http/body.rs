@@ -8,11 +8,15 @@ use serde_json::{Value, json};
 
 use crate::error::{ErrorCode, ToolError};
 
-/// Request bodies over this size get 413 `too_large`.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
+pub use crate::tool::MAX_BODY_BYTES;
 
-/// Reads and parses a JSON body, with the contract's errors for each failure.
-pub async fn read_json_body(headers: &HeaderMap, body: Body) -> Result<Value, ToolError> {
+/// Reads and parses a JSON body of at most `limit` bytes, with the
+/// contract's errors for each failure.
+pub async fn read_json_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Value, ToolError> {
     if let Some(ct) = headers.get(header::CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
         let mime = ct.split(';').next().unwrap_or("").trim();
@@ -25,18 +29,18 @@ pub async fn read_json_body(headers: &HeaderMap, body: Body) -> Result<Value, To
     let too_large = || {
         ToolError::new(
             ErrorCode::TooLarge,
-            format!("Request body is larger than {MAX_BODY_BYTES} bytes"),
+            format!("Request body is larger than {limit} bytes"),
         )
     };
     if let Some(len) = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok())
-        && len > MAX_BODY_BYTES
+        && len > limit
     {
         return Err(too_large());
     }
-    let bytes = to_bytes(body, MAX_BODY_BYTES).await.map_err(|e| {
+    let bytes = to_bytes(body, limit).await.map_err(|e| {
         let mut src: Option<&(dyn std::error::Error + 'static)> = Some(&e);
         while let Some(s) = src {
             if s.is::<http_body_util::LengthLimitError>() {

@@ -137,7 +137,7 @@ async fn call_tool(
     body: Body,
 ) -> Response {
     let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
-    let args = read_json_body(&headers, body);
+    let args = |limit| read_json_body(&headers, body, limit);
     match invoke(&state.registry, Transport::Http, &name, args, &ctx).await {
         Ok(v) => (StatusCode::OK, Json(v)).into_response(),
         Err(e) => e.into_response(),

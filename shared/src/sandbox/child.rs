@@ -266,6 +266,7 @@ pub(super) fn run(
     out: *mut u8,
     seccomp_on: bool,
     memory_mb: u64,
+    files_cap: u64,
     warm_up: bool,
 ) -> ! {
     // SAFETY: prctl/sigprocmask/chdir with valid arguments; the empty set is
@@ -322,12 +323,16 @@ pub(super) fn run(
     // inherited across fork and never unmapped in this process.
     let mut buf = unsafe { OutBuf::from_raw(out) };
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        warm.run(&req.code, move |stream, text| buf.push(stream, text))
+        let files = crate::files::from_wire(req.files, u64::MAX).unwrap_or_default();
+        warm.run(&req.code, &files, files_cap, move |stream, text| {
+            buf.push(stream, text)
+        })
     }));
     let r = match ran {
         Ok(o) => ChildReport::Done {
             exit_code: o.exit_code,
             result: o.result_json,
+            files: crate::files::to_wire(&o.files),
             child_us: received.elapsed().as_micros() as u64,
         },
         Err(payload) => {

@@ -18,6 +18,7 @@
 //! build takes; the rest is the process sandbox (feature `python`).
 
 mod engine_fixes;
+mod files;
 pub mod guard;
 mod host_facts;
 /// The stdlib's import graph, read from source, and the closure of a set of

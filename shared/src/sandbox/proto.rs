@@ -2,6 +2,7 @@
 //! length-prefixed JSON frames, one codec for both sides (the server's
 //! reader is async: `pool::call`). Server ⇄ zygote messages are `control`'s.
 
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,9 @@ pub const STOP: u8 = b'k';
 pub struct ChildRequest {
     /// The Python source.
     pub code: String,
+    /// The call's files, base64 by name (`files::to_wire`).
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
 }
 
 /// Child → server: how the script ended.
@@ -33,6 +37,9 @@ pub enum ChildReport {
         exit_code: i64,
         /// The `result` variable as JSON text, when set.
         result: Option<String>,
+        /// The files the script created or changed, base64 by name.
+        #[serde(default)]
+        files: BTreeMap<String, String>,
         /// Microseconds from request received to report, measured in the child.
         #[serde(default)]
         child_us: u64,
@@ -61,15 +68,22 @@ pub const STOPPED_FRAME: &[u8] = b"\x12\x00\x00\x00{\"kind\":\"stopped\"}";
 /// The stack overflow frame, prebuilt: it is sent from a signal handler.
 pub const STACK_OVERFLOW_FRAME: &[u8] = b"\x19\x00\x00\x00{\"kind\":\"stack_overflow\"}";
 
-/// Frames larger than this are refused; a request's code is at most the
-/// HTTP body limit.
-pub const MAX_FRAME: usize = 64 << 20;
+/// Frames larger than this are refused: a request is at most its HTTP
+/// body, whose largest is python.execute's with the largest files cap
+/// (64 MiB as base64, 86 MiB).
+pub const MAX_FRAME: usize = 128 << 20;
 
 /// A child's report is at most this long: a result is at most
 /// `result::LIMIT_BYTES` (1 MiB) of JSON, which the report carries as a JSON
-/// string (at most twice as long), plus a few fields. A longer one is
-/// refused unread, so a child cannot make the server hold more.
-pub const MAX_REPORT: usize = 3 << 20;
+/// string (at most twice as long), plus a few fields, plus the files, at
+/// most `files_cap` bytes as base64 (4/3 as long) and up to
+/// `files::MAX_COUNT` names (each at most 255 bytes, up to 6 times as long
+/// escaped). A longer one is refused unread, so a child cannot make the
+/// server hold more.
+pub fn max_report(files_cap: u64) -> usize {
+    let names = crate::files::MAX_COUNT * crate::files::MAX_NAME_BYTES * 6;
+    (3 << 20) + (files_cap as usize).div_ceil(3) * 4 + names
+}
 
 /// Writes one frame: `body`'s length (4 bytes, little-endian), then `body`.
 pub fn write_frame(w: &mut impl Write, body: &[u8]) -> io::Result<()> {

@@ -112,6 +112,9 @@ struct TracebackWriter<'a> {
     line: String,
 }
 
+/// The frame line of the sandbox's `open` (`files::FILES_PY`).
+const FILES_FRAME: &str = "  File \"<toolgate-files>\"";
+
 /// Lines longer than this are not traceback frame lines; flush them as they come.
 const FRAME_LINE_MAX: usize = 4096;
 
@@ -135,6 +138,11 @@ impl<'a> TracebackWriter<'a> {
 
     fn end_line(&mut self) {
         let line = hide_host_paths(&self.line);
+        // `open` is built in to CPython: no frame of its own.
+        if line.starts_with(FILES_FRAME) {
+            self.line.clear();
+            return;
+        }
         emit(Stream::Stderr, &line);
         emit(Stream::Stderr, "\n");
         let prefix = format!("  File \"{SCRIPT_NAME}\", line ");

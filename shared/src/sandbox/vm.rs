@@ -16,7 +16,9 @@ use rustpython_vm::{
     scope::Scope,
 };
 
+use super::files::FileStore;
 use super::{engine_fixes, guard, host_facts, module_set, module_wall, result, scrub, traceback};
+use crate::files::Files;
 
 /// The filename user code is compiled under; tracebacks name it.
 pub const SCRIPT_NAME: &str = "<agent_script>";
@@ -49,6 +51,8 @@ pub(super) fn emit(stream: Stream, text: &str) {
 /// How one script ended, apart from its output streams.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
+    /// The files the script created or changed.
+    pub files: Files,
     /// 0 when the script ran to its end, `SystemExit`'s code when it raised
     /// that, else 1 (the traceback is on stderr).
     pub exit_code: i64,
@@ -61,6 +65,7 @@ pub struct RunOutcome {
 pub struct WarmVm {
     interp: Interpreter,
     dumps: PyObjectRef,
+    files: FileStore,
     reseed: Option<PyObjectRef>,
     /// The VM's user-signal channel: a closure sent here runs on the
     /// interpreter's thread at the next bytecode boundary (see `child`).
@@ -162,7 +167,7 @@ impl WarmVm {
             .add_native_modules(&defs)
             .add_frozen_modules(stdlib)
             .build();
-        let (dumps, reseed) = interp.enter(|vm| {
+        let (dumps, reseed, files) = interp.enter(|vm| {
             adapt(vm)
                 .and_then(|()| warm(vm, allowed))
                 .map_err(|e| format!("sandbox warm-up failed: {}", describe(vm, &e)))
@@ -170,6 +175,7 @@ impl WarmVm {
         Ok(Self {
             interp,
             dumps,
+            files,
             reseed,
             #[cfg(feature = "python")]
             stop,
@@ -253,7 +259,7 @@ impl WarmVm {
     /// then, not on the call's critical path. It leaves nothing behind: the
     /// namespace is dropped, and the script changes no shared object.
     pub fn prefault(&self) {
-        let _ = self.run(PREFAULT_PY, |_, _| {});
+        let _ = self.run(PREFAULT_PY, &Files::new(), 0, |_, _| {});
     }
 
     /// A handle that interrupts a running script: `f` sent through it runs
@@ -264,19 +270,49 @@ impl WarmVm {
         self.stop.clone()
     }
 
-    /// Runs `source` in a fresh `__main__` namespace, sending output to `sink`.
-    pub fn run(&self, source: &str, sink: impl FnMut(Stream, &str) + 'static) -> RunOutcome {
+    /// Runs `source` in a fresh `__main__` namespace with `files` to
+    /// `open`, sending output to `sink`.
+    pub fn run(
+        &self,
+        source: &str,
+        files: &Files,
+        files_cap: u64,
+        sink: impl FnMut(Stream, &str) + 'static,
+    ) -> RunOutcome {
         SINK.with(|s| *s.borrow_mut() = Some(Box::new(sink)));
         let outcome = self.interp.enter(|vm| {
             host_facts::start_call(vm);
-            run_in(vm, source, &self.dumps)
+            if let Err(e) = self.files.reset(vm, files) {
+                emit(
+                    Stream::Stderr,
+                    &format!(
+                        "InternalError: the files could not be given: {}\n",
+                        describe(vm, &e)
+                    ),
+                );
+                return RunOutcome {
+                    files: Files::new(),
+                    exit_code: 1,
+                    result_json: None,
+                };
+            }
+            let mut o = run_in(vm, source, &self.dumps);
+            o.files = self.files.collect(vm);
+            emit(
+                Stream::Stderr,
+                &crate::files::keep_returnable(&mut o.files, files_cap),
+            );
+            o
         });
         SINK.with(|s| *s.borrow_mut() = None);
         outcome
     }
 }
 
-fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<(PyObjectRef, Option<PyObjectRef>)> {
+fn warm(
+    vm: &VirtualMachine,
+    allowed: &[String],
+) -> PyResult<(PyObjectRef, Option<PyObjectRef>, FileStore)> {
     // `random`, `tempfile`-free `inspect` and friends import `os`; Lib's
     // `_dummy_os` stands in for it, plus a native `urandom`.
     let os = vm.import("_dummy_os", 0)?;
@@ -301,6 +337,7 @@ fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<(PyObjectRef, Optio
     vm.sys_module
         .set_attr("stderr", ns.get_item("stderr", vm)?, vm)?;
     vm.sys_module.set_attr("stdin", vm.ctx.none(), vm)?;
+    let files = FileStore::install(vm)?;
 
     for m in allowed {
         let name = vm.ctx.new_str(m.as_str());
@@ -330,7 +367,7 @@ fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<(PyObjectRef, Optio
     scrub::apply(vm)?;
     module_wall::install(vm, set.clone())?;
     guard::install(vm, allowed, set)?;
-    Ok((dumps, reseed))
+    Ok((dumps, reseed, files))
 }
 
 fn urandom(n: isize, vm: &VirtualMachine) -> PyResult<Vec<u8>> {
@@ -391,6 +428,7 @@ fn run_in(vm: &VirtualMachine, source: &str, dumps: &PyObjectRef) -> RunOutcome 
         _ => None,
     };
     RunOutcome {
+        files: Files::new(),
         exit_code,
         result_json,
     }
@@ -407,7 +445,7 @@ mod tests {
         let vm = WarmVm::new(&allowed).expect("warm");
         let out = Arc::new(Mutex::new((String::new(), String::new())));
         let sink = out.clone();
-        let o = vm.run(code, move |s, t| {
+        let o = vm.run(code, &Files::new(), 0, move |s, t| {
             let mut o = sink.lock().unwrap();
             match s {
                 Stream::Stdout => o.0.push_str(t),
@@ -431,6 +469,25 @@ mod tests {
         let (exit, _, err) = run("import json\nimport _strptime");
         assert_eq!(exit, 1);
         assert!(err.contains("is not allowed"), "{err}");
+    }
+
+    /// CPython 3.13's last line is `str(exc)`, and the built-in `open`
+    /// has no frame.
+    #[test]
+    fn a_traceback_ends_with_str_of_the_exception() {
+        let (exit, _, err) = run("open('nope.txt')");
+        assert_eq!(exit, 1);
+        assert_eq!(
+            err,
+            "Traceback (most recent call last):\n  File \"<agent_script>\", line 1, in <module>\n    \
+             open('nope.txt')\nFileNotFoundError: [Errno 2] No such file or directory: 'nope.txt'\n"
+        );
+        let (_, _, err) = run(
+            "class E(Exception):\n    def __str__(self):\n        return 'mine'\nraise E(1, 2)",
+        );
+        assert!(err.ends_with("\nE: mine\n"), "{err}");
+        let (_, _, err) = run("raise ValueError()");
+        assert!(err.ends_with("\nValueError\n"), "{err}");
     }
 
     /// What CPython 3.13 prints running the same text as a file: the line

@@ -30,6 +30,8 @@ pub struct ZygoteConfig {
     pub memory_mb: u64,
     /// Fail to start rather than run without the seccomp filter.
     pub require_seccomp: bool,
+    /// The files a script may return, in bytes in all.
+    pub files_cap: u64,
 }
 
 /// The zygote's and its children's nice value (see `run`).
@@ -154,8 +156,11 @@ fn run(config_json: &str) -> ! {
     };
     let _ = send(&FromZygote::Ready(walls), &[]);
     let memory_mb = cfg.memory_mb;
+    let files_cap = cfg.files_cap;
     serve(&|io: ChildIo, warm_up: bool| {
-        child::run(&warm, io.sock, io.out, seccomp_on, memory_mb, warm_up)
+        child::run(
+            &warm, io.sock, io.out, seccomp_on, memory_mb, files_cap, warm_up,
+        )
     })
 }
 

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::config::PythonConfig;
 use crate::error::ToolError;
+use crate::files::Files;
 #[cfg(feature = "python")]
 use crate::sandbox::Sandbox;
 use crate::tool::ToolSpec;
@@ -33,6 +34,7 @@ pub use crate::outcome::ExecOutput;
 pub struct PythonExecute {
     spec: ToolSpec,
     timeout: Duration,
+    files_cap: u64,
     sandbox: Arc<Sandbox>,
 }
 
@@ -60,6 +62,26 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
                     "type": "string",
                     "minLength": 1,
                     "description": "Python 3 source to run. Print output or assign `result`."
+                },
+                "files": {
+                    "type": "object",
+                    "description": format!(
+                        "Files the script can open(), by relative path (like data/in.csv): text, \
+                         or {{\"base64\": \"...\"}} for bytes. At most {} MiB in all. Files the \
+                         script creates or changes come back in the output's `files`.",
+                        cfg.max_files_mb
+                    ),
+                    "additionalProperties": {
+                        "anyOf": [
+                            {"type": "string"},
+                            {
+                                "type": "object",
+                                "properties": {"base64": {"type": "string"}},
+                                "required": ["base64"],
+                                "additionalProperties": false
+                            }
+                        ]
+                    }
                 }
             },
             "required": ["code"]
@@ -71,22 +93,52 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
                 "stderr": {"type": "string"},
                 "exit_code": {"type": "integer", "description": "0 on success, 1 on an exception, -1 on timeout; SystemExit(n) gives n"},
                 "timed_out": {"type": "boolean"},
-                "result": {"description": "The script's `result` variable; absent when unset or None"}
+                "result": {"description": "The script's `result` variable; absent when unset or None"},
+                "files": {
+                    "type": "object",
+                    "description": "Files the script created or changed: text when valid UTF-8, else {\"base64\": \"...\"}; absent when none",
+                    "additionalProperties": {
+                        "anyOf": [
+                            {"type": "string"},
+                            {"type": "object", "properties": {"base64": {"type": "string"}}, "required": ["base64"]}
+                        ]
+                    }
+                }
             },
             "required": ["stdout", "stderr", "exit_code", "timed_out"]
         }),
     }
 }
 
-/// Validates the input and returns the code (the exact messages in docs/contracts.md#pythonexecute).
-pub fn parse_input(args: &Value) -> Result<&str, ToolError> {
+/// A call's input, checked.
+#[derive(Debug)]
+pub struct Input<'a> {
+    /// The Python source.
+    pub code: &'a str,
+    /// The files the script may open.
+    pub files: Files,
+}
+
+/// Validates the input (the exact messages in
+/// docs/contracts.md#pythonexecute); `files_cap` bounds the files in bytes.
+pub fn parse_input(args: &Value, files_cap: u64) -> Result<Input<'_>, ToolError> {
     let obj = args
         .as_object()
         .ok_or_else(|| ToolError::invalid_input(NOT_AN_OBJECT))?;
-    match obj.get("code").and_then(Value::as_str) {
-        Some(code) if !code.trim().is_empty() => Ok(code),
-        _ => Err(ToolError::invalid_input(CODE_REQUIRED)),
-    }
+    let code = match obj.get("code").and_then(Value::as_str) {
+        Some(code) if !code.trim().is_empty() => code,
+        _ => return Err(ToolError::invalid_input(CODE_REQUIRED)),
+    };
+    let files = crate::files::parse_input(obj.get("files"), files_cap)?;
+    Ok(Input { code, files })
+}
+
+/// The largest request body a call takes: the contract's 1 MiB for the
+/// code, plus the files as base64 (4/3 of `files_cap`) and their names.
+pub fn max_body_bytes(files_cap: u64) -> usize {
+    crate::tool::MAX_BODY_BYTES
+        + (files_cap as usize).div_ceil(3) * 4
+        + crate::files::MAX_COUNT * (crate::files::MAX_NAME_BYTES + 32)
 }
 
 #[cfg(feature = "python")]
@@ -97,14 +149,20 @@ impl PythonExecute {
         Self {
             spec: spec(cfg),
             timeout: Duration::from_secs(cfg.timeout_secs),
+            files_cap: cfg.max_files_bytes(),
             sandbox,
         }
     }
 
-    /// Runs `code` for the caller in `ctx`, the timeout lowered to fit a
-    /// runtime deadline (stderr then says so). `Err` only when the sandbox
-    /// itself fails.
-    pub async fn run(&self, code: &str, ctx: &CallContext) -> Result<ExecOutput, ToolError> {
+    /// Runs `code` with `files` for the caller in `ctx`, the timeout
+    /// lowered to fit a runtime deadline (stderr then says so). `Err` only
+    /// when the sandbox itself fails.
+    pub async fn run(
+        &self,
+        code: &str,
+        files: &Files,
+        ctx: &CallContext,
+    ) -> Result<ExecOutput, ToolError> {
         let (timeout, lowered) = effective_timeout(self.timeout, ctx.deadline, Instant::now());
         let caller = ctx
             .caller
@@ -112,7 +170,7 @@ impl PythonExecute {
             .unwrap_or(crate::sandbox::pool::ANONYMOUS);
         let mut out = self
             .sandbox
-            .execute_for(caller, code, timeout)
+            .execute_for(caller, code, files, timeout)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "sandbox failure");
@@ -140,10 +198,14 @@ impl Tool for PythonExecute {
         &self.spec
     }
 
+    fn max_body_bytes(&self) -> usize {
+        max_body_bytes(self.files_cap)
+    }
+
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let code = parse_input(&args)?;
-            let out = self.run(code, ctx).await?;
+            let input = parse_input(&args, self.files_cap)?;
+            let out = self.run(input.code, &input.files, ctx).await?;
             serde_json::to_value(&out).map_err(|e| ToolError::internal(e.to_string()))
         })
     }
@@ -158,7 +220,10 @@ mod tests {
     #[test]
     fn input_errors_use_the_contract_strings() {
         for bad in [json!([1]), json!("x"), json!(null), json!(3)] {
-            assert_eq!(parse_input(&bad).unwrap_err().message, NOT_AN_OBJECT);
+            assert_eq!(
+                parse_input(&bad, 1 << 20).unwrap_err().message,
+                NOT_AN_OBJECT
+            );
         }
         for bad in [
             json!({}),
@@ -167,12 +232,14 @@ mod tests {
             json!({"code": 5}),
             json!({"code": null}),
         ] {
-            let e = parse_input(&bad).unwrap_err();
+            let e = parse_input(&bad, 1 << 20).unwrap_err();
             assert_eq!(e.message, CODE_REQUIRED);
             assert_eq!(e.code, crate::error::ErrorCode::InvalidInput);
         }
         assert_eq!(
-            parse_input(&json!({"code": "print(1)"})).unwrap(),
+            parse_input(&json!({"code": "print(1)"}), 1 << 20)
+                .unwrap()
+                .code,
             "print(1)"
         );
     }

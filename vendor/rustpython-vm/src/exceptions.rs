@@ -201,15 +201,17 @@ impl VirtualMachine {
         }
 
         let exc_name = exc_class.name();
-        match args_repr.len() {
-            0 => write!(output, "{exc_name}"),
-            1 => write!(output, "{}: {}", exc_name, args_repr[0]),
-            _ => write!(
-                output,
-                "{}: ({})",
-                exc_name,
-                args_repr.into_iter().format(", "),
-            ),
+        // Toolgate: CPython prints `str(exc)`, not the args: OSError's
+        // `[Errno 2] No such file or directory: 'x'`, a class's own
+        // `__str__`.
+        let text = match exc.as_object().str(vm) {
+            Ok(s) => s.to_string(),
+            Err(_) => "<exception str() failed>".to_owned(),
+        };
+        if text.is_empty() {
+            write!(output, "{exc_name}")
+        } else {
+            write!(output, "{exc_name}: {text}")
         }?;
 
         if let Some(suggestions) = offer_suggestions(exc, vm) {

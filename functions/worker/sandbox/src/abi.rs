@@ -97,6 +97,7 @@ fn output(exit_code: i64, result_json: Option<String>) -> ExecOutput {
         exit_code,
         timed_out: false,
         result: None,
+        files: None,
         child_us: 0,
     };
     if let Some(r) = result_json {
@@ -153,7 +154,8 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         vm.reseed();
         vm.vary_layout();
         budget::limit_growth(req.memory_mb);
-        vm.run(&req.code, |stream, text| {
+        let files = toolgate_shared::files::from_wire(req.files, u64::MAX).unwrap_or_default();
+        vm.run(&req.code, &files, req.files_cap, |stream, text| {
             CALL.with(|c| {
                 let mut c = c.borrow_mut();
                 match stream {
@@ -164,7 +166,11 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         })
     });
     budget::lift();
-    hand_out(to_json(&output(outcome.exit_code, outcome.result_json)))
+    let mut out = output(outcome.exit_code, outcome.result_json);
+    if !outcome.files.is_empty() {
+        out.files = Some(toolgate_shared::files::to_json(&outcome.files));
+    }
+    hand_out(to_json(&out))
 }
 
 /// `/healthz`'s walls, checked in this instance as a call would get it:

@@ -30,4 +30,10 @@ pub struct RunRequest {
     pub code: String,
     pub timeout_secs: u64,
     pub memory_mb: u64,
+    /// The call's files, base64 by name (`files::to_wire`).
+    #[serde(default)]
+    pub files: std::collections::BTreeMap<String, String>,
+    /// The files the script may return, in bytes in all.
+    #[serde(default)]
+    pub files_cap: u64,
 }

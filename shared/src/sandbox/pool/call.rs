@@ -25,6 +25,15 @@ const STOP_GRACE: Duration = Duration::from_millis(20);
 /// After a kill, how long to wait for the exit status before giving up.
 const REAP_WAIT: Duration = Duration::from_secs(2);
 
+/// What a call's child may use and send back.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// A script's memory cap, in MiB (named in the out-of-memory note).
+    pub memory_mb: u64,
+    /// The files it may return, in bytes in all.
+    pub files_cap: u64,
+}
+
 /// Runs the script framed in `frame` in `child`. `Err(ZygoteGone)` when the
 /// child was killed with its zygote rather than by the script: the caller
 /// runs it again elsewhere. Other errors mean the script never started.
@@ -33,8 +42,9 @@ pub(super) async fn drive(
     frame: &[u8],
     timeout: Duration,
     exit_rx: oneshot::Receiver<i32>,
-    memory_mb: u64,
+    limits: Limits,
 ) -> Result<ExecOutput, SandboxError> {
+    let memory_mb = limits.memory_mb;
     let dup = child.sock.try_clone().map_err(SandboxError::Child)?;
     let std_sock = std::os::unix::net::UnixStream::from(dup);
     std_sock
@@ -56,7 +66,7 @@ pub(super) async fn drive(
     }
     let deadline = tokio::time::Instant::now() + timeout;
     let report = tokio::select! {
-        r = read_report(&mut sock) => Some(r),
+        r = read_report(&mut sock, proto::max_report(limits.files_cap)) => Some(r),
         _ = tokio::time::sleep_until(deadline) => None,
     };
 
@@ -66,6 +76,7 @@ pub(super) async fn drive(
         exit_code: 0,
         timed_out: false,
         result: None,
+        files: None,
         child_us: 0,
     };
     // The child is not trusted: a report it sends must be well formed, and
@@ -75,16 +86,22 @@ pub(super) async fn drive(
         Some(Ok(ChildReport::Done {
             exit_code,
             result,
+            files,
             child_us,
-        })) => match result.as_deref().map(parse_result).transpose() {
-            Ok(result) => {
+        })) => match (
+            result.as_deref().map(parse_result).transpose(),
+            crate::files::from_wire(files, limits.files_cap),
+        ) {
+            (Ok(result), Ok(files)) => {
                 tracing::debug!(child_us, "child finished");
                 out.child_us = child_us;
                 out.exit_code = exit_code;
                 out.result = result;
+                out.files = (!files.is_empty()).then(|| crate::files::to_json(&files));
                 None
             }
-            Err(why) => Some(Death::invalid_report(&format!("its result {why}"))),
+            (Err(why), _) => Some(Death::invalid_report(&format!("its result {why}"))),
+            (_, Err(why)) => Some(Death::invalid_report(&format!("its files: {why}"))),
         },
         Some(Ok(other)) => Some(Death::from_report(other, memory_mb)),
         Some(Err(NoReport::Invalid(why))) => Some(Death::invalid_report(&why)),
@@ -130,7 +147,7 @@ async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) {
     let stop = if sock.write_all(&[proto::STOP]).await.is_err() {
         "killed"
     } else {
-        match tokio::time::timeout(STOP_GRACE, read_report(sock)).await {
+        match tokio::time::timeout(STOP_GRACE, read_report(sock, proto::max_report(0))).await {
             Ok(Ok(ChildReport::Stopped)) => "in_vm",
             // It finished as the deadline passed; still a timeout.
             Ok(Ok(_)) => "finished_at_deadline",
@@ -155,8 +172,8 @@ enum NoReport {
 }
 
 /// `proto::read_frame`'s format, read without blocking the runtime and
-/// bounded by `proto::MAX_REPORT` instead of the request's limit.
-async fn read_report(sock: &mut UnixStream) -> Result<ChildReport, NoReport> {
+/// bounded by `max` (`proto::max_report`) instead of the request's limit.
+async fn read_report(sock: &mut UnixStream, max: usize) -> Result<ChildReport, NoReport> {
     let mut len = [0u8; 4];
     let mut got = 0;
     while got < len.len() {
@@ -170,10 +187,9 @@ async fn read_report(sock: &mut UnixStream) -> Result<ChildReport, NoReport> {
         }
     }
     let len = u32::from_le_bytes(len) as usize;
-    if len > proto::MAX_REPORT {
+    if len > max {
         return Err(NoReport::Invalid(format!(
-            "a report of {len} bytes, over the limit of {}",
-            proto::MAX_REPORT
+            "a report of {len} bytes, over the limit of {max}"
         )));
     }
     let mut body = vec![0u8; len];

@@ -21,6 +21,7 @@ use super::admission::Admission;
 use super::error::SandboxError;
 use super::proto::{self, ChildRequest, Walls};
 use super::zygote::ZygoteConfig;
+use crate::files::Files;
 use crate::outcome::ExecOutput;
 use clock::CallClock;
 use handle::Child;
@@ -48,7 +49,7 @@ pub struct Sandbox {
     spares: tokio::sync::Mutex<mpsc::Receiver<Child>>,
     admission: Admission,
     calls: CallClock,
-    memory_mb: u64,
+    limits: call::Limits,
 }
 
 /// How long a call waits for a warm child (and a child to seal itself).
@@ -64,7 +65,10 @@ impl Sandbox {
         let (tx, rx) = mpsc::channel(256);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let s = shared.clone();
-        let memory_mb = cfg.zygote.memory_mb;
+        let limits = call::Limits {
+            memory_mb: cfg.zygote.memory_mb,
+            files_cap: cfg.zygote.files_cap,
+        };
         let admission = Admission::new(cfg.max_concurrency, cfg.max_per_caller);
         std::thread::Builder::new()
             .name("sandbox-supervisor".into())
@@ -79,7 +83,7 @@ impl Sandbox {
             spares: tokio::sync::Mutex::new(rx),
             admission,
             calls: CallClock::default(),
-            memory_mb,
+            limits,
         })
     }
 
@@ -113,14 +117,17 @@ impl Sandbox {
     /// Runs `code` in a fresh child, killed when `timeout` passes, for a
     /// caller nobody identified.
     pub async fn execute(&self, code: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
-        self.execute_for(ANONYMOUS, code, timeout).await
+        self.execute_for(ANONYMOUS, code, &Files::new(), timeout)
+            .await
     }
 
-    /// Runs `code` for `caller`, within that caller's share of the sandbox.
+    /// Runs `code` with `files` to open, for `caller`, within that caller's
+    /// share of the sandbox.
     pub async fn execute_for(
         &self,
         caller: &str,
         code: &str,
+        files: &Files,
         timeout: Duration,
     ) -> Result<ExecOutput, SandboxError> {
         let _place = self
@@ -130,6 +137,7 @@ impl Sandbox {
             .ok_or(SandboxError::ZygoteGone)?;
         let body = serde_json::to_vec(&ChildRequest {
             code: code.to_owned(),
+            files: crate::files::to_wire(files),
         })
         .map_err(|e| SandboxError::Child(e.into()))?;
         let mut frame = Vec::with_capacity(body.len() + 4);
@@ -164,7 +172,7 @@ impl Sandbox {
             .lock()
             .expect("exits lock")
             .insert(child.pid, exit_tx);
-        let result = call::drive(&child, frame, timeout, exit_rx, self.memory_mb).await;
+        let result = call::drive(&child, frame, timeout, exit_rx, self.limits).await;
         child.lower_priority();
         child.kill();
         self.shared
@@ -205,6 +213,7 @@ impl SandboxConfig {
                 allowed: cfg.allowed_modules(),
                 memory_mb: cfg.memory_mb,
                 require_seccomp: cfg.require_seccomp,
+                files_cap: cfg.max_files_bytes(),
             },
             spare_children: cfg.spare_children,
             max_concurrency: cfg.max_concurrency,

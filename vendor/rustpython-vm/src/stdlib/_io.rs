@@ -348,7 +348,13 @@ mod _io {
         err.to_pyexception(vm)
     }
 
+    // Toolgate: CPython's `_io` says "I/O operation on closed file." (a
+    // period) everywhere but StringIO.
     pub(super) fn io_closed_error(vm: &VirtualMachine) -> PyBaseExceptionRef {
+        vm.new_value_error("I/O operation on closed file.")
+    }
+
+    pub(super) fn string_io_closed_error(vm: &VirtualMachine) -> PyBaseExceptionRef {
         vm.new_value_error("I/O operation on closed file")
     }
 
@@ -4837,7 +4843,7 @@ mod _io {
             if !self.closed.load() {
                 Ok(self.buffer.write())
             } else {
-                Err(io_closed_error(vm))
+                Err(string_io_closed_error(vm))
             }
         }
 
@@ -4915,7 +4921,7 @@ mod _io {
         #[pygetset]
         fn newlines(&self, vm: &VirtualMachine) -> PyResult {
             if self.closed.load() {
-                Err(io_closed_error(vm))
+                Err(string_io_closed_error(vm))
             } else {
                 Ok(self.seennl.load().to_pyobject(vm))
             }

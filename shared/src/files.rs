@@ -1,0 +1,274 @@
+//! python.execute's `files` (docs/contracts.md#files): what a call may
+//! give the script, what it returns, and the form both take between the
+//! server and the sandbox. A file is bytes; JSON carries it as text when
+//! it is valid UTF-8, else as `{"base64": "..."}`.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Map, Value, json};
+
+use crate::error::ToolError;
+
+/// Total bytes of the files a call may give, and a script return, by
+/// default (`TOOLGATE_PYTHON_MAX_FILES_MB`).
+pub const DEFAULT_MAX_FILES_MB: u64 = 10;
+/// Files one call may give or return.
+pub const MAX_COUNT: usize = 1000;
+/// A name's length in bytes (a common file system's limit for a whole
+/// path is larger; one this long is already no one's file name).
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Files by name, as bytes.
+pub type Files = BTreeMap<String, Vec<u8>>;
+
+/// Why `name` is not a file name a call may use: relative, `/`-separated,
+/// no empty, `.` or `..` part, no NUL, at most [`MAX_NAME_BYTES`].
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("is empty");
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Some("is longer than 255 bytes");
+    }
+    if name.contains('\0') {
+        return Some("contains a NUL character");
+    }
+    if name.starts_with('/') {
+        return Some("is absolute (names are relative paths, like data/in.csv)");
+    }
+    if name
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Some("has an empty, '.' or '..' part (names are relative paths, like data/in.csv)");
+    }
+    None
+}
+
+/// A file that is also a folder of another (`a` and `a/b`): no file
+/// system holds both.
+fn folder_clash(files: &Files) -> Option<(&str, &str)> {
+    files.keys().find_map(|name| {
+        let prefix = format!("{name}/");
+        files
+            .range(prefix.clone()..)
+            .next()
+            .filter(|(other, _)| other.starts_with(&prefix))
+            .map(|(other, _)| (name.as_str(), other.as_str()))
+    })
+}
+
+/// The call's `files`, checked: an object of name → text or
+/// `{"base64": "..."}`, at most `cap_bytes` in all. Absent is no files.
+pub fn parse_input(value: Option<&Value>, cap_bytes: u64) -> Result<Files, ToolError> {
+    let bad = |m: String| ToolError::invalid_input(m);
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(Files::new());
+    };
+    let obj = value.as_object().ok_or_else(|| {
+        bad(r#""files" must be an object of name -> text or {"base64": "..."}"#.into())
+    })?;
+    if obj.len() > MAX_COUNT {
+        return Err(bad(format!(
+            "\"files\" holds {} files, over the limit of {MAX_COUNT}",
+            obj.len()
+        )));
+    }
+    let mut files = Files::new();
+    let mut total: u64 = 0;
+    for (name, v) in obj {
+        if let Some(why) = name_problem(name) {
+            return Err(bad(format!("file name {name:?} {why}")));
+        }
+        let bytes = match v {
+            Value::String(text) => text.as_bytes().to_vec(),
+            Value::Object(o) if o.len() == 1 && o.get("base64").is_some_and(Value::is_string) => {
+                let b64 = o["base64"].as_str().unwrap_or_default();
+                STANDARD
+                    .decode(b64)
+                    .map_err(|e| bad(format!("file {name:?}: base64 is not valid: {e}")))?
+            }
+            _ => {
+                return Err(bad(format!(
+                    r#"file {name:?} must be text or {{"base64": "..."}}"#
+                )));
+            }
+        };
+        total += bytes.len() as u64;
+        if total > cap_bytes {
+            return Err(bad(format!(
+                "\"files\" hold more than {cap_bytes} bytes, the limit (TOOLGATE_PYTHON_MAX_FILES_MB)"
+            )));
+        }
+        files.insert(name.clone(), bytes);
+    }
+    if let Some((a, b)) = folder_clash(&files) {
+        return Err(bad(format!(
+            "file {a:?} is also the folder of {b:?}; a name is one or the other"
+        )));
+    }
+    Ok(files)
+}
+
+/// The output's `files`: text when valid UTF-8, else `{"base64": "..."}`.
+pub fn to_json(files: &Files) -> Value {
+    let mut obj = Map::new();
+    for (name, bytes) in files {
+        let v = match std::str::from_utf8(bytes) {
+            Ok(text) => Value::String(text.to_owned()),
+            Err(_) => json!({ "base64": STANDARD.encode(bytes) }),
+        };
+        obj.insert(name.clone(), v);
+    }
+    Value::Object(obj)
+}
+
+/// Files as the server and the sandbox exchange them: base64 of each.
+pub fn to_wire(files: &Files) -> BTreeMap<String, String> {
+    files
+        .iter()
+        .map(|(n, b)| (n.clone(), STANDARD.encode(b)))
+        .collect()
+}
+
+/// Files a sandbox returned, checked as untrusted: names, encoding, count
+/// and `cap_bytes` in all.
+pub fn from_wire(wire: BTreeMap<String, String>, cap_bytes: u64) -> Result<Files, String> {
+    if wire.len() > MAX_COUNT {
+        return Err(format!(
+            "{} files, over the limit of {MAX_COUNT}",
+            wire.len()
+        ));
+    }
+    let mut files = Files::new();
+    let mut total = 0u64;
+    for (name, b64) in wire {
+        if let Some(why) = name_problem(&name) {
+            return Err(format!("a file name {why}"));
+        }
+        let bytes = STANDARD
+            .decode(b64)
+            .map_err(|e| format!("file {name:?} is not base64: {e}"))?;
+        total += bytes.len() as u64;
+        if total > cap_bytes {
+            return Err(format!("files over {cap_bytes} bytes"));
+        }
+        files.insert(name, bytes);
+    }
+    Ok(files)
+}
+
+/// What a script may return of the files it wrote: names a call could
+/// give, within `cap_bytes`. The note (empty when nothing was left out)
+/// names each file left out.
+pub fn keep_returnable(files: &mut Files, cap_bytes: u64) -> String {
+    let mut bad = Vec::new();
+    files.retain(|name, _| match name_problem(name) {
+        Some(why) => {
+            bad.push(format!("[file {name:?} not returned: its name {why}]\n"));
+            false
+        }
+        None => true,
+    });
+    bad.push(cap_output(files, cap_bytes));
+    bad.concat()
+}
+
+/// Keeps the files a script returns within `cap_bytes`, in name order;
+/// the note names each one left out.
+pub fn cap_output(files: &mut Files, cap_bytes: u64) -> String {
+    let mut total = 0u64;
+    let mut dropped = Vec::new();
+    files.retain(|name, bytes| {
+        total += bytes.len() as u64;
+        if total > cap_bytes {
+            total -= bytes.len() as u64;
+            dropped.push(format!("{name:?} ({} bytes)", bytes.len()));
+            false
+        } else {
+            true
+        }
+    });
+    if dropped.is_empty() {
+        return String::new();
+    }
+    format!(
+        "[files not returned: {}; the files returned are limited to {cap_bytes} bytes in all]\n",
+        dropped.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_relative_paths() {
+        for ok in ["a.csv", "data/in.csv", "a b/ü.txt", "..x", "x.."] {
+            assert_eq!(name_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../b",
+            "a//b",
+            "./a",
+            "a/",
+            "a\0b",
+        ] {
+            assert!(name_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(name_problem(&"x".repeat(256)).is_some());
+    }
+
+    #[test]
+    fn input_is_text_or_base64_within_the_cap() {
+        let f = parse_input(
+            Some(&json!({"a.txt": "hé", "b.bin": {"base64": "AAH/"}})),
+            100,
+        )
+        .unwrap();
+        assert_eq!(f["a.txt"], "hé".as_bytes());
+        assert_eq!(f["b.bin"], [0, 1, 255]);
+        assert_eq!(
+            to_json(&f),
+            json!({"a.txt": "hé", "b.bin": {"base64": "AAH/"}})
+        );
+        assert!(parse_input(None, 0).unwrap().is_empty());
+        for (bad, says) in [
+            (json!([1]), "must be an object"),
+            (json!({"a": 1}), "must be text or"),
+            (json!({"a": {"base64": "!!"}}), "base64 is not valid"),
+            (json!({"a": {"base64": "AA==", "x": 1}}), "must be text or"),
+            (json!({"../a": "x"}), "'..'"),
+            (json!({"a": "x", "a/b": "y"}), "also the folder"),
+            (json!({"a": "x".repeat(101)}), "the limit"),
+        ] {
+            let e = parse_input(Some(&bad), 100).unwrap_err();
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+            assert_eq!(e.code, crate::error::ErrorCode::InvalidInput);
+        }
+    }
+
+    #[test]
+    fn returned_files_are_checked_and_capped() {
+        let f: Files = [
+            ("a".to_string(), vec![1u8; 10]),
+            ("b".to_string(), vec![2u8; 10]),
+        ]
+        .into();
+        assert_eq!(from_wire(to_wire(&f), 100).unwrap(), f);
+        assert!(from_wire(to_wire(&f), 15).is_err());
+        let mut bad = to_wire(&f);
+        bad.insert("/abs".into(), String::new());
+        assert!(from_wire(bad, 100).is_err());
+        let mut g = f.clone();
+        let note = cap_output(&mut g, 15);
+        assert_eq!(g.len(), 1);
+        assert!(note.contains("\"b\" (10 bytes)"), "{note}");
+        assert_eq!(cap_output(&mut f.clone(), 20), "");
+    }
+}

@@ -1,0 +1,167 @@
+//! python.execute's `files` against the real binary: what CPython 3.13 does
+//! with the same files on a real folder (`tests/fixtures/files_cases.json`,
+//! recorded by `scripts/gen-files-cases`), hostile names and sizes, the
+//! host out of reach, and files as MCP embedded resources.
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+use toolgate_e2e::Server;
+
+fn cases() -> Vec<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/files_cases.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["cases"].as_array().unwrap().clone()
+}
+
+#[test]
+fn scripts_read_and_write_files_as_cpython_does() {
+    let s = Server::start(&[]);
+    let cases = cases();
+    assert!(cases.len() >= 8);
+    let mut failures = Vec::new();
+    for c in &cases {
+        let r = s.post_json(
+            "/tools/python.execute",
+            &json!({"code": c["code"], "files": c["files"]}),
+        );
+        assert_eq!(r.status, 200, "{}", c["name"]);
+        let out = r.json();
+        let got = (
+            &out["stdout"],
+            &out["exit_code"],
+            out.get("files").cloned().unwrap_or(json!({})),
+        );
+        let want = (&c["stdout"], &c["exit_code"], c["files_out"].clone());
+        if got != want {
+            failures.push(format!(
+                "{}:\n  got  {got:?}\n  want {want:?}\n  stderr {}",
+                c["name"], out["stderr"]
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_host_stays_out_of_reach() {
+    let s = Server::start(&[]);
+    let code = "import json\nfor p in ['/etc/passwd', '../../etc/passwd', 'a/../../etc/hostname']:\n    try:\n        open(p).read()\n        print('read', p)\n    except OSError as e:\n        print(type(e).__name__, e)\n";
+    let out = s
+        .post_json(
+            "/tools/python.execute",
+            &json!({"code": code, "files": {"a/x.txt": "x"}}),
+        )
+        .json();
+    assert_eq!(
+        out["stdout"],
+        "FileNotFoundError [Errno 2] No such file or directory: '/etc/passwd'\n\
+         FileNotFoundError [Errno 2] No such file or directory: '../../etc/passwd'\n\
+         FileNotFoundError [Errno 2] No such file or directory: 'a/../../etc/hostname'\n",
+        "{out}"
+    );
+    // A traceback shows no frame of the sandbox's own `open`, as CPython
+    // shows none for its built-in one.
+    let out = s
+        .post_json("/tools/python.execute", &json!({"code": "open('x')"}))
+        .json();
+    assert_eq!(
+        out["stderr"],
+        "Traceback (most recent call last):\n  File \"<agent_script>\", line 1, in <module>\n    \
+         open('x')\nFileNotFoundError: [Errno 2] No such file or directory: 'x'\n"
+    );
+    assert!(out.get("files").is_none(), "no files, no field: {out}");
+}
+
+#[test]
+fn hostile_names_and_sizes_are_clear_errors() {
+    let s = Server::start(&[("TOOLGATE_PYTHON_MAX_FILES_MB", "1")]);
+    let call = |files: Value| {
+        let r = s.post_json(
+            "/tools/python.execute",
+            &json!({"code": "print(1)", "files": files}),
+        );
+        let v = r.json();
+        (
+            r.status,
+            v["error"]["code"].as_str().unwrap_or("").to_owned(),
+            v["error"]["message"].as_str().unwrap_or("").to_owned(),
+        )
+    };
+    let long = "n".repeat(256);
+    for (files, says) in [
+        (json!({"../etc/passwd": "x"}), "'..'"),
+        (json!({"/etc/passwd": "x"}), "absolute"),
+        (json!({"a\u{0}b": "x"}), "NUL"),
+        (json!({long: "x"}), "255 bytes"),
+        (json!({"": "x"}), "is empty"),
+        (json!({"a": 1}), "must be text or"),
+        (json!({"a": {"base64": "%%%"}}), "base64 is not valid"),
+        (json!({"a": "x", "a/b": "y"}), "also the folder"),
+        (json!(["a"]), "must be an object"),
+        (
+            json!({"big": "x".repeat((1 << 20) + 1)}),
+            "1048576 bytes, the limit",
+        ),
+    ] {
+        let (status, code, msg) = call(files.clone());
+        assert_eq!((status, code.as_str()), (400, "invalid_input"), "{msg}");
+        assert!(msg.contains(says), "{says}: {msg}");
+    }
+    let many: serde_json::Map<String, Value> =
+        (0..1001).map(|i| (format!("f{i}"), json!(""))).collect();
+    let (_, code, msg) = call(Value::Object(many));
+    assert_eq!(code, "invalid_input");
+    assert!(msg.contains("limit of 1000"), "{msg}");
+
+    // What a script writes past the cap is left out, and said so; the rest
+    // comes back.
+    let code = "open('a.txt', 'w').write('x' * 600_000)\nopen('b.txt', 'w').write('y' * 600_000)\nprint('done')";
+    let out = s
+        .post_json("/tools/python.execute", &json!({"code": code}))
+        .json();
+    assert_eq!(out["stdout"], "done\n");
+    assert_eq!(out["files"]["a.txt"].as_str().map(str::len), Some(600_000));
+    assert!(out["files"].get("b.txt").is_none(), "{}", out["stderr"]);
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("[files not returned: \"b.txt\" (600000 bytes)"),
+        "{}",
+        out["stderr"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_gives_returned_files_as_embedded_resources() {
+    let s = Server::start(&[]);
+    let transport = StreamableHttpClientTransport::from_uri(format!("http://{}/mcp", s.addr));
+    let client = ().serve(transport).await.unwrap();
+    let mut call = CallToolRequestParams::new("python.execute");
+    call.arguments = json!({
+        "code": "open('out/r port.txt', 'w').write(open('out/in.txt').read().upper())\nopen('b.bin', 'wb').write(b'\\xff\\x00')",
+        "files": {"out/in.txt": "hello"}
+    })
+    .as_object()
+    .cloned();
+    let r = client.call_tool(call).await.unwrap();
+    let v = serde_json::to_value(&r.content).unwrap();
+    let resources: Vec<&Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "resource")
+        .collect();
+    assert_eq!(resources.len(), 2, "{v}");
+    assert_eq!(resources[0]["resource"]["uri"], "file:///b.bin");
+    assert_eq!(resources[0]["resource"]["blob"], "/wA=");
+    assert_eq!(resources[1]["resource"]["uri"], "file:///out/r%20port.txt");
+    assert_eq!(resources[1]["resource"]["text"], "HELLO");
+    assert_eq!(
+        r.structured_content.unwrap()["files"]["out/r port.txt"],
+        "HELLO"
+    );
+    client.cancel().await.unwrap();
+}
