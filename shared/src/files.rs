@@ -85,7 +85,13 @@ pub fn parse_input(value: Option<&Value>, cap_bytes: u64) -> Result<Files, ToolE
         let bytes = match v {
             Value::String(text) => text.as_bytes().to_vec(),
             Value::Object(o) if o.len() == 1 && o.get("base64").is_some_and(Value::is_string) => {
-                let b64 = o["base64"].as_str().unwrap_or_default();
+                // Line breaks as `base64` and MIME wrap it are allowed.
+                let b64: String = o["base64"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .chars()
+                    .filter(|c| !c.is_ascii_whitespace())
+                    .collect();
                 STANDARD
                     .decode(b64)
                     .map_err(|e| bad(format!("file {name:?}: base64 is not valid: {e}")))?
@@ -157,23 +163,57 @@ pub fn from_wire(wire: BTreeMap<String, String>, cap_bytes: u64) -> Result<Files
         }
         files.insert(name, bytes);
     }
+    if let Some((a, b)) = folder_clash(&files) {
+        return Err(format!("file {a:?} is also the folder of {b:?}"));
+    }
     Ok(files)
+}
+
+/// A name as a note shows it: the first 80 characters.
+fn shown(name: &str) -> String {
+    let cut: String = name.chars().take(80).collect();
+    if cut.len() < name.len() {
+        format!("{cut:?}…")
+    } else {
+        format!("{cut:?}")
+    }
 }
 
 /// What a script may return of the files it wrote: names a call could
 /// give, within `cap_bytes`. The note (empty when nothing was left out)
 /// names each file left out.
 pub fn keep_returnable(files: &mut Files, cap_bytes: u64) -> String {
-    let mut bad = Vec::new();
+    let mut notes = Vec::new();
     files.retain(|name, _| match name_problem(name) {
         Some(why) => {
-            bad.push(format!("[file {name:?} not returned: its name {why}]\n"));
+            notes.push(format!(
+                "[file {} not returned: its name {why}]\n",
+                shown(name)
+            ));
             false
         }
         None => true,
     });
-    bad.push(cap_output(files, cap_bytes));
-    bad.concat()
+    while let Some((_, inner)) = folder_clash(files) {
+        let inner = inner.to_owned();
+        files.remove(&inner);
+        notes.push(format!(
+            "[file {} not returned: its folder is also a file]\n",
+            shown(&inner)
+        ));
+    }
+    if files.len() > MAX_COUNT {
+        let extra: Vec<String> = files.keys().skip(MAX_COUNT).cloned().collect();
+        for name in &extra {
+            files.remove(name);
+        }
+        notes.push(format!(
+            "[{} files not returned: a call returns at most {MAX_COUNT} files]\n",
+            extra.len()
+        ));
+    }
+    notes.push(cap_output(files, cap_bytes));
+    notes.concat()
 }
 
 /// Keeps the files a script returns within `cap_bytes`, in name order;
@@ -185,7 +225,7 @@ pub fn cap_output(files: &mut Files, cap_bytes: u64) -> String {
         total += bytes.len() as u64;
         if total > cap_bytes {
             total -= bytes.len() as u64;
-            dropped.push(format!("{name:?} ({} bytes)", bytes.len()));
+            dropped.push(format!("{} ({} bytes)", shown(name), bytes.len()));
             false
         } else {
             true

@@ -27,6 +27,16 @@ const CASES: &[(&str, &str, &str)] = &[
     ),
     ("python.execute", r#"{"code": "print(1)"}"#, "ok"),
     (
+        "python.execute",
+        r#"{"code": "1", "files": {"../x": "y"}}"#,
+        "invalid_input",
+    ),
+    (
+        "python.execute",
+        r#"{"code": "open('a', 'w').write(open('b').read())", "files": {"b": "y"}}"#,
+        "ok",
+    ),
+    (
         "python__execute",
         r#"{"code": "raise SystemExit(3)"}"#,
         "ok",

@@ -134,6 +134,65 @@ fn hostile_names_and_sizes_are_clear_errors() {
     );
 }
 
+#[test]
+fn what_a_script_returns_is_kept_to_what_a_call_could_give() {
+    let s = Server::start(&[]);
+    let run = |code: &str, files: Value| {
+        s.post_json(
+            "/tools/python.execute",
+            &json!({"code": code, "files": files}),
+        )
+        .json()
+    };
+    // More files than a call may return: the first 1000 by name, a note,
+    // and the script's own output kept.
+    let out = run(
+        "for i in range(1001):\n    open('f%04d.txt' % i, 'w').write('x')\nprint('done')",
+        json!({}),
+    );
+    assert_eq!(
+        (&out["stdout"], &out["exit_code"]),
+        (&json!("done\n"), &json!(0))
+    );
+    assert_eq!(
+        out["files"].as_object().unwrap().len(),
+        1000,
+        "{}",
+        out["stderr"]
+    );
+    assert!(out["files"].get("f1000.txt").is_none());
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("[1 files not returned: a call returns at most 1000 files]"),
+        "{}",
+        out["stderr"]
+    );
+    // A store tampered with into a file that is also a folder, and a name
+    // no file system holds: left out, said so, the rest returned.
+    let out = run(
+        "g = open.__globals__['_store']\ng['a'] = b'1'\ng['a/b'] = b'2'\ng['\\ud800'] = b'3'\nopen('ok.txt', 'w').write('ok')",
+        json!({}),
+    );
+    assert_eq!(out["files"], json!({"a": "1", "ok.txt": "ok"}), "{out}");
+    let err = out["stderr"].as_str().unwrap();
+    assert!(
+        err.contains("[file \"a/b\" not returned: its folder is also a file]"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[1 files not returned: their names are not UTF-8]"),
+        "{err}"
+    );
+    // Base64 wrapped over lines, as `base64` and MIME write it.
+    let out = run(
+        "print(open('w.bin', 'rb').read())",
+        json!({"w.bin": {"base64": "eHh4\neHh4\r\n"}}),
+    );
+    assert_eq!(out["stdout"], "b'xxxxxx'\n", "{out}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_gives_returned_files_as_embedded_resources() {
     let s = Server::start(&[]);

@@ -87,8 +87,9 @@ fn app(env: &Env, settings: &settings::Settings, base_url: String) -> worker::Re
         .layer(axum::middleware::from_fn(read_body_first)))
 }
 
-/// Bodies past this are not read at all (the router answers 413 first).
-const DRAIN_LIMIT: usize = 16 << 20;
+/// Bodies past this are not read at all (the router answers 413 first):
+/// above python.execute's body limit with the default files cap (21.3 MiB).
+const DRAIN_LIMIT: usize = 32 << 20;
 
 /// Reads the whole request body before routing. `wrangler dev`'s proxy
 /// stalls the connection after a response sent without reading the body

@@ -19,6 +19,7 @@ use crate::files::Files;
 /// `tests/tests/files.rs`.
 const FILES_PY: &str = r#"
 from _io import BytesIO as _BytesIO, TextIOWrapper as _TextIOWrapper
+from _io import UnsupportedOperation as _Unsupported
 
 _store = {}
 _given = {}
@@ -26,16 +27,21 @@ _open = []
 
 
 def _reset(files):
-    global _store, _given, _open
-    _store = dict(files)
-    _given = dict(files)
-    _open = []
+    # In place: an object freed here would be the script's first of its kind.
+    _store.clear()
+    _store.update(files)
+    _given.clear()
+    _given.update(files)
+    del _open[:]
 
 
 def _collect():
+    # What CPython's exit does: flush every file still open, text layer
+    # first. A handle that wrote nothing saves nothing.
     for f in _open:
         try:
-            f._save()
+            if not f.closed:
+                f.flush()
         except BaseException:
             pass
     return {k: v for k, v in _store.items()
@@ -68,6 +74,10 @@ def _key(file):
     for p in file.split("/"):
         if p in ("", "."):
             continue
+        if len(p.encode("utf-8", "surrogateescape")) > 255:
+            if _is_dir("/".join(parts)):
+                raise OSError(36, "File name too long", orig)
+            raise FileNotFoundError(2, "No such file or directory", orig)
         if parts:
             here = "/".join(parts)
             if here in _store:
@@ -91,16 +101,82 @@ def _is_dir(key):
 
 
 class _File(_BytesIO):
-    def __init__(self, key, shown, mode, data, writable):
+    def __init__(self, key, shown, mode, data, readable, writable, appending):
         super().__init__(data)
         self.name = shown
         self.mode = mode
         self._key = key
+        self._readable = readable
         self._writable = writable
+        self._appending = appending
+        self._dirty = False
+
+    def readable(self):
+        super().readable()
+        return self._readable
+
+    def writable(self):
+        super().writable()
+        return self._writable
+
+    def _check_read(self):
+        if not self._readable:
+            if self.closed:
+                super().read(0)
+            raise _Unsupported("read")
+
+    def _check_write(self, op="write"):
+        if not self._writable:
+            if self.closed:
+                super().write(b"")
+            raise _Unsupported(op)
+
+    def read(self, size=-1):
+        self._check_read()
+        return super().read(size)
+
+    def read1(self, size=-1):
+        self._check_read()
+        return super().read1(size)
+
+    def readinto(self, b):
+        self._check_read()
+        return super().readinto(b)
+
+    def readline(self, size=-1):
+        self._check_read()
+        return super().readline(size)
+
+    def readlines(self, hint=-1):
+        self._check_read()
+        return super().readlines(hint)
+
+    def __next__(self):
+        self._check_read()
+        return super().__next__()
+
+    def write(self, b):
+        self._check_write()
+        if self._appending:
+            self.seek(0, 2)
+        n = super().write(b)
+        self._dirty = True
+        return n
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def truncate(self, size=None):
+        self._check_write("truncate")
+        n = super().truncate(size)
+        self._dirty = True
+        return n
 
     def _save(self):
-        if self._writable and not self.closed:
+        if self._dirty and not self.closed:
             _store[self._key] = self.getvalue()
+            self._dirty = False
 
     def flush(self):
         super().flush()
@@ -152,6 +228,13 @@ def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
         raise FileNotFoundError(2, "No such file or directory", file)
     if _is_dir(key):
         raise IsADirectoryError(21, "Is a directory", file)
+    if isinstance(file, str) and file.endswith("/"):
+        # A folder is asked for: writing one is EISDIR, reading a file as
+        # one ENOTDIR, as the kernel answers.
+        if not reading:
+            raise IsADirectoryError(21, "Is a directory", file)
+        if key in _store:
+            raise NotADirectoryError(20, "Not a directory", file)
     exists = key in _store
     if reading and not exists:
         raise FileNotFoundError(2, "No such file or directory", file)
@@ -159,22 +242,26 @@ def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None,
         raise FileNotFoundError(2, "No such file or directory", file)
     if creating and exists:
         raise FileExistsError(17, "File exists", file)
+    shown = file
+    if not isinstance(file, (str, bytes, int)):
+        shown = type(file).__fspath__(file)
     data = b"" if (writing or creating) else _store.get(key, b"")
+    readable = reading or updating
     writable = not reading or updating
     raw_mode = mode.replace("t", "")
     if "b" not in raw_mode:
         raw_mode += "b"
-    raw = _File(key, file, raw_mode, data, writable)
+    raw = _File(key, shown, raw_mode, data, readable, writable, appending)
     if writing or creating or appending:
         _store[key] = data
-    if appending:
-        raw.seek(0, 2)
-    if writable:
-        _open.append(raw)
     if binary:
+        if writable:
+            _open.append(raw)
         return raw
-    f = _TextIOWrapper(raw, encoding=encoding or "utf-8", errors=errors, newline=newline)
+    f = _TextIOWrapper(raw, encoding=encoding or "UTF-8", errors=errors, newline=newline)
     f.mode = mode
+    if writable:
+        _open.append(f)
     return f
 
 open.__module__ = "_io"
@@ -210,16 +297,18 @@ impl FileStore {
         self.reset.call((d,), vm).map(drop)
     }
 
-    /// The files the script created or changed, its open files flushed.
-    /// What the script left in the store that is not a name and bytes is
-    /// not a file, and is skipped.
-    pub fn collect(&self, vm: &VirtualMachine) -> Files {
+    /// The files the script created or changed, its open files flushed,
+    /// and how many it named in a way no file system can hold (a lone
+    /// surrogate). What the script left in the store that is not a name
+    /// and bytes is not a file.
+    pub fn collect(&self, vm: &VirtualMachine) -> (Files, usize) {
         let mut out = Files::new();
+        let mut unnamed = 0;
         let Ok(d) = self.collect.call((), vm) else {
-            return out;
+            return (out, unnamed);
         };
         let Some(d) = d.downcast_ref::<PyDict>() else {
-            return out;
+            return (out, unnamed);
         };
         for (k, v) in d {
             let (Some(name), Some(bytes)) = (
@@ -227,10 +316,11 @@ impl FileStore {
                     .and_then(|s| s.to_str().map(str::to_owned)),
                 v.downcast_ref::<PyBytes>(),
             ) else {
+                unnamed += 1;
                 continue;
             };
             out.insert(name, bytes.as_bytes().to_vec());
         }
-        out
+        (out, unnamed)
     }
 }

@@ -6,9 +6,13 @@
 //!   allowlist's closure over the stdlib's `imports`) be created; the import
 //!   `guard` (the contract's allowlist); the `scrub`; `host_facts` hidden;
 //!   `engine_fixes` for RustPython crashes; the `result` as exact JSON;
+//!   `stand_ins` where the host was (streams, an `os` with no OS); the
+//!   call's `files` behind `open`; the `traceback` as CPython prints it;
 //! - `zygote` and `child`: a warm single-threaded process forks one child per
 //!   call; the child closes its descriptors, applies `rlimit`s and the
 //!   `seccomp` filter, runs the script and writes output to `outbuf`;
+//! - `control` and `proto`: the server's messages with the zygote and with
+//!   a child, each one codec for both sides;
 //! - `pool`: the server's side, which admits calls fairly between callers
 //!   (`admission`), which keeps children forked ahead of calls
 //!   and, at each call's deadline, stops the script in the VM (the child's
@@ -29,6 +33,7 @@ pub mod module_set;
 pub mod module_wall;
 mod result;
 pub mod scrub;
+mod stand_ins;
 mod traceback;
 pub mod vm;
 

@@ -5,18 +5,18 @@
 //! seccomp, the kill at the deadline) is layered around it by `zygote` and
 //! `child`, so that the same runner can serve a runtime without fork.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 
 use rustpython_vm::{
     Interpreter, InterpreterBuilder, PyObjectRef, PyResult, VirtualMachine,
-    builtins::{PyBaseExceptionRef, PyDictRef, PyStrRef},
+    builtins::{PyBaseExceptionRef, PyDictRef},
     compiler::Mode,
     frozen::FrozenModule,
     scope::Scope,
 };
 
 use super::files::FileStore;
+use super::stand_ins;
 use super::{engine_fixes, guard, host_facts, module_set, module_wall, result, scrub, traceback};
 use crate::files::Files;
 
@@ -72,33 +72,6 @@ pub struct WarmVm {
     #[cfg(feature = "python")]
     stop: rustpython_vm::signal::UserSignalSender,
 }
-
-const STREAMS_PY: &str = r#"
-class _Stream:
-    encoding = "utf-8"
-    errors = "strict"
-    def __init__(self, n, name):
-        self._n = n
-        self.name = name
-    def write(self, s):
-        if not isinstance(s, str):
-            raise TypeError("write() argument must be str, not " + type(s).__name__)
-        _w(self._n, s)
-        return len(s)
-    def writelines(self, lines):
-        for s in lines:
-            self.write(s)
-    def flush(self):
-        pass
-    def isatty(self):
-        return False
-    def writable(self):
-        return True
-    def readable(self):
-        return False
-stdout = _Stream(1, "<stdout>")
-stderr = _Stream(2, "<stderr>")
-"#;
 
 const PREFAULT_PY: &str = r#"
 def _f(n):
@@ -280,24 +253,38 @@ impl WarmVm {
         sink: impl FnMut(Stream, &str) + 'static,
     ) -> RunOutcome {
         SINK.with(|s| *s.borrow_mut() = Some(Box::new(sink)));
-        let outcome = self.interp.enter(|vm| {
-            host_facts::start_call(vm);
-            if let Err(e) = self.files.reset(vm, files) {
+        // A fresh process (or Worker instance) starts with an empty store.
+        if !files.is_empty() {
+            let given = self
+                .interp
+                .enter(|vm| self.files.reset(vm, files).map_err(|e| describe(vm, &e)));
+            if let Err(why) = given {
                 emit(
                     Stream::Stderr,
-                    &format!(
-                        "InternalError: the files could not be given: {}\n",
-                        describe(vm, &e)
-                    ),
+                    &format!("InternalError: the files could not be given: {why}\n"),
                 );
+                SINK.with(|s| *s.borrow_mut() = None);
                 return RunOutcome {
                     files: Files::new(),
                     exit_code: 1,
                     result_json: None,
                 };
             }
+            // What giving them freed would be the script's first objects
+            // of their kinds, at the same place on every call.
+            self.vary_layout();
+        }
+        let outcome = self.interp.enter(|vm| {
+            host_facts::start_call(vm);
             let mut o = run_in(vm, source, &self.dumps);
-            o.files = self.files.collect(vm);
+            let (files, unnamed) = self.files.collect(vm);
+            o.files = files;
+            if unnamed > 0 {
+                emit(
+                    Stream::Stderr,
+                    &format!("[{unnamed} files not returned: their names are not UTF-8]\n"),
+                );
+            }
             emit(
                 Stream::Stderr,
                 &crate::files::keep_returnable(&mut o.files, files_cap),
@@ -313,30 +300,7 @@ fn warm(
     vm: &VirtualMachine,
     allowed: &[String],
 ) -> PyResult<(PyObjectRef, Option<PyObjectRef>, FileStore)> {
-    // `random`, `tempfile`-free `inspect` and friends import `os`; Lib's
-    // `_dummy_os` stands in for it, plus a native `urandom`.
-    let os = vm.import("_dummy_os", 0)?;
-    os.set_attr("urandom", vm.new_function("urandom", urandom), vm)?;
-    // `_dummy_os` answers every unknown name with a function that *returns*
-    // an exception; make them absent instead, so `os.getcwd()` fails.
-    os.set_attr(
-        "__getattr__",
-        vm.new_function("__getattr__", no_os_attr),
-        vm,
-    )?;
-
-    // Capture stdout/stderr through a writer that sends to the run's sink.
-    let ns = vm.ctx.new_dict();
-    ns.set_item("_w", vm.new_function("_w", write_native).into(), vm)?;
-    let code = vm
-        .compile(STREAMS_PY, Mode::Exec, "<toolgate>")
-        .map_err(|e| e.into_pyexception(vm, Some(STREAMS_PY)))?;
-    vm.run_code_obj(code, Scope::with_builtins(None, ns.clone(), vm))?;
-    vm.sys_module
-        .set_attr("stdout", ns.get_item("stdout", vm)?, vm)?;
-    vm.sys_module
-        .set_attr("stderr", ns.get_item("stderr", vm)?, vm)?;
-    vm.sys_module.set_attr("stdin", vm.ctx.none(), vm)?;
+    stand_ins::install(vm)?;
     let files = FileStore::install(vm)?;
 
     for m in allowed {
@@ -368,33 +332,6 @@ fn warm(
     module_wall::install(vm, set.clone())?;
     guard::install(vm, allowed, set)?;
     Ok((dumps, reseed, files))
-}
-
-fn urandom(n: isize, vm: &VirtualMachine) -> PyResult<Vec<u8>> {
-    let n = usize::try_from(n).map_err(|_| vm.new_value_error("negative argument not allowed"))?;
-    let mut buf = vec![0u8; n];
-    getrandom::fill(&mut buf).map_err(|e| vm.new_os_error(format!("urandom: {e}")))?;
-    Ok(buf)
-}
-
-fn no_os_attr(name: PyStrRef, vm: &VirtualMachine) -> PyResult {
-    Err(vm.new_attribute_error(format!(
-        "module 'os' has no attribute '{}': the sandbox has no operating system",
-        name.to_string_lossy()
-    )))
-}
-
-fn write_native(n: i32, s: PyStrRef) {
-    let stream = if n == 2 {
-        Stream::Stderr
-    } else {
-        Stream::Stdout
-    };
-    let text: Cow<'_, str> = match s.to_str() {
-        Some(t) => Cow::Borrowed(t),
-        None => s.to_string_lossy(),
-    };
-    emit(stream, &text);
 }
 
 /// A one-line description of an exception, for start-up errors.
@@ -435,80 +372,5 @@ fn run_in(vm: &VirtualMachine, source: &str, dumps: &PyObjectRef) -> RunOutcome 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::{Arc, Mutex};
-
-    /// Runs `code` in a fresh warm VM; exit code, stdout and stderr.
-    fn run(code: &str) -> (i64, String, String) {
-        let allowed: Vec<String> = crate::allowlist::DEFAULT_MODULES.map(String::from).to_vec();
-        let vm = WarmVm::new(&allowed).expect("warm");
-        let out = Arc::new(Mutex::new((String::new(), String::new())));
-        let sink = out.clone();
-        let o = vm.run(code, &Files::new(), 0, move |s, t| {
-            let mut o = sink.lock().unwrap();
-            match s {
-                Stream::Stdout => o.0.push_str(t),
-                Stream::Stderr => o.1.push_str(t),
-            }
-        });
-        let (so, se) = out.lock().unwrap().clone();
-        (o.exit_code, so, se)
-    }
-
-    #[test]
-    fn a_native_lazy_import_after_an_import_statement_is_not_a_statement() {
-        for code in [
-            "import json\nprint(__import__('_strptime').__name__)",
-            "import time\nprint(time.strptime('2026', '%Y').tm_year)",
-            "x = 1\nimport json\n\n\ny = [i for i in range(3)]\nimport time\nprint(time.strptime('2026', '%Y').tm_year)",
-        ] {
-            let (exit, out, err) = run(code);
-            assert_eq!(exit, 0, "{code}: {out} {err}");
-        }
-        let (exit, _, err) = run("import json\nimport _strptime");
-        assert_eq!(exit, 1);
-        assert!(err.contains("is not allowed"), "{err}");
-    }
-
-    /// CPython 3.13's last line is `str(exc)`, and the built-in `open`
-    /// has no frame.
-    #[test]
-    fn a_traceback_ends_with_str_of_the_exception() {
-        let (exit, _, err) = run("open('nope.txt')");
-        assert_eq!(exit, 1);
-        assert_eq!(
-            err,
-            "Traceback (most recent call last):\n  File \"<agent_script>\", line 1, in <module>\n    \
-             open('nope.txt')\nFileNotFoundError: [Errno 2] No such file or directory: 'nope.txt'\n"
-        );
-        let (_, _, err) = run(
-            "class E(Exception):\n    def __str__(self):\n        return 'mine'\nraise E(1, 2)",
-        );
-        assert!(err.ends_with("\nE: mine\n"), "{err}");
-        let (_, _, err) = run("raise ValueError()");
-        assert!(err.ends_with("\nValueError\n"), "{err}");
-    }
-
-    /// What CPython 3.13 prints running the same text as a file: the line
-    /// once (it was printed twice), and a compiler error's line too (its
-    /// `text` is None, which printed as `None`).
-    #[test]
-    fn a_syntax_error_shows_its_line_once_as_for_a_file() {
-        for (code, want) in [
-            (
-                "f() = 1\n",
-                "  File \"<agent_script>\", line 1\n    f() = 1\n    ^^^\nSyntaxError: cannot \
-                 assign to function call here. Maybe you meant '==' instead of '='?\n",
-            ),
-            (
-                "x = 1\nreturn x\n",
-                "  File \"<agent_script>\", line 2\n    return x\n    ^^^^^^^^\n\
-                 SyntaxError: 'return' outside function\n",
-            ),
-        ] {
-            let (exit, _, err) = run(code);
-            assert_eq!((exit, err.as_str()), (1, want), "{code}");
-        }
-    }
-}
+#[path = "vm_tests.rs"]
+mod tests;

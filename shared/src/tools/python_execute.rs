@@ -134,10 +134,12 @@ pub fn parse_input(args: &Value, files_cap: u64) -> Result<Input<'_>, ToolError>
 }
 
 /// The largest request body a call takes: the contract's 1 MiB for the
-/// code, plus the files as base64 (4/3 of `files_cap`) and their names.
+/// code, plus twice `files_cap` for the files (base64 is 4/3 of the bytes;
+/// text that JSON escapes, such as CJK sent as `\uXXXX`, up to twice) and
+/// their names.
 pub fn max_body_bytes(files_cap: u64) -> usize {
     crate::tool::MAX_BODY_BYTES
-        + (files_cap as usize).div_ceil(3) * 4
+        + files_cap as usize * 2
         + crate::files::MAX_COUNT * (crate::files::MAX_NAME_BYTES + 32)
 }
 

@@ -1,0 +1,218 @@
+//! Configuration as read from a file and an environment.
+
+use super::*;
+
+use std::collections::BTreeMap;
+
+fn with_env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let m: BTreeMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k| m.get(k).cloned()
+}
+
+#[test]
+fn timeout_parsing_falls_back_and_clamps() {
+    assert_eq!(parse_timeout("30"), 30);
+    assert_eq!(parse_timeout(" 7 "), 7);
+    assert_eq!(parse_timeout("abc"), 20);
+    assert_eq!(parse_timeout(""), 20);
+    assert_eq!(parse_timeout("1.5"), 20);
+    assert_eq!(parse_timeout("0"), 1);
+    assert_eq!(parse_timeout("-5"), 1);
+    assert_eq!(parse_timeout("99999"), 1200);
+    assert_eq!(parse_timeout("99999999999999999999999"), 20);
+}
+
+#[test]
+fn env_overrides_file() {
+    let toml = "[python]\ntimeout = 5\nallowed_modules = [\"html\"]\n";
+    let c = Config::from_parts(
+        toml,
+        "t.toml",
+        &with_env(&[("TOOLGATE_PYTHON_TIMEOUT", "9")]),
+    )
+    .unwrap();
+    assert_eq!(c.python.timeout_secs, 9);
+    assert_eq!(c.python.extra_modules, vec!["html"]);
+    let c = Config::from_parts(toml, "t.toml", &with_env(&[])).unwrap();
+    assert_eq!(c.python.timeout_secs, 5);
+    let c = Config::from_parts("[python]\ntimeout = 5000\n", "t", &with_env(&[])).unwrap();
+    assert_eq!(c.python.timeout_secs, 1200);
+}
+
+#[test]
+fn module_lists_are_parsed_and_merged() {
+    assert_eq!(
+        env::split_list(" html, ,xml.dom ,"),
+        vec!["html", "xml.dom"]
+    );
+    let c = Config::from_parts(
+        "",
+        "",
+        &with_env(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", "html,math")]),
+    )
+    .unwrap();
+    let all = c.python.allowed_modules();
+    assert_eq!(all.len(), 34, "math is a default and is not doubled");
+    assert!(all.contains(&"html".to_string()));
+    assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted");
+}
+
+#[test]
+fn dangerous_or_malformed_modules_are_refused() {
+    for bad in [
+        "os",
+        "sys",
+        "os.path",
+        "subprocess",
+        "ctypes",
+        "importlib.util",
+        "builtins",
+    ] {
+        let e = Config::from_parts(
+            "",
+            "",
+            &with_env(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", bad)]),
+        )
+        .unwrap_err();
+        assert_eq!(e, ConfigError::ForbiddenModule(bad.into()), "{bad}");
+    }
+    for bad in ["1abc", "a-b", "a..b", "a b"] {
+        let e = Config::from_parts(
+            "",
+            "",
+            &with_env(&[("TOOLGATE_PYTHON_ALLOWED_MODULES", bad)]),
+        )
+        .unwrap_err();
+        assert_eq!(e, ConfigError::BadModuleName(bad.into()), "{bad}");
+    }
+}
+
+#[test]
+fn namespace_and_defaults() {
+    let c = Config::from_parts("", "", &with_env(&[])).unwrap();
+    assert_eq!(c.python.tool_name(), "python.execute");
+    assert_eq!(c.python.memory_mb, 256);
+    assert_eq!(c.server.addr, "127.0.0.1:8080");
+    let c = Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_NAMESPACE", "py")])).unwrap();
+    assert_eq!(c.python.tool_name(), "py.execute");
+    let e =
+        Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_NAMESPACE", "a.b")])).unwrap_err();
+    assert!(matches!(e, ConfigError::BadNamespace(_)));
+}
+
+#[test]
+fn bad_file_and_bad_numbers_are_clear_errors() {
+    let e =
+        Config::from_parts("[python]\ntimeout = \"x\"\n", "f.toml", &with_env(&[])).unwrap_err();
+    assert!(matches!(e, ConfigError::Parse { .. }));
+    assert!(e.to_string().contains("f.toml"));
+    let e = Config::from_parts("[pyhton]\n", "f.toml", &with_env(&[])).unwrap_err();
+    assert!(e.to_string().contains("pyhton"), "{e}");
+    let ok = Config::from_parts("[clarify]\n", "f.toml", &with_env(&[]));
+    assert!(ok.is_ok(), "other tools' tables are accepted");
+    let e = Config::from_parts("[python]\ntimout = 3\n", "f.toml", &with_env(&[])).unwrap_err();
+    assert!(e.to_string().contains("timout"));
+    let e = Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_MEMORY_MB", "lots")]))
+        .unwrap_err();
+    assert!(e.to_string().contains("TOOLGATE_PYTHON_MEMORY_MB"));
+}
+
+#[test]
+fn a_callers_share_defaults_to_three_quarters_and_is_checked() {
+    let c = Config::from_parts("", "", &with_env(&[])).unwrap();
+    assert_eq!(c.python.per_caller(), 12, "3/4 of the default 16");
+    let c =
+        Config::from_parts("[python]\nmax_concurrency = 1\n", "f.toml", &with_env(&[])).unwrap();
+    assert_eq!(c.python.per_caller(), 1, "never below one place");
+    let c = Config::from_parts(
+        "",
+        "",
+        &with_env(&[("TOOLGATE_PYTHON_MAX_PER_CALLER", "16")]),
+    )
+    .unwrap();
+    assert_eq!(
+        c.python.per_caller(),
+        16,
+        "a share of all turns fairness off"
+    );
+    for bad in ["0", "17"] {
+        let e = Config::from_parts(
+            "",
+            "",
+            &with_env(&[("TOOLGATE_PYTHON_MAX_PER_CALLER", bad)]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("max_per_caller"), "{bad}: {e}");
+    }
+}
+
+// The whole table is checked where the SSH tools are built in.
+#[cfg(feature = "ssh")]
+#[test]
+fn server_tables_are_checked_at_load() {
+    let dir = std::env::temp_dir().join(format!("toolgate-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A throwaway ed25519 key, generated for this test only.
+    let key = "-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+QyNTUxOQAAACDjqux70ylHyacqbt3+L/Xc8e/1M3tdKd8tlJTn/de9JAAAAIiKXDo0ilw6
+NAAAAAtzc2gtZWQyNTUxOQAAACDjqux70ylHyacqbt3+L/Xc8e/1M3tdKd8tlJTn/de9JA
+AAAECpXrnlppClY/PkrhQGsx4VmnlE3b/Rp/qWoz8ubaJ55OOq7HvTKUfJpypu3f4v9dzx
+7/Uze10p3y2UlOf9170kAAAABHRlc3QB
+-----END OPENSSH PRIVATE KEY-----
+";
+    std::fs::write(dir.join("id"), key).unwrap();
+    let cfg_path = dir.join("toolgate.toml");
+    let cfg_path = cfg_path.to_str().unwrap();
+    let table = |extra: &str| {
+        format!(
+            "[servers.web]\nhost = \"10.0.0.5\"\nusername = \"ops\"\nhost_key = \"{}\"\n{extra}",
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOOq7HvTKUfJpypu3f4v9dzx7/Uze10p3y2UlOf9170k"
+        )
+    };
+    // key_file relative to the config file.
+    let c = Config::from_parts(&table("key_file = \"id\"\n"), cfg_path, &with_env(&[])).unwrap();
+    assert_eq!(c.ssh.servers.len(), 1);
+    assert_eq!(c.ssh.servers[0].port, 22);
+    assert!(
+        !format!("{c:?}").contains("PRIVATE KEY"),
+        "the key never shows in Debug"
+    );
+    for (text, says) in [
+        (table(""), "key_file is required"),
+        (table("key_file = \"nope\"\n"), "key_file"),
+        (
+            table("key_file = \"id\"\n[servers.web.policy]\npreset = \"strict\"\n"),
+            "preset",
+        ),
+        (
+            table("key_file = \"id\"\n[servers.web.policy]\ndeny = [\"(\"]\n"),
+            "not a valid regex",
+        ),
+        (
+            table("key_file = \"id\"\n").replace("AAAAC3", "AAAAC4"),
+            "host_key",
+        ),
+        (
+            table("key_file = \"id\"\n").replace("[servers.web]", "[servers.\"a b\"]"),
+            "server name",
+        ),
+        (
+            table("key_file = \"id\"\nmax_sessions = 0\n"),
+            "max_sessions",
+        ),
+    ] {
+        let e = Config::from_parts(&text, cfg_path, &with_env(&[])).unwrap_err();
+        assert!(e.to_string().contains(says), "{text}\n=> {e}");
+    }
+    let e =
+        Config::from_parts("[servers.web]\nhost = \"h\"\n", "f.toml", &with_env(&[])).unwrap_err();
+    assert!(e.to_string().contains("username"), "{e}");
+    let e =
+        Config::from_parts("", "", &with_env(&[("TOOLGATE_SSH_MAX_TIMEOUT", "0")])).unwrap_err();
+    assert!(e.to_string().contains("max_timeout"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,92 @@
+//! What the sandbox puts where the host was: `sys.stdout`/`sys.stderr`
+//! writing to the run's sink, no `stdin`, and an `os` with no operating
+//! system behind it (Lib's `_dummy_os`, with `urandom` from getrandom).
+
+use std::borrow::Cow;
+
+use rustpython_vm::{PyResult, VirtualMachine, builtins::PyStrRef, compiler::Mode, scope::Scope};
+
+use super::vm::{Stream, emit};
+
+const STREAMS_PY: &str = r#"
+class _Stream:
+    encoding = "utf-8"
+    errors = "strict"
+    def __init__(self, n, name):
+        self._n = n
+        self.name = name
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not " + type(s).__name__)
+        _w(self._n, s)
+        return len(s)
+    def writelines(self, lines):
+        for s in lines:
+            self.write(s)
+    def flush(self):
+        pass
+    def isatty(self):
+        return False
+    def writable(self):
+        return True
+    def readable(self):
+        return False
+stdout = _Stream(1, "<stdout>")
+stderr = _Stream(2, "<stderr>")
+"#;
+
+/// Installs the stand-ins; before anything imports `os` or prints.
+pub(super) fn install(vm: &VirtualMachine) -> PyResult<()> {
+    // `random`, `tempfile`-free `inspect` and friends import `os`; Lib's
+    // `_dummy_os` stands in for it, plus a native `urandom`.
+    let os = vm.import("_dummy_os", 0)?;
+    os.set_attr("urandom", vm.new_function("urandom", urandom), vm)?;
+    // `_dummy_os` answers every unknown name with a function that *returns*
+    // an exception; make them absent instead, so `os.getcwd()` fails.
+    os.set_attr(
+        "__getattr__",
+        vm.new_function("__getattr__", no_os_attr),
+        vm,
+    )?;
+
+    // Capture stdout/stderr through a writer that sends to the run's sink.
+    let ns = vm.ctx.new_dict();
+    ns.set_item("_w", vm.new_function("_w", write_native).into(), vm)?;
+    let code = vm
+        .compile(STREAMS_PY, Mode::Exec, "<toolgate>")
+        .map_err(|e| e.into_pyexception(vm, Some(STREAMS_PY)))?;
+    vm.run_code_obj(code, Scope::with_builtins(None, ns.clone(), vm))?;
+    vm.sys_module
+        .set_attr("stdout", ns.get_item("stdout", vm)?, vm)?;
+    vm.sys_module
+        .set_attr("stderr", ns.get_item("stderr", vm)?, vm)?;
+    vm.sys_module.set_attr("stdin", vm.ctx.none(), vm)?;
+    Ok(())
+}
+
+fn urandom(n: isize, vm: &VirtualMachine) -> PyResult<Vec<u8>> {
+    let n = usize::try_from(n).map_err(|_| vm.new_value_error("negative argument not allowed"))?;
+    let mut buf = vec![0u8; n];
+    getrandom::fill(&mut buf).map_err(|e| vm.new_os_error(format!("urandom: {e}")))?;
+    Ok(buf)
+}
+
+fn no_os_attr(name: PyStrRef, vm: &VirtualMachine) -> PyResult {
+    Err(vm.new_attribute_error(format!(
+        "module 'os' has no attribute '{}': the sandbox has no operating system",
+        name.to_string_lossy()
+    )))
+}
+
+fn write_native(n: i32, s: PyStrRef) {
+    let stream = if n == 2 {
+        Stream::Stderr
+    } else {
+        Stream::Stdout
+    };
+    let text: Cow<'_, str> = match s.to_str() {
+        Some(t) => Cow::Borrowed(t),
+        None => s.to_string_lossy(),
+    };
+    emit(stream, &text);
+}
