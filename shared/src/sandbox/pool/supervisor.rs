@@ -146,7 +146,11 @@ pub(super) fn supervise(
                 Ok(Some(m)) => m,
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::error!(error = %e, "sandbox control channel failed");
+                    // Dropping the sandbox kills the zygote: the reset that
+                    // follows is the shutdown, not a failure.
+                    if !shared.shutdown.load(Ordering::SeqCst) {
+                        tracing::error!(error = %e, "sandbox control channel failed");
+                    }
                     break;
                 }
             };
