@@ -60,62 +60,97 @@ fn folder_clash(files: &Files) -> Option<(&str, &str)> {
     })
 }
 
+/// Files admitted one by one, as a call gives them and as a sandbox
+/// returns them: a name a call may use, the count and the total within
+/// their limits, and no file that is also a folder.
+struct Admitted {
+    files: Files,
+    total: u64,
+    cap: u64,
+}
+
+impl Admitted {
+    fn new(count: usize, cap: u64) -> Result<Self, String> {
+        if count > MAX_COUNT {
+            return Err(format!(
+                "\"files\" holds {count} files, over the limit of {MAX_COUNT}"
+            ));
+        }
+        Ok(Self {
+            files: Files::new(),
+            total: 0,
+            cap,
+        })
+    }
+
+    /// Checked before the content is decoded, so a bad name is named first.
+    fn check_name(name: &str) -> Result<(), String> {
+        match name_problem(name) {
+            Some(why) => Err(format!("file name {name:?} {why}")),
+            None => Ok(()),
+        }
+    }
+
+    fn add(&mut self, name: &str, bytes: Vec<u8>) -> Result<(), String> {
+        self.total += bytes.len() as u64;
+        if self.total > self.cap {
+            return Err(format!(
+                "\"files\" hold more than {} bytes, the limit (TOOLGATE_PYTHON_MAX_FILES_MB)",
+                self.cap
+            ));
+        }
+        self.files.insert(name.to_owned(), bytes);
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Files, String> {
+        match folder_clash(&self.files) {
+            Some((a, b)) => Err(format!(
+                "file {a:?} is also the folder of {b:?}; a name is one or the other"
+            )),
+            None => Ok(self.files),
+        }
+    }
+}
+
 /// The call's `files`, checked: an object of name → text or
 /// `{"base64": "..."}`, at most `cap_bytes` in all. Absent is no files.
 pub fn parse_input(value: Option<&Value>, cap_bytes: u64) -> Result<Files, ToolError> {
-    let bad = |m: String| ToolError::invalid_input(m);
     let Some(value) = value.filter(|v| !v.is_null()) else {
         return Ok(Files::new());
     };
     let obj = value.as_object().ok_or_else(|| {
-        bad(r#""files" must be an object of name -> text or {"base64": "..."}"#.into())
-    })?;
-    if obj.len() > MAX_COUNT {
-        return Err(bad(format!(
-            "\"files\" holds {} files, over the limit of {MAX_COUNT}",
-            obj.len()
-        )));
-    }
-    let mut files = Files::new();
-    let mut total: u64 = 0;
-    for (name, v) in obj {
-        if let Some(why) = name_problem(name) {
-            return Err(bad(format!("file name {name:?} {why}")));
+        r#""files" must be an object of name -> text or {"base64": "..."}"#.to_owned()
+    });
+    let parsed = obj.and_then(|obj| {
+        let mut admitted = Admitted::new(obj.len(), cap_bytes)?;
+        for (name, v) in obj {
+            Admitted::check_name(name)?;
+            let bytes = match v {
+                Value::String(text) => text.as_bytes().to_vec(),
+                Value::Object(o)
+                    if o.len() == 1 && o.get("base64").is_some_and(Value::is_string) =>
+                {
+                    decode(o["base64"].as_str().unwrap_or_default())
+                        .map_err(|e| format!("file {name:?}: base64 is not valid: {e}"))?
+                }
+                _ => {
+                    return Err(format!(
+                        r#"file {name:?} must be text or {{"base64": "..."}}"#
+                    ));
+                }
+            };
+            admitted.add(name, bytes)?;
         }
-        let bytes = match v {
-            Value::String(text) => text.as_bytes().to_vec(),
-            Value::Object(o) if o.len() == 1 && o.get("base64").is_some_and(Value::is_string) => {
-                // Line breaks as `base64` and MIME wrap it are allowed.
-                let b64: String = o["base64"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .chars()
-                    .filter(|c| !c.is_ascii_whitespace())
-                    .collect();
-                STANDARD
-                    .decode(b64)
-                    .map_err(|e| bad(format!("file {name:?}: base64 is not valid: {e}")))?
-            }
-            _ => {
-                return Err(bad(format!(
-                    r#"file {name:?} must be text or {{"base64": "..."}}"#
-                )));
-            }
-        };
-        total += bytes.len() as u64;
-        if total > cap_bytes {
-            return Err(bad(format!(
-                "\"files\" hold more than {cap_bytes} bytes, the limit (TOOLGATE_PYTHON_MAX_FILES_MB)"
-            )));
-        }
-        files.insert(name.clone(), bytes);
-    }
-    if let Some((a, b)) = folder_clash(&files) {
-        return Err(bad(format!(
-            "file {a:?} is also the folder of {b:?}; a name is one or the other"
-        )));
-    }
-    Ok(files)
+        admitted.finish()
+    });
+    parsed.map_err(ToolError::invalid_input)
+}
+
+/// Base64, with the line breaks `base64` and MIME wrap it in.
+fn decode(b64: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    let b64: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    STANDARD.decode(b64)
 }
 
 /// The output's `files`: text when valid UTF-8, else `{"base64": "..."}`.
@@ -139,34 +174,17 @@ pub fn to_wire(files: &Files) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Files a sandbox returned, checked as untrusted: names, encoding, count
-/// and `cap_bytes` in all.
+/// Files a sandbox returned, checked as untrusted, as a call's are.
 pub fn from_wire(wire: BTreeMap<String, String>, cap_bytes: u64) -> Result<Files, String> {
-    if wire.len() > MAX_COUNT {
-        return Err(format!(
-            "{} files, over the limit of {MAX_COUNT}",
-            wire.len()
-        ));
-    }
-    let mut files = Files::new();
-    let mut total = 0u64;
+    let mut admitted = Admitted::new(wire.len(), cap_bytes)?;
     for (name, b64) in wire {
-        if let Some(why) = name_problem(&name) {
-            return Err(format!("a file name {why}"));
-        }
+        Admitted::check_name(&name)?;
         let bytes = STANDARD
             .decode(b64)
             .map_err(|e| format!("file {name:?} is not base64: {e}"))?;
-        total += bytes.len() as u64;
-        if total > cap_bytes {
-            return Err(format!("files over {cap_bytes} bytes"));
-        }
-        files.insert(name, bytes);
+        admitted.add(&name, bytes)?;
     }
-    if let Some((a, b)) = folder_clash(&files) {
-        return Err(format!("file {a:?} is also the folder of {b:?}"));
-    }
-    Ok(files)
+    admitted.finish()
 }
 
 /// A name as a note shows it: the first 80 characters.

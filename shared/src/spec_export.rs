@@ -67,17 +67,12 @@ fn one(spec: &ToolSpec, format: Format) -> Value {
 
 /// `{"tools": [...]}` in the requested format: the list agents paste as-is.
 pub fn export(registry: &Registry, format: Format) -> Value {
-    let tools: Vec<Value> = registry
-        .tools()
-        .iter()
-        .map(|t| one(t.spec(), format))
-        .collect();
-    json!({ "tools": tools })
+    export_specs(registry.tools().iter().map(|t| t.spec()), format)
 }
 
 /// As [`export`], for specs that no running tool holds (`toolgate tools`).
-pub fn export_specs(specs: &[ToolSpec], format: Format) -> Value {
-    let tools: Vec<Value> = specs.iter().map(|s| one(s, format)).collect();
+pub fn export_specs<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>, format: Format) -> Value {
+    let tools: Vec<Value> = specs.into_iter().map(|s| one(s, format)).collect();
     json!({ "tools": tools })
 }
 

@@ -178,11 +178,6 @@ impl Config {
     pub fn from_env_and_file(path: Option<&Path>) -> Result<Self, ConfigError> {
         Self::load(path, &|k| std::env::var(k).ok())
     }
-
-    /// The defaults, with no file and an empty environment.
-    pub fn defaults() -> Self {
-        Self::from_parts("", "", &|_| None).expect("the defaults are valid")
-    }
 }
 
 #[cfg(test)]
