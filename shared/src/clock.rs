@@ -5,3 +5,10 @@
 pub use std::time::{Instant, SystemTime, UNIX_EPOCH};
 #[cfg(feature = "wasm-clock")]
 pub use web_time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Now, in Unix milliseconds (0 for a clock set before 1970).
+pub fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

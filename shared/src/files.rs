@@ -148,7 +148,7 @@ pub fn parse_input(value: Option<&Value>, cap_bytes: u64) -> Result<Files, ToolE
 }
 
 /// Base64, with the line breaks `base64` and MIME wrap it in.
-fn decode(b64: &str) -> Result<Vec<u8>, base64::DecodeError> {
+pub fn decode(b64: &str) -> Result<Vec<u8>, base64::DecodeError> {
     let b64: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     STANDARD.decode(b64)
 }
@@ -164,6 +164,11 @@ pub fn to_json(files: &Files) -> Value {
         obj.insert(name.clone(), v);
     }
     Value::Object(obj)
+}
+
+/// Bytes as standard base64 (a session's state on the wire).
+pub fn encode(bytes: &[u8]) -> String {
+    STANDARD.encode(bytes)
 }
 
 /// Files as the server and the sandbox exchange them: base64 of each.

@@ -30,6 +30,7 @@ pub mod registry;
 #[cfg(feature = "python-vm")]
 pub mod sandbox;
 pub mod scope;
+pub mod sessions;
 pub mod spec_export;
 pub mod ssh;
 #[cfg(feature = "aws")]

@@ -29,9 +29,17 @@ pub struct ExecOutput {
     /// them (`files::to_json`); absent when there are none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<Value>,
+    /// The session the call ran in, to pass back as `session`; absent
+    /// outside one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// Time the child spent from request to report (not part of the contract).
     #[serde(skip)]
     pub child_us: u64,
+    /// A session call's state after the script, for the server to store
+    /// (not part of the output); `None` outside a session or when not saved.
+    #[serde(skip)]
+    pub state: Option<Vec<u8>>,
 }
 
 /// [`ExecOutput`] as another process sends it, the result still raw.
@@ -45,6 +53,8 @@ struct Reply {
     result: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     files: Option<Value>,
+    #[serde(default)]
+    session_state: Option<String>,
 }
 
 impl ExecOutput {
@@ -58,14 +68,17 @@ impl ExecOutput {
             result: None,
             files: None,
             child_us: 0,
+            state: None,
+            session: None,
         }
     }
 
     /// The output another process (the Worker's sandbox) sent as JSON,
     /// checked: the contract's shape, a result that reads back exactly
     /// ([`parse_result`]), files as a call may give them, at most
-    /// `files_cap` bytes. The error says what was wrong.
-    pub fn from_reply(bytes: &[u8], files_cap: u64) -> Result<Self, String> {
+    /// `files_cap` bytes, a session state (`session_state`, base64) of at
+    /// most `state_cap` bytes. The error says what was wrong.
+    pub fn from_reply(bytes: &[u8], files_cap: u64, state_cap: u64) -> Result<Self, String> {
         let r: Reply = serde_json::from_slice(bytes).map_err(|e| format!("not an output: {e}"))?;
         let result = match r.result {
             Some(raw) => Some(parse_result(raw.get()).map_err(|why| format!("its result {why}"))?),
@@ -79,6 +92,17 @@ impl ExecOutput {
             }
             None => None,
         };
+        let state = match r.session_state {
+            Some(b64) => {
+                let s = crate::files::decode(&b64)
+                    .map_err(|e| format!("its session state is not base64: {e}"))?;
+                if s.len() as u64 > state_cap {
+                    return Err(format!("its session state is over {state_cap} bytes"));
+                }
+                Some(s)
+            }
+            None => None,
+        };
         Ok(Self {
             stdout: crate::truncate::truncate(&r.stdout),
             stderr: crate::truncate::truncate(&r.stderr),
@@ -87,6 +111,8 @@ impl ExecOutput {
             result,
             files,
             child_us: 0,
+            state,
+            session: None,
         })
     }
 
@@ -100,6 +126,8 @@ impl ExecOutput {
             result: None,
             files: None,
             child_us: 0,
+            state: None,
+            session: None,
         };
         out.add_note(&timeout_note(timeout));
         out

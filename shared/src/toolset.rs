@@ -54,8 +54,16 @@ impl Toolset {
         sandbox_cfg: SandboxConfig,
     ) -> Result<Self, String> {
         let sandbox = Arc::new(Sandbox::start(sandbox_cfg).map_err(|e| e.to_string())?);
-        self.registry
-            .add(Arc::new(PythonExecute::new(&cfg.python, sandbox.clone())))?;
+        let mut tool = PythonExecute::new(&cfg.python, sandbox.clone());
+        if let Some(path) = &cfg.python.session_db {
+            let store = crate::sessions::sqlite::SqliteSessions::open(path)
+                .map_err(|e| format!("session store: {e}"))?;
+            tool = tool.with_sessions(crate::sessions::Sessions::new(
+                Arc::new(store),
+                std::time::Duration::from_secs(cfg.python.session_idle_secs),
+            ));
+        }
+        self.registry.add(Arc::new(tool))?;
         self.health.push((
             "sandbox",
             Arc::new(move || serde_json::json!({ "walls": sandbox.walls() })),

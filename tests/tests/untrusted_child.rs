@@ -19,6 +19,7 @@ fn hostile_sandbox() -> Sandbox {
             memory_mb: 64,
             require_seccomp: false,
             files_cap: 1 << 20,
+            state_cap: 1 << 20,
         },
         spare_children: 1,
         max_concurrency: 2,

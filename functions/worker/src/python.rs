@@ -136,7 +136,7 @@ impl SandboxedPython {
                 // The sandbox Worker runs the script: its reply is checked as
                 // the native server checks a child's report, and one that is
                 // not the contract's output is the script's failure.
-                let out = ExecOutput::from_reply(&bytes, self.files_cap).unwrap_or_else(|why| {
+                let out = ExecOutput::from_reply(&bytes, self.files_cap, 0).unwrap_or_else(|why| {
                     tracing::error!(reason = %why, "invalid sandbox reply");
                     let mut out = ExecOutput::failed();
                     out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
@@ -185,6 +185,9 @@ impl Tool for SandboxedPython {
     fn call<'a>(&'a self, args: Value, _ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(SendFuture::new(async move {
             let input = python_execute::parse_input(&args, self.files_cap)?;
+            if input.session.is_some() {
+                return Err(toolgate_shared::sessions::unavailable());
+            }
             self.run(input.code, &input.files).await
         }))
     }

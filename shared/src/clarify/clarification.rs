@@ -1,8 +1,6 @@
 //! One clarification as it is kept and shown: its status, its fields and
 //! times, its unguessable id and the page it is answered on.
 
-use crate::clock::{SystemTime, UNIX_EPOCH};
-
 use serde_json::{Value, json};
 
 use crate::error::ToolError;
@@ -115,9 +113,7 @@ pub fn answer_url(base_url: &str, id: &str) -> String {
 
 /// The time now in Unix milliseconds (0 for a clock set before 1970).
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    crate::clock::unix_ms()
 }
 
 /// `2026-11-30T12:00:00Z` (UTC, whole seconds) from Unix milliseconds.

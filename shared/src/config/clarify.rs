@@ -49,18 +49,6 @@ pub(super) struct FileClarify {
     db: Option<String>,
 }
 
-/// `TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else
-/// `~/.local/share/toolgate`.
-fn data_dir(env: Env<'_>) -> PathBuf {
-    if let Some(d) = env.text("TOOLGATE_DATA_DIR") {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = env.text("XDG_DATA_HOME") {
-        return PathBuf::from(d).join("toolgate");
-    }
-    PathBuf::from(env.text("HOME").unwrap_or_else(|| "/tmp".into())).join(".local/share/toolgate")
-}
-
 impl ClarifyConfig {
     /// The file's table (a relative `db` is relative to the file), then the
     /// environment, checked.
@@ -70,7 +58,7 @@ impl ClarifyConfig {
         env: Env<'_>,
     ) -> Result<Self, ConfigError> {
         let mut c = Self {
-            db_path: data_dir(env).join(DB_FILE),
+            db_path: super::env::data_dir(env).join(DB_FILE),
             ..Self::default()
         };
         c.expiry_secs = file.expiry_secs.unwrap_or(c.expiry_secs);

@@ -2,6 +2,7 @@
 //! data folder's `XDG_DATA_HOME`/`HOME`) goes through the lookup injected
 //! into `Config::load`, so tests and the Worker pass their own.
 
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use super::ConfigError;
@@ -87,6 +88,18 @@ pub(super) fn set_number<T: FromStr>(
         *field = v;
     }
     Ok(())
+}
+
+/// `TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else
+/// `~/.local/share/toolgate`.
+pub(super) fn data_dir(env: Env<'_>) -> PathBuf {
+    if let Some(d) = env.text("TOOLGATE_DATA_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = env.text("XDG_DATA_HOME") {
+        return PathBuf::from(d).join("toolgate");
+    }
+    PathBuf::from(env.text("HOME").unwrap_or_else(|| "/tmp".into())).join(".local/share/toolgate")
 }
 
 #[cfg(test)]

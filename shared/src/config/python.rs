@@ -18,6 +18,14 @@ pub const DEFAULT_MEMORY_MB: u64 = 256;
 /// The largest `max_files_mb`: a call's files travel in its request body.
 pub const MAX_FILES_MB: u64 = 64;
 
+/// A session's idle life when none is set: an hour.
+pub const DEFAULT_SESSION_IDLE_SECS: u64 = 3600;
+/// A session's saved state cap in MiB when none is set.
+pub const DEFAULT_SESSION_MAX_STATE_MB: u64 = 4;
+
+/// The local session store's file in the data folder.
+const SESSION_DB_FILE: &str = "sessions.sqlite3";
+
 /// How `python.execute` runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PythonConfig {
@@ -40,6 +48,14 @@ pub struct PythonConfig {
     pub max_per_caller: Option<usize>,
     /// The `files` a call gives, and those a script returns, in MiB each way.
     pub max_files_mb: u64,
+    /// A session ends this long after its last call.
+    pub session_idle_secs: u64,
+    /// The most state a session saves, in MiB; a call whose state is larger
+    /// keeps its result, and the session its state from before.
+    pub session_max_state_mb: u64,
+    /// Where sessions are kept locally (SQLite); `None` where there is no
+    /// lasting local disk (a Lambda function), and no other store is set.
+    pub session_db: Option<std::path::PathBuf>,
 }
 
 impl Default for PythonConfig {
@@ -54,6 +70,9 @@ impl Default for PythonConfig {
             max_concurrency: 16,
             max_per_caller: None,
             max_files_mb: crate::files::DEFAULT_MAX_FILES_MB,
+            session_idle_secs: DEFAULT_SESSION_IDLE_SECS,
+            session_max_state_mb: DEFAULT_SESSION_MAX_STATE_MB,
+            session_db: None,
         }
     }
 }
@@ -71,6 +90,8 @@ pub(super) struct FilePython {
     max_concurrency: Option<usize>,
     max_per_caller: Option<usize>,
     max_files_mb: Option<u64>,
+    session_idle_secs: Option<u64>,
+    session_max_state_mb: Option<u64>,
 }
 
 impl PythonConfig {
@@ -92,6 +113,8 @@ impl PythonConfig {
         p.max_concurrency = file.max_concurrency.unwrap_or(p.max_concurrency);
         p.max_per_caller = file.max_per_caller.or(p.max_per_caller);
         p.max_files_mb = file.max_files_mb.unwrap_or(p.max_files_mb);
+        p.session_idle_secs = file.session_idle_secs.unwrap_or(p.session_idle_secs);
+        p.session_max_state_mb = file.session_max_state_mb.unwrap_or(p.session_max_state_mb);
 
         if let Some(v) = env.raw("TOOLGATE_PYTHON_TIMEOUT") {
             p.timeout_secs = parse_timeout(&v);
@@ -132,6 +155,23 @@ impl PythonConfig {
             "TOOLGATE_PYTHON_MAX_FILES_MB",
             "a whole number of MiB",
         )?;
+        set_number(
+            env,
+            &mut p.session_idle_secs,
+            "TOOLGATE_PYTHON_SESSION_IDLE_SECS",
+            "a whole number of seconds",
+        )?;
+        set_number(
+            env,
+            &mut p.session_max_state_mb,
+            "TOOLGATE_PYTHON_SESSION_MAX_STATE_MB",
+            "a whole number of MiB",
+        )?;
+        // A Lambda instance's disk is its own and short-lived: sessions
+        // there need a shared store.
+        if env.text("AWS_LAMBDA_RUNTIME_API").is_none() {
+            p.session_db = Some(super::env::data_dir(env).join(SESSION_DB_FILE));
+        }
         p.validate()?;
         Ok(p)
     }
@@ -176,6 +216,20 @@ impl PythonConfig {
                 self.max_files_mb as usize,
             ));
         }
+        if !(1..=30 * 86_400).contains(&self.session_idle_secs) {
+            return Err(bad(
+                "session_idle_secs",
+                "between 1 and 2592000 (30 days)",
+                self.session_idle_secs as usize,
+            ));
+        }
+        if !(1..=64).contains(&self.session_max_state_mb) {
+            return Err(bad(
+                "session_max_state_mb",
+                "between 1 and 64",
+                self.session_max_state_mb as usize,
+            ));
+        }
         // Each spare is a forked interpreter (tens of MB once warm).
         if self.spare_children > 64 {
             return Err(bad("spare_children", "at most 64", self.spare_children));
@@ -193,6 +247,11 @@ impl PythonConfig {
     /// [`Self::max_files_mb`] in bytes.
     pub fn max_files_bytes(&self) -> u64 {
         self.max_files_mb << 20
+    }
+
+    /// [`Self::session_max_state_mb`] in bytes.
+    pub fn max_state_bytes(&self) -> u64 {
+        self.session_max_state_mb << 20
     }
 
     /// The tool's name, `<namespace>.execute`.

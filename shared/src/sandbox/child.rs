@@ -18,7 +18,7 @@ use rustpython_vm::signal::UserSignalSender;
 use super::outbuf::OutBuf;
 use super::proto::{self, ChildReport, ChildRequest};
 use super::seccomp::CHILD_FD;
-use super::vm::WarmVm;
+use super::vm::{Session, WarmVm};
 use super::{alloc, rlimit, seccomp};
 
 fn exit_now(code: i32) -> ! {
@@ -265,10 +265,10 @@ pub(super) fn run(
     sock: RawFd,
     out: *mut u8,
     seccomp_on: bool,
-    memory_mb: u64,
-    files_cap: u64,
+    cfg: &super::zygote::ZygoteConfig,
     warm_up: bool,
 ) -> ! {
+    let (memory_mb, files_cap, state_cap) = (cfg.memory_mb, cfg.files_cap, cfg.state_cap);
     // SAFETY: prctl/sigprocmask/chdir with valid arguments; the empty set is
     // initialized by sigemptyset before use.
     unsafe {
@@ -324,9 +324,20 @@ pub(super) fn run(
     let mut buf = unsafe { OutBuf::from_raw(out) };
     let ran = catch_unwind(AssertUnwindSafe(|| {
         let files = crate::files::from_wire(req.files, u64::MAX).unwrap_or_default();
-        warm.run(&req.code, &files, files_cap, move |stream, text| {
-            buf.push(stream, text)
-        })
+        let saved = req
+            .session
+            .map(|s| crate::files::decode(&s).unwrap_or_default());
+        let session = saved.as_deref().map(|state| Session {
+            state,
+            cap: state_cap,
+        });
+        warm.run(
+            &req.code,
+            &files,
+            files_cap,
+            session,
+            move |stream, text| buf.push(stream, text),
+        )
     }));
     let r = match ran {
         Ok(o) => ChildReport::Done {
@@ -334,6 +345,7 @@ pub(super) fn run(
             result: o.result_json,
             files: crate::files::to_wire(&o.files),
             child_us: received.elapsed().as_micros() as u64,
+            state: o.state.map(|s| crate::files::encode(&s)),
         },
         Err(payload) => {
             let message = payload

@@ -34,6 +34,7 @@ pub mod module_wall;
 mod result;
 pub mod scrub;
 mod stand_ins;
+mod state;
 mod traceback;
 pub mod vm;
 

@@ -25,6 +25,10 @@ pub struct ChildRequest {
     /// The call's files, base64 by name (`files::to_wire`).
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// A session's saved state, base64 (empty for a new session); absent
+    /// outside a session.
+    #[serde(default)]
+    pub session: Option<String>,
 }
 
 /// Child → server: how the script ended.
@@ -43,6 +47,10 @@ pub enum ChildReport {
         /// Microseconds from request received to report, measured in the child.
         #[serde(default)]
         child_us: u64,
+        /// A session's state after the script, base64, at most the
+        /// state cap; absent when not saved (stderr says why).
+        #[serde(default)]
+        state: Option<String>,
     },
     /// An allocation failed under the memory cap.
     OutOfMemory,
@@ -78,11 +86,12 @@ pub const MAX_FRAME: usize = 128 << 20;
 /// string (at most twice as long), plus a few fields, plus the files, at
 /// most `files_cap` bytes as base64 (4/3 as long) and up to
 /// `files::MAX_COUNT` names (each at most 255 bytes, up to 6 times as long
-/// escaped). A longer one is refused unread, so a child cannot make the
-/// server hold more.
-pub fn max_report(files_cap: u64) -> usize {
+/// escaped), plus a session's state, at most `state_cap` bytes as base64.
+/// A longer one is refused unread, so a child cannot make the server hold
+/// more.
+pub fn max_report(files_cap: u64, state_cap: u64) -> usize {
     let names = crate::files::MAX_COUNT * crate::files::MAX_NAME_BYTES * 6;
-    (3 << 20) + (files_cap as usize).div_ceil(3) * 4 + names
+    (3 << 20) + (files_cap as usize).div_ceil(3) * 4 + names + (state_cap as usize).div_ceil(3) * 4
 }
 
 /// Writes one frame: `body`'s length (4 bytes, little-endian), then `body`.

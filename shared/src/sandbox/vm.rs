@@ -17,6 +17,7 @@ use rustpython_vm::{
 
 use super::files::FileStore;
 use super::stand_ins;
+use super::state::StateCarrier;
 use super::{engine_fixes, guard, host_facts, module_set, module_wall, result, scrub, traceback};
 use crate::files::Files;
 
@@ -48,6 +49,15 @@ pub(super) fn emit(stream: Stream, text: &str) {
     });
 }
 
+/// A session call's state going in.
+#[derive(Debug, Clone, Copy)]
+pub struct Session<'a> {
+    /// The state saved by the session's last call; empty when new.
+    pub state: &'a [u8],
+    /// The most state that may be saved, in bytes.
+    pub cap: u64,
+}
+
 /// How one script ended, apart from its output streams.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutcome {
@@ -58,6 +68,9 @@ pub struct RunOutcome {
     pub exit_code: i64,
     /// `json.dumps(result, allow_nan=False)`, or the JSON string of its repr.
     pub result_json: Option<String>,
+    /// A session call's globals, saved after the script (`None` outside a
+    /// session, or when they could not be saved: stderr says why).
+    pub state: Option<Vec<u8>>,
 }
 
 /// The warm interpreter: every allowlisted module imported, stdout and stderr
@@ -66,6 +79,7 @@ pub struct WarmVm {
     interp: Interpreter,
     dumps: PyObjectRef,
     files: FileStore,
+    state: StateCarrier,
     reseed: Option<PyObjectRef>,
     /// The VM's user-signal channel: a closure sent here runs on the
     /// interpreter's thread at the next bytecode boundary (see `child`).
@@ -140,7 +154,7 @@ impl WarmVm {
             .add_native_modules(&defs)
             .add_frozen_modules(stdlib)
             .build();
-        let (dumps, reseed, files) = interp.enter(|vm| {
+        let (dumps, reseed, files, state) = interp.enter(|vm| {
             adapt(vm)
                 .and_then(|()| warm(vm, allowed))
                 .map_err(|e| format!("sandbox warm-up failed: {}", describe(vm, &e)))
@@ -149,6 +163,7 @@ impl WarmVm {
             interp,
             dumps,
             files,
+            state,
             reseed,
             #[cfg(feature = "python")]
             stop,
@@ -232,7 +247,7 @@ impl WarmVm {
     /// then, not on the call's critical path. It leaves nothing behind: the
     /// namespace is dropped, and the script changes no shared object.
     pub fn prefault(&self) {
-        let _ = self.run(PREFAULT_PY, &Files::new(), 0, |_, _| {});
+        let _ = self.run(PREFAULT_PY, &Files::new(), 0, None, |_, _| {});
     }
 
     /// A handle that interrupts a running script: `f` sent through it runs
@@ -244,12 +259,15 @@ impl WarmVm {
     }
 
     /// Runs `source` in a fresh `__main__` namespace with `files` to
-    /// `open`, sending output to `sink`.
+    /// `open`, sending output to `sink`. In a session (`session` is its
+    /// saved state, empty when new) the namespace starts from the state and
+    /// is saved after.
     pub fn run(
         &self,
         source: &str,
         files: &Files,
         files_cap: u64,
+        session: Option<Session<'_>>,
         sink: impl FnMut(Stream, &str) + 'static,
     ) -> RunOutcome {
         SINK.with(|s| *s.borrow_mut() = Some(Box::new(sink)));
@@ -268,6 +286,7 @@ impl WarmVm {
                     files: Files::new(),
                     exit_code: 1,
                     result_json: None,
+                    state: None,
                 };
             }
             // What giving them freed would be the script's first objects
@@ -276,7 +295,8 @@ impl WarmVm {
         }
         let outcome = self.interp.enter(|vm| {
             host_facts::start_call(vm);
-            let mut o = run_in(vm, source, &self.dumps);
+            let session = session.map(|s| (&self.state, s));
+            let mut o = run_in(vm, source, &self.dumps, session);
             let (files, unnamed) = self.files.collect(vm);
             o.files = files;
             if unnamed > 0 {
@@ -296,12 +316,12 @@ impl WarmVm {
     }
 }
 
-fn warm(
-    vm: &VirtualMachine,
-    allowed: &[String],
-) -> PyResult<(PyObjectRef, Option<PyObjectRef>, FileStore)> {
+type Warmed = (PyObjectRef, Option<PyObjectRef>, FileStore, StateCarrier);
+
+fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<Warmed> {
     stand_ins::install(vm)?;
     let files = FileStore::install(vm)?;
+    let state = StateCarrier::install(vm)?;
 
     for m in allowed {
         let name = vm.ctx.new_str(m.as_str());
@@ -323,6 +343,8 @@ fn warm(
         None
     };
 
+    StateCarrier::know_modules(vm)?;
+
     // The module set is what is loaded by now and what the allowlist can
     // still import; the scrub and the host facts import only from it.
     let set = std::sync::Arc::new(module_set::of(vm, allowed)?);
@@ -331,11 +353,11 @@ fn warm(
     scrub::apply(vm)?;
     module_wall::install(vm, set.clone())?;
     guard::install(vm, allowed, set)?;
-    Ok((dumps, reseed, files))
+    Ok((dumps, reseed, files, state))
 }
 
 /// A one-line description of an exception, for start-up errors.
-fn describe(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
+pub(super) fn describe(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
     let mut s = String::new();
     let _ = vm.write_exception(&mut s, exc);
     s.trim_end()
@@ -345,15 +367,30 @@ fn describe(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> String {
         .to_owned()
 }
 
-fn run_in(vm: &VirtualMachine, source: &str, dumps: &PyObjectRef) -> RunOutcome {
+fn run_in(
+    vm: &VirtualMachine,
+    source: &str,
+    dumps: &PyObjectRef,
+    session: Option<(&StateCarrier, Session<'_>)>,
+) -> RunOutcome {
     let globals: PyDictRef = vm.ctx.new_dict();
     let _ = globals.set_item("__name__", vm.ctx.new_str("__main__").into(), vm);
     let scope = Scope::with_builtins(None, globals.clone(), vm);
+    if let Some((carrier, s)) = session {
+        for note in carrier.begin(vm, &globals, s.state) {
+            emit(Stream::Stderr, &note);
+        }
+    }
 
     let ran = vm
         .compile(source, Mode::Exec, SCRIPT_NAME)
         .map_err(|e| traceback::with_source_line(vm, e.into_pyexception(vm, Some(source)), source))
-        .and_then(|code| vm.run_code_obj(code, scope));
+        .and_then(|code| {
+            if let Some((carrier, _)) = session {
+                carrier.record_script(vm, source, SCRIPT_NAME, code.clone().into());
+            }
+            vm.run_code_obj(code, scope)
+        });
     let exit_code = match ran {
         Ok(_) => 0,
         Err(exc) => traceback::exit_code_for(vm, &exc, source),
@@ -364,10 +401,43 @@ fn run_in(vm: &VirtualMachine, source: &str, dumps: &PyObjectRef) -> RunOutcome 
         })),
         _ => None,
     };
+    // As in one interpreter, what ran before an exception stays defined.
+    let state = session.and_then(|(carrier, s)| match carrier.end(vm, &globals) {
+        Ok(saved) => {
+            for (name, why) in &saved.dropped {
+                emit(
+                    Stream::Stderr,
+                    &format!("[session: {name:?} was not kept: {why}]\n"),
+                );
+            }
+            if saved.blob.len() as u64 > s.cap {
+                emit(
+                    Stream::Stderr,
+                    &format!(
+                        "[session: the state was not saved: {} bytes, over the limit of {} \
+                         (TOOLGATE_PYTHON_SESSION_MAX_STATE_MB); the session keeps its state \
+                         from before this call]\n",
+                        saved.blob.len(),
+                        s.cap
+                    ),
+                );
+                return None;
+            }
+            Some(saved.blob)
+        }
+        Err(why) => {
+            emit(
+                Stream::Stderr,
+                &format!("[session: nothing was saved ({why}); the session keeps its state from before this call]\n"),
+            );
+            None
+        }
+    });
     RunOutcome {
         files: Files::new(),
         exit_code,
         result_json,
+        state,
     }
 }
 

@@ -8,7 +8,7 @@ fn run(code: &str) -> (i64, String, String) {
     let vm = WarmVm::new(&allowed).expect("warm");
     let out = Arc::new(Mutex::new((String::new(), String::new())));
     let sink = out.clone();
-    let o = vm.run(code, &Files::new(), 0, move |s, t| {
+    let o = vm.run(code, &Files::new(), 0, None, move |s, t| {
         let mut o = sink.lock().unwrap();
         match s {
             Stream::Stdout => o.0.push_str(t),
@@ -72,4 +72,124 @@ fn a_syntax_error_shows_its_line_once_as_for_a_file() {
         let (exit, _, err) = run(code);
         assert_eq!((exit, err.as_str()), (1, want), "{code}");
     }
+}
+
+/// Runs each script in a fresh warm VM (as each call is a fresh process),
+/// the state saved by one given to the next; (exit, stdout, stderr) each.
+fn session(codes: &[&str], cap: u64) -> Vec<(i64, String, String)> {
+    let allowed: Vec<String> = crate::allowlist::DEFAULT_MODULES.map(String::from).to_vec();
+    let mut state = Vec::new();
+    let mut outs = Vec::new();
+    for code in codes {
+        let vm = WarmVm::new(&allowed).expect("warm");
+        let out = Arc::new(Mutex::new((String::new(), String::new())));
+        let sink = out.clone();
+        let session = Session { state: &state, cap };
+        let o = vm.run(code, &Files::new(), 0, Some(session), move |s, t| {
+            let mut o = sink.lock().unwrap();
+            match s {
+                Stream::Stdout => o.0.push_str(t),
+                Stream::Stderr => o.1.push_str(t),
+            }
+        });
+        if let Some(s) = o.state {
+            state = s;
+        }
+        let (so, se) = out.lock().unwrap().clone();
+        outs.push((o.exit_code, so, se));
+    }
+    outs
+}
+
+#[test]
+fn a_session_carries_globals_as_one_interpreter_would() {
+    let first = r#"
+import collections, dataclasses, datetime, decimal, enum, fractions, json
+n, s, b, f = 42, "text", b"\x00\xff", 1.5
+shared = [1, 2]
+pair = {"a": shared, "b": shared}
+when = datetime.datetime(2026, 12, 1, 20, 0, tzinfo=datetime.timezone.utc)
+money = decimal.Decimal("1.10")
+third = fractions.Fraction(1, 3)
+counts = collections.Counter("hello")
+dq = collections.deque([1, 2], maxlen=5)
+dd = collections.defaultdict(list, {"k": [1]})
+Point = collections.namedtuple("Point", "x y")
+p = Point(1, 2)
+
+@dataclasses.dataclass
+class Row:
+    name: str
+    tags: list = dataclasses.field(default_factory=list)
+    def label(self):
+        return self.name.upper()
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = enum.auto()
+    def shout(self):
+        return self.name + "!"
+
+class Node:
+    count = 0
+    def __init__(self, v):
+        self.v = v
+        Node.count += 1
+    @property
+    def double(self):
+        return self.v * 2
+    @classmethod
+    def make(cls, v):
+        return cls(v)
+
+def add(x, y=10):
+    return x + y
+
+def counter():
+    c = 0
+    def step():
+        nonlocal c
+        c += 1
+        return c
+    return step
+
+tick = counter()
+tick()
+row = Row("a", ["t"])
+color = Color.GREEN
+node = Node.make(3)
+square = lambda v: v * v
+gen = (i for i in range(3))
+"#;
+    let second = r#"
+shared.append(3)
+print(pair["b"], n, s, b, f)
+print(when.isoformat(), money + 1, third * 3, counts.most_common(1), dq, dd["k"])
+print(p, p._replace(x=5), p.x)
+print(row, row.label(), Row("b"), dataclasses.asdict(row), dataclasses.fields(Row)[1].name)
+print(color, color is Color.GREEN, Color(1), color.shout(), list(Color))
+print(node.double, Node.count, isinstance(node, Node), Node.make(1).v)
+print(add(1), tick(), tick(), square(4), json.dumps([1]))
+print("gen" in globals())
+"#;
+    let out = session(&[first, second], 1 << 20);
+    assert_eq!(out[0].0, 0, "{:?}", out[0]);
+    assert!(
+        out[0].2.contains("[session: \"gen\" was not kept:"),
+        "{}",
+        out[0].2
+    );
+    assert_eq!(out[1].0, 0, "{:?}", out[1]);
+    assert_eq!(
+        out[1].1,
+        "[1, 2, 3] 42 text b'\\x00\\xff' 1.5\n\
+         2026-12-01T20:00:00+00:00 2.10 1 [('l', 2)] deque([1, 2], maxlen=5) [1]\n\
+         Point(x=1, y=2) Point(x=5, y=2) 1\n\
+         Row(name='a', tags=['t']) A Row(name='b', tags=[]) {'name': 'a', 'tags': ['t']} tags\n\
+         Color.GREEN True Color.RED GREEN! [<Color.RED: 1>, <Color.GREEN: 2>]\n\
+         6 1 True 1\n\
+         11 2 3 16 [1]\n\
+         False\n"
+    );
+    assert_eq!(out[1].2, "");
 }

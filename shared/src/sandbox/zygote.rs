@@ -32,6 +32,9 @@ pub struct ZygoteConfig {
     pub require_seccomp: bool,
     /// The files a script may return, in bytes in all.
     pub files_cap: u64,
+    /// A session's saved state, in bytes at most.
+    #[serde(default)]
+    pub state_cap: u64,
 }
 
 /// The zygote's and its children's nice value (see `run`).
@@ -155,12 +158,8 @@ fn run(config_json: &str) -> ! {
         sandbox_error: None,
     };
     let _ = send(&FromZygote::Ready(walls), &[]);
-    let memory_mb = cfg.memory_mb;
-    let files_cap = cfg.files_cap;
     serve(&|io: ChildIo, warm_up: bool| {
-        child::run(
-            &warm, io.sock, io.out, seccomp_on, memory_mb, files_cap, warm_up,
-        )
+        child::run(&warm, io.sock, io.out, seccomp_on, &cfg, warm_up)
     })
 }
 

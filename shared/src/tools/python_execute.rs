@@ -19,6 +19,9 @@ use crate::error::ToolError;
 use crate::files::Files;
 #[cfg(feature = "python")]
 use crate::sandbox::Sandbox;
+use crate::sessions::SessionArg;
+#[cfg(feature = "python")]
+use crate::sessions::Sessions;
 use crate::tool::ToolSpec;
 #[cfg(feature = "python")]
 use crate::tool::{CallContext, Tool, ToolFuture};
@@ -35,7 +38,9 @@ pub struct PythonExecute {
     spec: ToolSpec,
     timeout: Duration,
     files_cap: u64,
+    state_cap: u64,
     sandbox: Arc<Sandbox>,
+    sessions: Option<Sessions>,
 }
 
 /// The tool's description, stating `cfg`'s timeout and allowed imports.
@@ -62,6 +67,16 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
                     "type": "string",
                     "minLength": 1,
                     "description": "Python 3 source to run. Print output or assign `result`."
+                },
+                "session": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": format!(
+                        "\"new\" to start a session, or the `session` id a call returned, to \
+                         continue from the globals and files that call left (as if the scripts \
+                         ran one after the other). A session ends {} minutes after its last call.",
+                        cfg.session_idle_secs / 60
+                    )
                 },
                 "files": {
                     "type": "object",
@@ -94,6 +109,7 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
                 "exit_code": {"type": "integer", "description": "0 on success, 1 on an exception, -1 on timeout; SystemExit(n) gives n"},
                 "timed_out": {"type": "boolean"},
                 "result": {"description": "The script's `result` variable; absent when unset or None"},
+                "session": {"type": "string", "description": "The session's id, when the call ran in one: pass it as `session` to continue"},
                 "files": {
                     "type": "object",
                     "description": "Files the script created or changed: text when valid UTF-8, else {\"base64\": \"...\"}; absent when none",
@@ -117,6 +133,8 @@ pub struct Input<'a> {
     pub code: &'a str,
     /// The files the script may open.
     pub files: Files,
+    /// The session to run in, if any.
+    pub session: Option<SessionArg>,
 }
 
 /// Validates the input (the exact messages in
@@ -130,7 +148,12 @@ pub fn parse_input(args: &Value, files_cap: u64) -> Result<Input<'_>, ToolError>
         _ => return Err(ToolError::invalid_input(CODE_REQUIRED)),
     };
     let files = crate::files::parse_input(obj.get("files"), files_cap)?;
-    Ok(Input { code, files })
+    let session = crate::sessions::parse(obj.get("session"))?;
+    Ok(Input {
+        code,
+        files,
+        session,
+    })
 }
 
 /// The largest request body a call takes: the contract's 1 MiB for the
@@ -152,8 +175,16 @@ impl PythonExecute {
             spec: spec(cfg),
             timeout: Duration::from_secs(cfg.timeout_secs),
             files_cap: cfg.max_files_bytes(),
+            state_cap: cfg.max_state_bytes(),
             sandbox,
+            sessions: None,
         }
+    }
+
+    /// The tool with `sessions` to keep state between calls in.
+    pub fn with_sessions(mut self, sessions: Sessions) -> Self {
+        self.sessions = Some(sessions);
+        self
     }
 
     /// Runs `code` with `files` for the caller in `ctx`, the timeout
@@ -163,6 +194,7 @@ impl PythonExecute {
         &self,
         code: &str,
         files: &Files,
+        session: Option<&[u8]>,
         ctx: &CallContext,
     ) -> Result<ExecOutput, ToolError> {
         let (timeout, lowered) = effective_timeout(self.timeout, ctx.deadline, Instant::now());
@@ -172,7 +204,7 @@ impl PythonExecute {
             .unwrap_or(crate::sandbox::pool::ANONYMOUS);
         let mut out = self
             .sandbox
-            .execute_for(caller, code, files, timeout)
+            .execute_for(caller, code, files, session, timeout)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "sandbox failure");
@@ -207,9 +239,65 @@ impl Tool for PythonExecute {
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let input = parse_input(&args, self.files_cap)?;
-            let out = self.run(input.code, &input.files, ctx).await?;
+            let out = match &input.session {
+                None => self.run(input.code, &input.files, None, ctx).await?,
+                Some(arg) => {
+                    self.run_in_session(arg, input.code, input.files, ctx)
+                        .await?
+                }
+            };
             serde_json::to_value(&out).map_err(|e| ToolError::internal(e.to_string()))
         })
+    }
+}
+
+#[cfg(feature = "python")]
+impl PythonExecute {
+    /// Runs a call in the session `arg` names: its files under the call's,
+    /// its state restored in the child; then stores what the call left.
+    async fn run_in_session(
+        &self,
+        arg: &SessionArg,
+        code: &str,
+        given: Files,
+        ctx: &CallContext,
+    ) -> Result<ExecOutput, ToolError> {
+        let sessions = self
+            .sessions
+            .as_ref()
+            .ok_or_else(crate::sessions::unavailable)?;
+        let owner = ctx.caller.as_deref().unwrap_or("");
+        let mut held = sessions.open(arg, owner, self.timeout).await?;
+        // Larger than any call may save: not the child's to read.
+        let mut refused = None;
+        if held.record.state.len() as u64 > self.state_cap {
+            held.record.state.clear();
+            refused = Some(crate::sessions::STATE_REFUSED);
+        }
+        let files = match crate::sessions::with_files(&held.record.files, given, self.files_cap) {
+            Ok(f) => f,
+            Err(e) => {
+                sessions.abandon(held).await;
+                return Err(e);
+            }
+        };
+        let mut out = match self.run(code, &files, Some(&held.record.state), ctx).await {
+            Ok(out) => out,
+            Err(e) => {
+                sessions.abandon(held).await;
+                return Err(e);
+            }
+        };
+        if let Some(note) = refused {
+            out.stderr.insert_str(0, note);
+        }
+        let state = out.state.take();
+        if state.is_none() && !out.stderr.contains("[session: ") {
+            out.add_note(crate::sessions::NOT_FINISHED);
+        }
+        let kept = crate::sessions::after_call(files, out.files.as_ref());
+        out.session = Some(sessions.close(held, state, &kept).await?);
+        Ok(out)
     }
 }
 

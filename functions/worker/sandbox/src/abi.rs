@@ -15,7 +15,7 @@ use std::time::Duration;
 use rustpython_vm::frozen::FrozenLib;
 use toolgate_shared::allowlist::DEFAULT_MODULES;
 use toolgate_shared::outcome::{ExecOutput, memory_note, parse_result, timeout_note};
-use toolgate_shared::sandbox::vm::{Stream, WarmVm};
+use toolgate_shared::sandbox::vm::{Session, Stream, WarmVm};
 use toolgate_shared::truncate::OwnedHeadTail;
 
 use crate::{RunRequest, budget, clock, host};
@@ -99,6 +99,8 @@ fn output(exit_code: i64, result_json: Option<String>) -> ExecOutput {
         result: None,
         files: None,
         child_us: 0,
+        state: None,
+        session: None,
     };
     if let Some(r) = result_json {
         match parse_result(&r) {
@@ -109,10 +111,22 @@ fn output(exit_code: i64, result_json: Option<String>) -> ExecOutput {
     out
 }
 
+/// The output as the dispatcher reads it (`ExecOutput::from_reply`): the
+/// contract's fields and a session's state as `session_state`.
 fn to_json(out: &ExecOutput) -> String {
-    serde_json::to_string(out).unwrap_or_else(|e| {
-        format!(r#"{{"stdout":"","stderr":"InternalError: {e}","exit_code":1,"timed_out":false}}"#)
-    })
+    let mut v = serde_json::to_value(out);
+    if let (Ok(serde_json::Value::Object(o)), Some(state)) = (&mut v, &out.state) {
+        o.insert(
+            "session_state".into(),
+            toolgate_shared::files::encode(state).into(),
+        );
+    }
+    v.and_then(|v| serde_json::to_string(&v))
+        .unwrap_or_else(|e| {
+            format!(
+                r#"{{"stdout":"","stderr":"InternalError: {e}","exit_code":1,"timed_out":false}}"#
+            )
+        })
 }
 
 /// Runs the request at `ptr` (from `tg_alloc`) and returns the output JSON.
@@ -155,7 +169,14 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         vm.vary_layout();
         budget::limit_growth(req.memory_mb);
         let files = toolgate_shared::files::from_wire(req.files, u64::MAX).unwrap_or_default();
-        vm.run(&req.code, &files, req.files_cap, |stream, text| {
+        let saved = req
+            .session
+            .map(|s| toolgate_shared::files::decode(&s).unwrap_or_default());
+        let session = saved.as_deref().map(|state| Session {
+            state,
+            cap: req.state_cap,
+        });
+        vm.run(&req.code, &files, req.files_cap, session, |stream, text| {
             CALL.with(|c| {
                 let mut c = c.borrow_mut();
                 match stream {
@@ -170,6 +191,7 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
     if !outcome.files.is_empty() {
         out.files = Some(toolgate_shared::files::to_json(&outcome.files));
     }
+    out.state = outcome.state;
     hand_out(to_json(&out))
 }
 

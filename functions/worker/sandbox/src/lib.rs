@@ -36,4 +36,11 @@ pub struct RunRequest {
     /// The files the script may return, in bytes in all.
     #[serde(default)]
     pub files_cap: u64,
+    /// A session's saved state, base64 (empty: a new session); absent
+    /// outside a session.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The most state a session may save, in bytes.
+    #[serde(default)]
+    pub state_cap: u64,
 }

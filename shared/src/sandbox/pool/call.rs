@@ -32,6 +32,8 @@ pub(super) struct Limits {
     pub memory_mb: u64,
     /// The files it may return, in bytes in all.
     pub files_cap: u64,
+    /// The session state it may return, in bytes.
+    pub state_cap: u64,
 }
 
 /// Runs the script framed in `frame` in `child`. `Err(ZygoteGone)` when the
@@ -66,7 +68,7 @@ pub(super) async fn drive(
     }
     let deadline = tokio::time::Instant::now() + timeout;
     let report = tokio::select! {
-        r = read_report(&mut sock, proto::max_report(limits.files_cap)) => Some(r),
+        r = read_report(&mut sock, proto::max_report(limits.files_cap, limits.state_cap)) => Some(r),
         _ = tokio::time::sleep_until(deadline) => None,
     };
 
@@ -78,6 +80,8 @@ pub(super) async fn drive(
         result: None,
         files: None,
         child_us: 0,
+        state: None,
+        session: None,
     };
     // The child is not trusted: a report it sends must be well formed, and
     // its result must be the contract's JSON; anything else is the script's
@@ -88,20 +92,26 @@ pub(super) async fn drive(
             result,
             files,
             child_us,
+            state,
         })) => match (
             result.as_deref().map(parse_result).transpose(),
             crate::files::from_wire(files, limits.files_cap),
+            state
+                .map(|s| decode_state(&s, limits.state_cap))
+                .transpose(),
         ) {
-            (Ok(result), Ok(files)) => {
+            (Ok(result), Ok(files), Ok(state)) => {
                 tracing::debug!(child_us, "child finished");
                 out.child_us = child_us;
                 out.exit_code = exit_code;
                 out.result = result;
                 out.files = (!files.is_empty()).then(|| crate::files::to_json(&files));
+                out.state = state;
                 None
             }
-            (Err(why), _) => Some(Death::invalid_report(&format!("its result {why}"))),
-            (_, Err(why)) => Some(Death::invalid_report(&format!("its files: {why}"))),
+            (Err(why), _, _) => Some(Death::invalid_report(&format!("its result {why}"))),
+            (_, Err(why), _) => Some(Death::invalid_report(&format!("its files: {why}"))),
+            (_, _, Err(why)) => Some(Death::invalid_report(&format!("its session state {why}"))),
         },
         Some(Ok(other)) => Some(Death::from_report(other, memory_mb)),
         Some(Err(NoReport::Invalid(why))) => Some(Death::invalid_report(&why)),
@@ -147,7 +157,7 @@ async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) {
     let stop = if sock.write_all(&[proto::STOP]).await.is_err() {
         "killed"
     } else {
-        match tokio::time::timeout(STOP_GRACE, read_report(sock, proto::max_report(0))).await {
+        match tokio::time::timeout(STOP_GRACE, read_report(sock, proto::max_report(0, 0))).await {
             Ok(Ok(ChildReport::Stopped)) => "in_vm",
             // It finished as the deadline passed; still a timeout.
             Ok(Ok(_)) => "finished_at_deadline",
@@ -197,4 +207,13 @@ async fn read_report(sock: &mut UnixStream, max: usize) -> Result<ChildReport, N
         return Err(NoReport::Invalid("a report cut short".into()));
     }
     serde_json::from_slice(&body).map_err(|e| NoReport::Invalid(format!("not a report: {e}")))
+}
+
+/// A session state as a child reports it: base64, at most `cap` bytes.
+fn decode_state(b64: &str, cap: u64) -> Result<Vec<u8>, String> {
+    let s = crate::files::decode(b64).map_err(|e| format!("is not base64: {e}"))?;
+    if s.len() as u64 > cap {
+        return Err(format!("is over the limit of {cap} bytes"));
+    }
+    Ok(s)
 }

@@ -68,6 +68,7 @@ impl Sandbox {
         let limits = call::Limits {
             memory_mb: cfg.zygote.memory_mb,
             files_cap: cfg.zygote.files_cap,
+            state_cap: cfg.zygote.state_cap,
         };
         let admission = Admission::new(cfg.max_concurrency, cfg.max_per_caller);
         std::thread::Builder::new()
@@ -117,7 +118,7 @@ impl Sandbox {
     /// Runs `code` in a fresh child, killed when `timeout` passes, for a
     /// caller nobody identified.
     pub async fn execute(&self, code: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
-        self.execute_for(ANONYMOUS, code, &Files::new(), timeout)
+        self.execute_for(ANONYMOUS, code, &Files::new(), None, timeout)
             .await
     }
 
@@ -128,6 +129,7 @@ impl Sandbox {
         caller: &str,
         code: &str,
         files: &Files,
+        session: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<ExecOutput, SandboxError> {
         let _place = self
@@ -138,6 +140,7 @@ impl Sandbox {
         let body = serde_json::to_vec(&ChildRequest {
             code: code.to_owned(),
             files: crate::files::to_wire(files),
+            session: session.map(crate::files::encode),
         })
         .map_err(|e| SandboxError::Child(e.into()))?;
         let mut frame = Vec::with_capacity(body.len() + 4);
@@ -214,6 +217,7 @@ impl SandboxConfig {
                 memory_mb: cfg.memory_mb,
                 require_seccomp: cfg.require_seccomp,
                 files_cap: cfg.max_files_bytes(),
+                state_cap: cfg.max_state_bytes(),
             },
             spare_children: cfg.spare_children,
             max_concurrency: cfg.max_concurrency,

@@ -1,0 +1,254 @@
+//! A session's globals inside the sealed child (docs/contracts.md#sessions):
+//! restored before the script, saved after it, by `state.py`. Saved state
+//! is untrusted (a script made it), so it is read only here, under the
+//! same walls as the script.
+//!
+//! Functions travel as the place of their code in a source the session
+//! compiled. While a session call runs, `compile`, `exec` and `eval` of
+//! source text record it (outside sessions they are the interpreter's own,
+//! untouched); a restore compiles it again, so no code object is ever built
+//! from saved bytes.
+
+use std::cell::Cell;
+
+use rustpython_vm::{
+    PyObjectRef, PyResult, VirtualMachine,
+    builtins::{PyBytes, PyCode, PyDictRef, PyList, PyStr, PyTuple},
+    compiler::Mode,
+    function::FuncArgs,
+    scope::Scope,
+};
+
+const STATE_PY: &str = include_str!("state.py");
+
+/// The module's name in `sys.modules`: the pickler names its restorers by it.
+const MODULE: &str = "_toolgate_state";
+
+thread_local! {
+    /// A session call is running: compiled sources are recorded.
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What a save gives back.
+pub struct Saved {
+    /// The state, for the server to store.
+    pub blob: Vec<u8>,
+    /// Globals not carried, with why: (name, reason).
+    pub dropped: Vec<(String, String)>,
+}
+
+/// `state.py`'s entry points, kept from warm-up.
+pub(super) struct StateCarrier {
+    register: PyObjectRef,
+    start: PyObjectRef,
+    save: PyObjectRef,
+    load: PyObjectRef,
+}
+
+fn arg(args: &FuncArgs, pos: usize, name: &str) -> Option<PyObjectRef> {
+    args.args
+        .get(pos)
+        .cloned()
+        .or_else(|| args.kwargs.get(name).cloned())
+}
+
+fn is_source(o: &PyObjectRef) -> bool {
+    o.downcast_ref::<PyStr>().is_some() || o.downcast_ref::<PyBytes>().is_some()
+}
+
+impl StateCarrier {
+    /// Defines the module and wraps `compile`, `exec` and `eval` so that a
+    /// session call's sources are recorded.
+    pub fn install(vm: &VirtualMachine) -> PyResult<Self> {
+        let ns = vm.ctx.new_dict();
+        ns.set_item("__name__", vm.ctx.new_str(MODULE).into(), vm)?;
+        let code = vm
+            .compile(STATE_PY, Mode::Exec, "<toolgate-state>")
+            .map_err(|e| e.into_pyexception(vm, Some(STATE_PY)))?;
+        let module = vm.new_module(MODULE, ns.clone(), None);
+        vm.sys_module
+            .get_attr("modules", vm)?
+            .set_item(MODULE, module.into(), vm)?;
+        vm.run_code_obj(code, Scope::with_builtins(None, ns.clone(), vm))?;
+        let register = ns.get_item("_register", vm)?;
+        wrap_compilers(vm, &register)?;
+        Ok(Self {
+            register,
+            start: ns.get_item("_start", vm)?,
+            save: ns.get_item("_save", vm)?,
+            load: ns.get_item("_load", vm)?,
+        })
+    }
+
+    /// Indexes every object the loaded modules expose, so that the state
+    /// names them instead of copying them. Runs once the allowlist is
+    /// imported, before any script.
+    pub fn know_modules(vm: &VirtualMachine) -> PyResult<()> {
+        vm.import(MODULE, 0)?
+            .get_attr("_know_modules", vm)?
+            .call((), vm)
+            .map(drop)
+    }
+
+    /// Starts a session call: fills `globals` from `blob` (empty: a new
+    /// session) and records the script's own source. Returns notes for
+    /// stderr: what could not be restored, or that nothing could.
+    pub fn begin(&self, vm: &VirtualMachine, globals: &PyDictRef, blob: &[u8]) -> Vec<String> {
+        RECORDING.with(|r| r.set(true));
+        let _ = self.start.call((), vm);
+        if blob.is_empty() {
+            return Vec::new();
+        }
+        match self
+            .load
+            .call((globals.clone(), vm.ctx.new_bytes(blob.to_vec())), vm)
+        {
+            Ok(lost) => pairs(vm, &lost)
+                .into_iter()
+                .map(|(name, why)| {
+                    format!("[session: {name:?} could not be restored, and is gone: {why}]\n")
+                })
+                .collect(),
+            Err(e) => vec![format!(
+                "[session: the saved state could not be restored ({}); this call started without it]\n",
+                super::vm::describe(vm, &e)
+            )],
+        }
+    }
+
+    /// Records the script's source, compiled to `code` under `filename`.
+    pub fn record_script(
+        &self,
+        vm: &VirtualMachine,
+        source: &str,
+        filename: &str,
+        code: PyObjectRef,
+    ) {
+        let _ = self.register.call(
+            (
+                vm.ctx.new_str(source),
+                vm.ctx.new_str(filename),
+                vm.ctx.new_str("exec"),
+                code,
+            ),
+            vm,
+        );
+    }
+
+    /// Ends a session call: saves `globals`. `Err` when the state could not
+    /// be written at all (the session then keeps its state from before).
+    pub fn end(&self, vm: &VirtualMachine, globals: &PyDictRef) -> Result<Saved, String> {
+        RECORDING.with(|r| r.set(false));
+        let out = self
+            .save
+            .call((globals.clone(),), vm)
+            .map_err(|e| super::vm::describe(vm, &e))?;
+        let _ = self.start.call((), vm);
+        let t = out
+            .downcast_ref::<PyTuple>()
+            .filter(|t| t.len() == 2)
+            .ok_or("the saver returned no state")?;
+        let blob = t.as_slice()[0]
+            .downcast_ref::<PyBytes>()
+            .ok_or("the saver returned no bytes")?
+            .as_bytes()
+            .to_vec();
+        Ok(Saved {
+            blob,
+            dropped: pairs(vm, &t.as_slice()[1]),
+        })
+    }
+}
+
+/// A Python list of (str, str) pairs; anything else in it is skipped.
+fn pairs(vm: &VirtualMachine, list: &PyObjectRef) -> Vec<(String, String)> {
+    let Some(list) = list.downcast_ref::<PyList>() else {
+        return Vec::new();
+    };
+    list.borrow_vec()
+        .iter()
+        .filter_map(|p| {
+            let t = p.downcast_ref::<PyTuple>()?;
+            let s = |i: usize| {
+                t.as_slice()
+                    .get(i)
+                    .and_then(|o| o.str(vm).ok())
+                    .map(|s| s.to_string_lossy().into_owned())
+            };
+            Some((s(0)?, s(1)?))
+        })
+        .collect()
+}
+
+/// Replaces `compile`, `exec` and `eval` by native functions that call the
+/// originals, recording source text during a session call. Native, so that
+/// `exec` and `eval` still find the caller's frame for their defaults.
+fn wrap_compilers(vm: &VirtualMachine, register: &PyObjectRef) -> PyResult<()> {
+    let compile = vm.builtins.get_attr("compile", vm)?;
+    {
+        let (original, register) = (compile.clone(), register.clone());
+        let f = vm.new_function(
+            "compile",
+            move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+                let source = arg(&args, 0, "source");
+                let filename = arg(&args, 1, "filename");
+                let mode = arg(&args, 2, "mode");
+                let code = original.call(args, vm)?;
+                if RECORDING.with(Cell::get)
+                    && code.downcast_ref::<PyCode>().is_some()
+                    && let (Some(s), Some(f), Some(m)) = (source, filename, mode)
+                    && is_source(&s)
+                    && f.downcast_ref::<PyStr>().is_some()
+                {
+                    register.call((s, f, m, code.clone()), vm)?;
+                }
+                Ok(code)
+            },
+        );
+        vm.builtins.set_attr("compile", f, vm)?;
+    }
+    for (name, mode) in [("exec", "exec"), ("eval", "eval")] {
+        let original = vm.builtins.get_attr(name, vm)?;
+        let (compile, register) = (compile.clone(), register.clone());
+        let f = vm.new_function(
+            name,
+            move |mut args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+                if RECORDING.with(Cell::get)
+                    && let Some(s) = args.args.first().cloned()
+                    && is_source(&s)
+                {
+                    // eval() drops leading spaces and tabs first, as CPython's does.
+                    let s = if mode == "eval" {
+                        strip_indent(vm, s)
+                    } else {
+                        s
+                    };
+                    let filename: PyObjectRef = vm.ctx.new_str("<string>").into();
+                    let code = compile.call((s.clone(), filename.clone(), mode), vm)?;
+                    register.call((s, filename, mode, code.clone()), vm)?;
+                    args.args[0] = code;
+                }
+                original.call(args, vm)
+            },
+        );
+        vm.builtins.set_attr(name, f, vm)?;
+    }
+    Ok(())
+}
+
+fn strip_indent(vm: &VirtualMachine, s: PyObjectRef) -> PyObjectRef {
+    if let Some(t) = s.downcast_ref::<PyStr>()
+        && let Some(text) = t.to_str()
+    {
+        return vm.ctx.new_str(text.trim_start_matches([' ', '\t'])).into();
+    }
+    if let Some(b) = s.downcast_ref::<PyBytes>() {
+        let bytes = b.as_bytes();
+        let start = bytes
+            .iter()
+            .position(|c| *c != b' ' && *c != b'\t')
+            .unwrap_or(bytes.len());
+        return vm.ctx.new_bytes(bytes[start..].to_vec()).into();
+    }
+    s
+}

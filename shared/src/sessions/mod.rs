@@ -1,0 +1,239 @@
+//! python.execute's sessions (docs/contracts.md#sessions): a call with
+//! `session` starts from the globals and files the session's last call
+//! left, in a fresh sealed process like any call. The server only stores
+//! and hands over the saved state; it never reads it (`sandbox::state`
+//! does, inside the child).
+
+#[cfg(feature = "native")]
+pub mod sqlite;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{ErrorCode, ToolError};
+use crate::files::Files;
+pub use store::{Claim, Lease, Record, SessionStore};
+
+/// The answer to a `session` that is neither `"new"` nor a string.
+pub const SESSION_SHAPE: &str = "\"session\" must be \"new\" or the id of a session";
+
+/// What a call asks of sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionArg {
+    /// Start one.
+    New,
+    /// Go on with this one.
+    Resume(String),
+}
+
+/// Reads `session` from a call's input: absent (or null) is no session.
+pub fn parse(v: Option<&Value>) -> Result<Option<SessionArg>, ToolError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s == "new" => Ok(Some(SessionArg::New)),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(SessionArg::Resume(s.clone()))),
+        Some(_) => Err(ToolError::invalid_input(SESSION_SHAPE)),
+    }
+}
+
+/// The note for a session call that ended without a report (timeout,
+/// memory, a crash): nothing of it is saved.
+pub const NOT_FINISHED: &str = "[session: the call did not finish, so nothing was saved; the session keeps its state from before this call]\n";
+
+/// The note for a stored state larger than any call may save (the store
+/// was written by something else): the call starts without it.
+pub const STATE_REFUSED: &str = "[session: the saved state could not be restored (it is larger than the state limit); this call started without it]\n";
+
+/// The files a session call sees: the session's, with the call's over them,
+/// within the files cap.
+pub fn with_files(saved: &Files, given: Files, cap: u64) -> Result<Files, ToolError> {
+    let mut all = saved.clone();
+    all.extend(given);
+    let total: u64 = all.values().map(|b| b.len() as u64).sum();
+    if total > cap {
+        return Err(ToolError::invalid_input(format!(
+            "the session's files and this call's hold more than {cap} bytes, the limit \
+             (TOOLGATE_PYTHON_MAX_FILES_MB)"
+        )));
+    }
+    Ok(all)
+}
+
+/// The files a session keeps after a call: those it saw, with the ones the
+/// script created or changed (the output's `files`) over them.
+pub fn after_call(mut seen: Files, returned: Option<&Value>) -> Files {
+    if let Ok(changed) = crate::files::parse_input(returned, u64::MAX) {
+        seen.extend(changed);
+    }
+    seen
+}
+
+/// The answer to `session` where no session store is set up (the Worker and
+/// Lambda for now).
+pub fn unavailable() -> ToolError {
+    ToolError::new(
+        ErrorCode::NotConfigured,
+        "sessions are not available on this deployment: run without \"session\", or use `toolgate serve`",
+    )
+}
+
+/// A session held by one call.
+#[derive(Debug)]
+pub struct Held {
+    /// The session's id, for the output.
+    pub id: String,
+    /// What the session holds going in.
+    pub record: Record,
+    token: String,
+}
+
+/// The sessions of one tool: their store, idle life and how long a call
+/// waits for another on the same session.
+pub struct Sessions {
+    store: Arc<dyn SessionStore>,
+    idle: Duration,
+}
+
+/// How long a call waits at most for the call holding its session, beyond
+/// that call's own timeout.
+const WAIT_MARGIN: Duration = Duration::from_secs(5);
+
+impl Sessions {
+    /// Sessions in `store`, ending `idle` after their last call.
+    pub fn new(store: Arc<dyn SessionStore>, idle: Duration) -> Self {
+        Self { store, idle }
+    }
+
+    fn expires_at(&self, now: i64) -> i64 {
+        now + self.idle.as_millis() as i64
+    }
+
+    /// Takes the session `arg` names for a call of at most `timeout`, by
+    /// `owner` (the caller's identity, "" when none). A session busy with
+    /// another call is waited for, as long as that call may run.
+    pub async fn open(
+        &self,
+        arg: &SessionArg,
+        owner: &str,
+        timeout: Duration,
+    ) -> Result<Held, ToolError> {
+        let token = crate::clarify::new_id()?;
+        // A crashed server's hold ends a little after its call would have.
+        let hold = timeout + WAIT_MARGIN * 2;
+        let lease = |now: i64| Lease {
+            token: token.clone(),
+            until: now + hold.as_millis() as i64,
+        };
+        let id = match arg {
+            SessionArg::New => {
+                let id = crate::clarify::new_id()?;
+                let now = crate::clock::unix_ms();
+                self.store
+                    .create(&id, owner, &lease(now), self.expires_at(now))
+                    .await
+                    .map_err(store_error)?;
+                return Ok(Held {
+                    id,
+                    record: Record::default(),
+                    token,
+                });
+            }
+            SessionArg::Resume(id) => id,
+        };
+        let give_up = crate::clock::Instant::now() + timeout + WAIT_MARGIN;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let now = crate::clock::unix_ms();
+            match self
+                .store
+                .claim(id, owner, &lease(now), now)
+                .await
+                .map_err(store_error)?
+            {
+                Claim::Held(record) => {
+                    return Ok(Held {
+                        id: id.clone(),
+                        record,
+                        token,
+                    });
+                }
+                Claim::NotFound => {
+                    return Err(ToolError::new(
+                        ErrorCode::NotFound,
+                        format!("No session {id:?}"),
+                    ));
+                }
+                Claim::Expired => {
+                    return Err(ToolError::new(
+                        ErrorCode::Expired,
+                        format!(
+                            "Session {id:?} expired after {}s without a call",
+                            self.idle.as_secs()
+                        ),
+                    ));
+                }
+                Claim::Busy if CAN_WAIT && crate::clock::Instant::now() + pause < give_up => {
+                    sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(250));
+                }
+                Claim::Busy => {
+                    return Err(ToolError::new(
+                        ErrorCode::Conflict,
+                        format!("Session {id:?} is still busy with another call; try again"),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Ends the call: stores its state (`None` keeps the one from before)
+    /// and files, and gives the session back.
+    pub async fn close(
+        &self,
+        held: Held,
+        state: Option<Vec<u8>>,
+        files: &Files,
+    ) -> Result<String, ToolError> {
+        let expires_at = self.expires_at(crate::clock::unix_ms());
+        let kept = self
+            .store
+            .save(&held.id, &held.token, state.as_deref(), files, expires_at)
+            .await
+            .map_err(store_error)?;
+        if !kept {
+            return Err(ToolError::internal(format!(
+                "session {:?} was taken over while this call ran (it outlived its hold); \
+                 this call's state was not saved",
+                held.id
+            )));
+        }
+        Ok(held.id)
+    }
+
+    /// Gives the session back unchanged (the call failed before a result).
+    pub async fn abandon(&self, held: Held) {
+        if let Err(e) = self.store.release(&held.id, &held.token).await {
+            tracing::warn!(error = %e, "a session could not be released; its hold ends by itself");
+        }
+    }
+}
+
+fn store_error(e: String) -> ToolError {
+    tracing::error!(error = %e, "session store failure");
+    ToolError::internal(format!("session store unavailable: {e}"))
+}
+
+/// Whether a call can wait for its session here: the Worker has no timer
+/// to wait on, and answers `conflict` at once.
+const CAN_WAIT: bool = cfg!(feature = "native");
+
+#[cfg(feature = "native")]
+async fn sleep(d: Duration) {
+    tokio::time::sleep(d).await;
+}
+
+#[cfg(not(feature = "native"))]
+async fn sleep(_: Duration) {}

@@ -1,0 +1,115 @@
+//! Where sessions live: one trait, an implementation per runtime. A
+//! session is held by one call at a time through a lease (`claim`), so two
+//! calls on one session never interleave, even on two servers or two
+//! Lambda instances; a lease that is never given back ends by itself.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::files::Files;
+
+/// What a [`SessionStore`] returns: the value, or the store's error in words.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// One session as stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    /// The state its last call saved (empty: none yet).
+    pub state: Vec<u8>,
+    /// Its files.
+    pub files: Files,
+}
+
+/// A call's hold on a session.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    /// Unguessable; only its holder can save or release.
+    pub token: String,
+    /// Unix milliseconds: the hold ends by itself then (a crashed server).
+    pub until: i64,
+}
+
+/// What [`SessionStore::claim`] found.
+#[derive(Debug)]
+pub enum Claim {
+    /// The session, now held by the lease.
+    Held(Record),
+    /// No such session for this owner.
+    NotFound,
+    /// The session idled past its expiry.
+    Expired,
+    /// Another call holds it.
+    Busy,
+}
+
+/// Where sessions are kept.
+pub trait SessionStore: Send + Sync {
+    /// Adds a new, empty session owned by `owner`, held by `lease`.
+    fn create<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        lease: &'a Lease,
+        expires_at: i64,
+    ) -> StoreFuture<'a, ()>;
+    /// Takes the session for a call, if `owner` owns it, it has not
+    /// expired at `now` and no other lease holds it.
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        lease: &'a Lease,
+        now: i64,
+    ) -> StoreFuture<'a, Claim>;
+    /// Stores the call's outcome (the state is unchanged when `None`) and
+    /// gives the session back. Returns false when the lease was lost.
+    fn save<'a>(
+        &'a self,
+        id: &'a str,
+        token: &'a str,
+        state: Option<&'a [u8]>,
+        files: &'a Files,
+        expires_at: i64,
+    ) -> StoreFuture<'a, bool>;
+    /// Gives the session back unchanged.
+    fn release<'a>(&'a self, id: &'a str, token: &'a str) -> StoreFuture<'a, ()>;
+}
+
+/// The SQL both SQL stores run (SQLite locally, D1 on the Worker).
+pub mod sql {
+    /// The table; safe to run at every open.
+    pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    state BLOB NOT NULL,
+    files TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    lease TEXT,
+    lease_until INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_at);
+";
+    /// ?1 id, ?2 owner, ?3 lease, ?4 lease_until, ?5 now, ?6 expires_at.
+    pub const CREATE: &str =
+        "INSERT INTO sessions (id, owner, state, files, created_at, expires_at, lease, lease_until)
+         VALUES (?1, ?2, x'', '{}', ?5, ?6, ?3, ?4)";
+    /// ?1 id, ?2 owner, ?3 lease, ?4 lease_until, ?5 now. The one racing
+    /// write: only a session free at `now` changes hands.
+    pub const CLAIM: &str = "UPDATE sessions SET lease = ?3, lease_until = ?4
+         WHERE id = ?1 AND owner = ?2 AND expires_at > ?5 AND lease_until <= ?5";
+    /// ?1 id, ?2 lease.
+    pub const HELD: &str = "SELECT state, files FROM sessions WHERE id = ?1 AND lease = ?2";
+    /// ?1 id.
+    pub const PEEK: &str = "SELECT owner, expires_at FROM sessions WHERE id = ?1";
+    /// ?1 id, ?2 lease, ?3 state or NULL (unchanged), ?4 files, ?5 expires_at.
+    pub const SAVE: &str = "UPDATE sessions SET state = COALESCE(?3, state), files = ?4,
+         expires_at = ?5, lease = NULL, lease_until = 0 WHERE id = ?1 AND lease = ?2";
+    /// ?1 id, ?2 lease.
+    pub const RELEASE: &str =
+        "UPDATE sessions SET lease = NULL, lease_until = 0 WHERE id = ?1 AND lease = ?2";
+    /// ?1 before: sessions expired this long ago are forgotten (until then
+    /// they answer `expired`).
+    pub const PURGE: &str = "DELETE FROM sessions WHERE expires_at <= ?1";
+}
