@@ -40,26 +40,24 @@ impl Toolset {
     /// python.execute, with its sandbox's warm process started now (during
     /// Lambda init, or before the local server binds).
     #[cfg(feature = "python")]
-    pub fn with_python(self, cfg: &Config) -> Result<Self, String> {
+    pub async fn with_python(self, cfg: &Config) -> Result<Self, String> {
         let sandbox_cfg = SandboxConfig::for_python(&cfg.python).map_err(|e| e.to_string())?;
-        self.with_python_sandbox(cfg, sandbox_cfg)
+        self.with_python_sandbox(cfg, sandbox_cfg).await
     }
 
     /// As [`Self::with_python`], with the sandbox's settings given (tests
     /// point `exe` at the `toolgate` binary, whose `main` runs the zygote).
     #[cfg(feature = "python")]
-    pub fn with_python_sandbox(
+    pub async fn with_python_sandbox(
         mut self,
         cfg: &Config,
         sandbox_cfg: SandboxConfig,
     ) -> Result<Self, String> {
         let sandbox = Arc::new(Sandbox::start(sandbox_cfg).map_err(|e| e.to_string())?);
         let mut tool = PythonExecute::new(&cfg.python, sandbox.clone());
-        if let Some(path) = &cfg.python.session_db {
-            let store = crate::sessions::sqlite::SqliteSessions::open(path)
-                .map_err(|e| format!("session store: {e}"))?;
+        if let Some(store) = session_store(&cfg.python).await? {
             tool = tool.with_sessions(crate::sessions::Sessions::new(
-                Arc::new(store),
+                store,
                 std::time::Duration::from_secs(cfg.python.session_idle_secs),
             ));
         }
@@ -307,5 +305,29 @@ impl Toolset {
             loopback_hosts_only,
             clarify: self.clarify.clone(),
         }
+    }
+}
+
+/// Where python.execute keeps sessions: `TOOLGATE_SESSIONS_TABLE` (DynamoDB),
+/// else SQLite in the data folder; none on Lambda without a table.
+#[cfg(feature = "python")]
+async fn session_store(
+    cfg: &crate::config::PythonConfig,
+) -> Result<Option<Arc<dyn crate::sessions::SessionStore>>, String> {
+    match (&cfg.session_table, &cfg.session_db) {
+        #[cfg(feature = "dynamodb")]
+        (Some(table), _) => Ok(Some(Arc::new(
+            crate::sessions::dynamo::DynamoSessions::from_env(table).await,
+        ))),
+        #[cfg(not(feature = "dynamodb"))]
+        (Some(_), _) => Err(
+            "TOOLGATE_SESSIONS_TABLE is set, but this build has no DynamoDB support (feature `dynamodb`)"
+                .into(),
+        ),
+        (None, Some(path)) => Ok(Some(Arc::new(
+            crate::sessions::sqlite::SqliteSessions::open(path)
+                .map_err(|e| format!("session store: {e}"))?,
+        ))),
+        (None, None) => Ok(None),
     }
 }

@@ -50,8 +50,19 @@ pub fn python_function(env: &dyn Fn(&str) -> Option<String>) -> Function {
     let cfg = Config::from_parts("", "(test)", env).expect("config");
     let mut sandbox = SandboxConfig::for_python(&cfg.python).expect("sandbox config");
     sandbox.exe = crate::toolgate_bin();
-    let tools = Toolset::new()
-        .with_python_sandbox(&cfg, sandbox)
-        .expect("sandbox starts");
+    // Sync for the tests' helpers: the build awaits nothing but the session
+    // store's opening, and spawns no task, so a runtime of its own on a
+    // thread of its own (the caller may be inside one) is enough.
+    let tools = std::thread::scope(|s| {
+        s.spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime")
+                .block_on(Toolset::new().with_python_sandbox(&cfg, sandbox))
+        })
+        .join()
+        .expect("build thread")
+    })
+    .expect("sandbox starts");
     Function::new(&tools)
 }

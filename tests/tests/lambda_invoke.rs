@@ -820,3 +820,69 @@ for r in ev.list_rules()['Rules']:
         Outcome::Returned(v) => panic!("python-execute swept: {v}"),
     }
 }
+
+/// Sessions on Lambda: python-execute's own table in moto (DynamoDB), a
+/// conversation that moves from one function instance (one `cargo lambda
+/// watch`) to another, state larger than one item, and a session that is
+/// its caller's only.
+#[test]
+fn python_sessions_live_in_dynamodb_across_instances() {
+    let (_moto, endpoint) = moto();
+    run_ok(
+        Command::new(tools_dir().join("aws/bin/python"))
+            .arg("-c")
+            .arg("import boto3, sys; boto3.client('dynamodb', endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing').create_table(TableName='sessions', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')")
+            .arg(&endpoint),
+        "create the sessions table in moto",
+    );
+    let env = [
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("TOOLGATE_SESSIONS_TABLE", "sessions"),
+    ];
+    let as_caller = |caller: &str, args: Value| json!({"tool": "python.execute", "arguments": args, "caller": caller});
+    let id = {
+        let (watch, port) = watch(&env);
+        let first = returned(
+            &watch,
+            port,
+            "python-execute",
+            &as_caller(
+                "alice",
+                json!({"session": "new", "files": {"in.csv": "a,b\n1,2\n"},
+                       "code": "import csv\nrows = list(csv.reader(open('in.csv')))\nblob = bytes(range(256)) * 4000\nclass Acc:\n    def __init__(self):\n        self.n = 0\nacc = Acc()"}),
+            ),
+        );
+        assert_eq!(first["exit_code"], 0, "{first}");
+        first["session"].as_str().unwrap().to_owned()
+    };
+    // Another instance (another process) continues it: the state, over a
+    // megabyte, was stored in parts.
+    let (watch, port) = watch(&env);
+    let next = returned(
+        &watch,
+        port,
+        "python-execute",
+        &as_caller(
+            "alice",
+            json!({"session": id, "code": "acc.n += len(rows)\nresult = [rows, len(blob), acc.n, open('in.csv').read()]"}),
+        ),
+    );
+    assert_eq!(
+        next["result"],
+        json!([[["a", "b"], ["1", "2"]], 1_024_000, 2, "a,b\n1,2\n"]),
+        "{next}"
+    );
+    assert_eq!(next["session"], id.as_str());
+    // Someone else's session does not exist for them.
+    match invoke_value(
+        port,
+        "python-execute",
+        &as_caller("mallory", json!({"session": id, "code": "print(acc)"})),
+    ) {
+        Outcome::Failed(e) => assert!(e.contains("NotFound") && e.contains("No session"), "{e}"),
+        Outcome::Returned(v) => panic!("another caller continued the session: {v}"),
+    }
+}

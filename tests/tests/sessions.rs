@@ -168,7 +168,21 @@ fn plant(dir: &str, id: &str, state: &[u8]) {
 fn crafted_saved_state_is_refused_inside_the_child() {
     let dir = std::env::temp_dir().join(format!("toolgate-crafted-{}", std::process::id()));
     let dir_s = dir.to_str().unwrap().to_owned();
-    let s = Server::start(&[("TOOLGATE_DATA_DIR", &dir_s)]);
+    let s = Server::start(&[
+        ("TOOLGATE_DATA_DIR", &dir_s),
+        ("TOOLGATE_PYTHON_SESSION_MAX_STATE_MB", "1"),
+    ]);
+    // A state larger than any call may save is not even handed to the child.
+    let id = ok(&s, json!({"session": "new", "code": "x = 1"}))["session"].clone();
+    plant(&dir_s, id.as_str().unwrap(), &vec![0x80; 3 << 20]);
+    let out = ok(&s, json!({"session": id, "code": "print('x' in dir())"}));
+    assert_eq!(out["stdout"], "False\n", "{out}");
+    assert!(
+        out["stderr"].as_str().unwrap().starts_with(
+            "[session: the saved state could not be restored (it is larger than the state limit)"
+        ),
+        "{out}"
+    );
     // A pickle naming builtins.eval directly, garbage, and a header that
     // claims a huge body: each is refused, the call still runs.
     let header = |body: &[u8]| {

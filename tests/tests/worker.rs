@@ -648,7 +648,7 @@ open('nope')","files":{"in/a.csv":"x,y
 /// refuse a second answer, cancel, long-poll, racing answers, and the data
 /// surviving a restart of the Worker.
 #[test]
-fn worker_clarify_lifecycle_on_d1() {
+fn worker_clarify_and_sessions_on_d1() {
     let _g = lock();
     let mut stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
     let ask = |q: &str| -> Value {
@@ -784,12 +784,50 @@ fn worker_clarify_lifecycle_on_d1() {
         (404, json!("not_found"))
     );
 
+    // python.execute's sessions live on D1 too: state and files carried
+    // through the sandbox Worker, another caller's or an unknown id refused.
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": "new", "files": {"in.csv": "a,b\n1,2\n"},
+                "code": "import csv, dataclasses\n@dataclasses.dataclass\nclass P:\n    a: str\nrows = [P(r['a']) for r in csv.DictReader(open('in.csv'))]\ngen = (r for r in rows)"}),
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let first = r.json();
+    assert_eq!(
+        first["stderr"],
+        "[session: \"gen\" was not kept: cannot pickle 'generator' object]\n"
+    );
+    let session = first["session"].as_str().unwrap().to_owned();
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": session, "code": "rows.append(P('3'))\nresult = [repr(rows), open('in.csv').read()]"}),
+    );
+    assert_eq!(
+        r.json()["result"],
+        json!(["[P(a='1'), P(a='3')]", "a,b\n1,2\n"]),
+        "{}",
+        body(&r)
+    );
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": "0".repeat(40), "code": "print(1)"}),
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (404, json!("not_found"))
+    );
+
     // D1 keeps them across a restart.
     stack.restart_dispatcher();
     let r = stack.request("GET", &format!("/clarifications/{id}"), &[], b"");
     assert_eq!((r.status, r.json()["answer"].clone()), (200, json!("no")));
     let r = stack.request("GET", &format!("/clarifications/{cancel}"), &[], b"");
     assert_eq!(r.json()["status"], "cancelled");
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": session, "code": "print(len(rows))"}),
+    );
+    assert_eq!(r.json()["stdout"], "2\n", "{}", body(&r));
 
     // Expiry on D1: a long-poll ends at it, and a late answer is refused.
     stack

@@ -64,7 +64,8 @@ enum Cmd {
 /// Every tool this machine can serve.
 async fn build(cfg: &Config) -> Result<Toolset, String> {
     Toolset::new()
-        .with_python(cfg)?
+        .with_python(cfg)
+        .await?
         .with_cloud(cfg)
         .await?
         .with_ssh(cfg)

@@ -12,5 +12,5 @@ static ALLOC: SandboxAlloc = SandboxAlloc;
 fn main() -> ExitCode {
     // The sandbox re-executes this binary as its warm process.
     zygote::maybe_run();
-    lambda::main(|cfg| async move { Toolset::new().with_python(&cfg) })
+    lambda::main(|cfg| async move { Toolset::new().with_python(&cfg).await })
 }

@@ -7,11 +7,13 @@
 //! - `python`: `python.execute`, run by the sandbox Worker over a service
 //!   binding and raced against the timeout (a runaway script pins its
 //!   isolate; this one still answers);
-//! - `d1`: the clarify store on D1;
+//! - `d1`: the clarify store on D1; `d1_sessions`: python.execute's
+//!   sessions on D1;
 //! - `log`: JSON log lines to the Workers console.
 #![cfg(target_arch = "wasm32")]
 
 mod d1;
+mod d1_sessions;
 mod log;
 mod python;
 mod settings;
@@ -25,6 +27,7 @@ use worker::{Context, Env, HttpRequest, event};
 use toolgate_shared::clarify::Clarify;
 use toolgate_shared::http::{AppState, router};
 use toolgate_shared::registry::Registry;
+use toolgate_shared::sessions::Sessions;
 use toolgate_shared::tools::clarify::ClarifyTool;
 
 #[event(fetch)]
@@ -57,12 +60,19 @@ fn app(env: &Env, settings: &settings::Settings, base_url: String) -> worker::Re
             base_url,
             Duration::from_secs(settings.config.clarify.expiry_secs),
         )
-        .with_nap(nap),
+        .with_nap(nap.clone()),
     );
     let mut registry = Registry::new();
+    let sessions = Sessions::new(
+        Arc::new(d1_sessions::D1Sessions::new(env.d1(d1::BINDING)?)),
+        Duration::from_secs(settings.config.python.session_idle_secs),
+    )
+    .with_nap(nap.clone())
+    .with_row_limit(d1_sessions::ROW_LIMIT);
     let python = Arc::new(python::SandboxedPython::new(
         &settings.config.python,
         env.service(python::BINDING)?,
+        sessions,
     ));
     registry
         .add(python.clone())

@@ -19,6 +19,7 @@ use worker::{Delay, Fetcher, Method, RequestInit};
 use toolgate_shared::config::PythonConfig;
 use toolgate_shared::error::ToolError;
 use toolgate_shared::files::Files;
+use toolgate_shared::sessions::{Limits, Sessions};
 use toolgate_shared::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 use toolgate_shared::tools::python_execute::{self, ExecOutput};
 use toolgate_shared::walls::Walls;
@@ -37,17 +38,25 @@ pub struct SandboxedPython {
     timeout: Duration,
     memory_mb: u64,
     files_cap: u64,
+    state_cap: u64,
     sandbox: SendWrapper<Fetcher>,
+    sessions: Sessions,
 }
 
 impl SandboxedPython {
-    pub fn new(cfg: &PythonConfig, sandbox: Fetcher) -> Self {
+    pub fn new(cfg: &PythonConfig, sandbox: Fetcher, sessions: Sessions) -> Self {
         Self {
             spec: python_execute::spec(cfg),
             timeout: Duration::from_secs(cfg.timeout_secs),
             memory_mb: cfg.memory_mb,
             files_cap: cfg.max_files_bytes(),
+            // A session's row holds its state and files: the state alone
+            // never needs more.
+            state_cap: cfg
+                .max_state_bytes()
+                .min(crate::d1_sessions::ROW_LIMIT as u64),
             sandbox: SendWrapper::new(sandbox),
+            sessions,
         }
     }
 
@@ -100,30 +109,40 @@ impl SandboxedPython {
         }
     }
 
-    async fn run(&self, code: &str, files: &Files) -> Result<Value, ToolError> {
-        let body = json!({
+    async fn run(
+        &self,
+        code: &str,
+        files: &Files,
+        session: Option<&[u8]>,
+    ) -> Result<ExecOutput, ToolError> {
+        let mut body = json!({
             "code": code,
             "timeout_secs": self.timeout.as_secs(),
             "memory_mb": self.memory_mb,
             "files": toolgate_shared::files::to_wire(files),
             "files_cap": self.files_cap,
         });
+        if let Some(state) = session {
+            body["session"] = toolgate_shared::files::encode(state).into();
+            body["state_cap"] = self.state_cap.into();
+        }
         let mut init = RequestInit::new();
         init.with_method(Method::Post)
             .with_body(Some(body.to_string().into()));
         let call = pin!(self.sandbox.fetch("https://sandbox/run", Some(init)));
         let timer = pin!(Delay::from(self.timeout + GRACE));
         let timed_out = || {
-            serde_json::to_value(ExecOutput::timed_out(
+            Ok(ExecOutput::timed_out(
                 String::new(),
                 String::new(),
                 self.timeout,
             ))
-            .map_err(|e| ToolError::internal(e.to_string()))
         };
         match select(call, timer).await {
             Either::Left((Ok(reply), _)) => {
-                let limit = MAX_REPLY_BYTES + python_execute::max_body_bytes(self.files_cap);
+                let limit = MAX_REPLY_BYTES
+                    + python_execute::max_body_bytes(self.files_cap)
+                    + self.state_cap as usize * 2;
                 let (status, bytes) = read_reply(reply, limit)
                     .await
                     .map_err(ToolError::internal)?;
@@ -136,13 +155,15 @@ impl SandboxedPython {
                 // The sandbox Worker runs the script: its reply is checked as
                 // the native server checks a child's report, and one that is
                 // not the contract's output is the script's failure.
-                let out = ExecOutput::from_reply(&bytes, self.files_cap, 0).unwrap_or_else(|why| {
-                    tracing::error!(reason = %why, "invalid sandbox reply");
-                    let mut out = ExecOutput::failed();
-                    out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
-                    out
-                });
-                serde_json::to_value(out).map_err(|e| ToolError::internal(e.to_string()))
+                let cap = if session.is_some() { self.state_cap } else { 0 };
+                let out =
+                    ExecOutput::from_reply(&bytes, self.files_cap, cap).unwrap_or_else(|why| {
+                        tracing::error!(reason = %why, "invalid sandbox reply");
+                        let mut out = ExecOutput::failed();
+                        out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
+                        out
+                    });
+                Ok(out)
             }
             // The sandbox request itself failed: in production, the CPU
             // limit ending a runaway script.
@@ -182,13 +203,27 @@ impl Tool for SandboxedPython {
         python_execute::max_body_bytes(self.files_cap)
     }
 
-    fn call<'a>(&'a self, args: Value, _ctx: &'a CallContext) -> ToolFuture<'a> {
+    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(SendFuture::new(async move {
             let input = python_execute::parse_input(&args, self.files_cap)?;
-            if input.session.is_some() {
-                return Err(toolgate_shared::sessions::unavailable());
-            }
-            self.run(input.code, &input.files).await
+            let out = match &input.session {
+                None => self.run(input.code, &input.files, None).await?,
+                Some(arg) => {
+                    let limits = Limits {
+                        timeout: self.timeout,
+                        files_cap: self.files_cap,
+                        state_cap: self.state_cap,
+                    };
+                    let owner = ctx.caller.as_deref().unwrap_or("");
+                    let code = input.code;
+                    self.sessions
+                        .call(arg, owner, input.files, limits, |files, state| async move {
+                            self.run(code, &files, Some(&state)).await
+                        })
+                        .await?
+                }
+            };
+            serde_json::to_value(out).map_err(|e| ToolError::internal(e.to_string()))
         }))
     }
 }

@@ -69,7 +69,7 @@ pub struct Clarify {
 /// on wasm32, where tokio has no timer.
 pub type Nap = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
-fn default_nap() -> Nap {
+pub(crate) fn default_nap() -> Nap {
     #[cfg(feature = "native")]
     return Arc::new(|d| Box::pin(tokio::time::sleep(d)));
     // Without a timer a long-poll returns at once; a runtime sets its own.

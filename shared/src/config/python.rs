@@ -56,6 +56,8 @@ pub struct PythonConfig {
     /// Where sessions are kept locally (SQLite); `None` where there is no
     /// lasting local disk (a Lambda function), and no other store is set.
     pub session_db: Option<std::path::PathBuf>,
+    /// `TOOLGATE_SESSIONS_TABLE`: sessions in this DynamoDB table instead.
+    pub session_table: Option<String>,
 }
 
 impl Default for PythonConfig {
@@ -73,6 +75,7 @@ impl Default for PythonConfig {
             session_idle_secs: DEFAULT_SESSION_IDLE_SECS,
             session_max_state_mb: DEFAULT_SESSION_MAX_STATE_MB,
             session_db: None,
+            session_table: None,
         }
     }
 }
@@ -169,6 +172,7 @@ impl PythonConfig {
         )?;
         // A Lambda instance's disk is its own and short-lived: sessions
         // there need a shared store.
+        p.session_table = env.text("TOOLGATE_SESSIONS_TABLE");
         if env.text("AWS_LAMBDA_RUNTIME_API").is_none() {
             p.session_db = Some(super::env::data_dir(env).join(SESSION_DB_FILE));
         }

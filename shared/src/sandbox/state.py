@@ -60,11 +60,33 @@ def _register(source, filename, mode, code):
     _roots.append(code)
 
 
+_current = [None]  # the running script's source
+
+
+def _register_script(source, filename, code):
+    _current[0] = len(_sources)
+    _register(source, filename, "exec", code)
+
+
+def _source_line(code, lineno):
+    # The line a traceback shows for `code` when an earlier call's script
+    # defined it; None for the running script's own code (or unknown).
+    loc = _locate(code)
+    if loc is None or loc[0] == _current[0]:
+        return None
+    src = _sources[loc[0]][0]
+    if type(src) is bytes:
+        src = src.decode("utf-8", "replace")
+    lines = src.splitlines()
+    return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+
+
 def _start():
     del _sources[:], _roots[:]
     _index.clear()
     _indexed[0] = 0
     _target[0] = None
+    _current[0] = None
 
 
 def _walk(code, i, path):
@@ -129,6 +151,8 @@ def _code(i, path):
     if root is None:
         src, filename, mode = _sources[i]
         root = _roots[i] = _compile(src, filename, mode, dont_inherit=True)
+        if i < _indexed[0]:
+            _walk(root, i, ())
     for n in path:
         root = root.co_consts[n]
     return root

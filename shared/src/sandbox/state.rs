@@ -39,7 +39,7 @@ pub struct Saved {
 
 /// `state.py`'s entry points, kept from warm-up.
 pub(super) struct StateCarrier {
-    register: PyObjectRef,
+    register_script: PyObjectRef,
     start: PyObjectRef,
     save: PyObjectRef,
     load: PyObjectRef,
@@ -73,7 +73,7 @@ impl StateCarrier {
         let register = ns.get_item("_register", vm)?;
         wrap_compilers(vm, &register)?;
         Ok(Self {
-            register,
+            register_script: ns.get_item("_register_script", vm)?,
             start: ns.get_item("_start", vm)?,
             save: ns.get_item("_save", vm)?,
             load: ns.get_item("_load", vm)?,
@@ -124,15 +124,9 @@ impl StateCarrier {
         filename: &str,
         code: PyObjectRef,
     ) {
-        let _ = self.register.call(
-            (
-                vm.ctx.new_str(source),
-                vm.ctx.new_str(filename),
-                vm.ctx.new_str("exec"),
-                code,
-            ),
-            vm,
-        );
+        let _ = self
+            .register_script
+            .call((vm.ctx.new_str(source), vm.ctx.new_str(filename), code), vm);
     }
 
     /// Ends a session call: saves `globals`. `Err` when the state could not
@@ -251,4 +245,64 @@ fn strip_indent(vm: &VirtualMachine, s: PyObjectRef) -> PyObjectRef {
         return vm.ctx.new_bytes(bytes[start..].to_vec()).into();
     }
     s
+}
+
+/// For a traceback during a session call: the source line of each frame
+/// of `exc` that an earlier call's script defined, in print order, as
+/// (line number, function name, the line's text). Empty outside sessions.
+pub(super) fn earlier_lines(
+    vm: &VirtualMachine,
+    exc: &rustpython_vm::builtins::PyBaseExceptionRef,
+    filename: &str,
+) -> Vec<(usize, String, String)> {
+    if !RECORDING.with(Cell::get) {
+        return Vec::new();
+    }
+    let Ok(line_of) = vm
+        .sys_module
+        .get_attr("modules", vm)
+        .and_then(|m| m.get_item(MODULE, vm))
+        .and_then(|m| m.get_attr("_source_line", vm))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut tb = exc.__traceback__().map(PyObjectRef::from);
+    while let Some(t) = tb.take() {
+        let code = t
+            .get_attr("tb_frame", vm)
+            .and_then(|f| f.get_attr("f_code", vm));
+        let lineno = t.get_attr("tb_lineno", vm);
+        if let (Ok(code), Ok(lineno)) = (code, lineno) {
+            let ours = code
+                .get_attr("co_filename", vm)
+                .ok()
+                .and_then(|f| {
+                    f.downcast_ref::<PyStr>()
+                        .map(|s| s.to_string_lossy() == filename)
+                })
+                .unwrap_or(false);
+            if ours {
+                let name = code
+                    .get_attr("co_name", vm)
+                    .ok()
+                    .and_then(|n| {
+                        n.downcast_ref::<PyStr>()
+                            .map(|s| s.to_string_lossy().into_owned())
+                    })
+                    .unwrap_or_default();
+                let n = lineno.try_index(vm).ok().and_then(|i| {
+                    use num_traits::ToPrimitive;
+                    i.as_bigint().to_usize()
+                });
+                if let (Some(n), Ok(text)) = (n, line_of.call((code, lineno), vm))
+                    && let Some(text) = text.downcast_ref::<PyStr>()
+                {
+                    out.push((n, name, text.to_string_lossy().into_owned()));
+                }
+            }
+        }
+        tb = t.get_attr("tb_next", vm).ok().filter(|n| !vm.is_none(n));
+    }
+    out
 }

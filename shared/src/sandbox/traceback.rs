@@ -68,11 +68,12 @@ const CONTEXT: &str = "\nDuring handling of the above exception, another excepti
 /// from None`). The chain is walked in a loop; RustPython's own writer
 /// recurses once per link, so a long `raise ... from` chain ran it out of
 /// stack (and it printed suppressed contexts).
-fn write_chain<W: rustpython_vm::py_io::Write>(
+fn write_chain(
     vm: &VirtualMachine,
-    w: &mut W,
+    w: &mut TracebackWriter<'_>,
     exc: &PyBaseExceptionRef,
-) -> Result<(), W::Error> {
+) -> Result<(), std::fmt::Error> {
+    use rustpython_vm::py_io::Write as _;
     // Newest first: each exception, and how the next (older) one led to it.
     let mut chain: Vec<(PyBaseExceptionRef, &str)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -94,6 +95,8 @@ fn write_chain<W: rustpython_vm::py_io::Write>(
         cur = older;
     }
     for i in (0..chain.len()).rev() {
+        // A function a session's earlier call defined shows that call's line.
+        w.earlier = super::state::earlier_lines(vm, &chain[i].0, SCRIPT_NAME).into();
         vm.write_exception_inner(w, &chain[i].0)?;
         if i > 0 {
             writeln!(w, "{}", chain[i - 1].1)?;
@@ -110,6 +113,8 @@ fn write_chain<W: rustpython_vm::py_io::Write>(
 struct TracebackWriter<'a> {
     source: Vec<&'a str>,
     line: String,
+    /// Frames from an earlier call's script: (line, function, its text).
+    earlier: std::collections::VecDeque<(usize, String, String)>,
 }
 
 /// The frame line of the sandbox's `open` (`files::FILES_PY`).
@@ -123,6 +128,7 @@ impl<'a> TracebackWriter<'a> {
         Self {
             source: source.lines().collect(),
             line: String::new(),
+            earlier: Default::default(),
         }
     }
 
@@ -148,11 +154,21 @@ impl<'a> TracebackWriter<'a> {
         let prefix = format!("  File \"{SCRIPT_NAME}\", line ");
         // A frame line (`..., line 3, in f`); a SyntaxError's `File` line
         // has no `, in` and prints its own text.
-        let n = line
+        let frame = line
             .strip_prefix(&prefix)
             .and_then(|rest| rest.split_once(", in "))
-            .and_then(|(n, _)| n.parse::<usize>().ok());
-        if let Some(text) = n.and_then(|n| self.source.get(n.wrapping_sub(1))) {
+            .and_then(|(n, name)| Some((n.parse::<usize>().ok()?, name)));
+        let n = frame.map(|(n, _)| n);
+        let earlier = match (frame, self.earlier.front()) {
+            (Some((n, name)), Some((m, their, _))) if n == *m && name == their => {
+                self.earlier.pop_front().map(|(_, _, text)| text)
+            }
+            _ => None,
+        };
+        let text = earlier
+            .as_deref()
+            .or_else(|| n.and_then(|n| self.source.get(n.wrapping_sub(1))).copied());
+        if let Some(text) = text {
             let text = text.trim();
             if !text.is_empty() {
                 emit(Stream::Stderr, &format!("    {text}\n"));

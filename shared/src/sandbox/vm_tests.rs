@@ -193,3 +193,22 @@ print("gen" in globals())
     );
     assert_eq!(out[1].2, "");
 }
+
+/// A function an earlier call defined fails with that call's line in the
+/// traceback (the running script's line there would be a lie).
+#[test]
+fn a_traceback_shows_the_line_of_the_call_that_defined_the_function() {
+    let out = session(
+        &[
+            "x = 1\n\ndef half(v):\n    return v / 0\n",
+            "y = 2\nhalf(y)\n",
+        ],
+        1 << 20,
+    );
+    assert_eq!(
+        out[1].2,
+        "Traceback (most recent call last):\n  File \"<agent_script>\", line 2, in <module>\n    \
+         half(y)\n  File \"<agent_script>\", line 4, in half\n    return v / 0\n\
+         ZeroDivisionError: division by zero\n"
+    );
+}

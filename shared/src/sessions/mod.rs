@@ -4,6 +4,8 @@
 //! and hands over the saved state; it never reads it (`sandbox::state`
 //! does, inside the child).
 
+#[cfg(feature = "dynamodb")]
+pub mod dynamo;
 #[cfg(feature = "native")]
 pub mod sqlite;
 pub mod store;
@@ -15,6 +17,7 @@ use serde_json::Value;
 
 use crate::error::{ErrorCode, ToolError};
 use crate::files::Files;
+use crate::outcome::ExecOutput;
 pub use store::{Claim, Lease, Record, SessionStore};
 
 /// The answer to a `session` that is neither `"new"` nor a string.
@@ -95,6 +98,19 @@ pub struct Held {
 pub struct Sessions {
     store: Arc<dyn SessionStore>,
     idle: Duration,
+    nap: crate::clarify::Nap,
+    row_limit: Option<usize>,
+}
+
+/// A call's limits, as a session call needs them.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The call's timeout (how long another call on the session may wait).
+    pub timeout: Duration,
+    /// The files a call sees, in bytes in all.
+    pub files_cap: u64,
+    /// The state a call may save, in bytes.
+    pub state_cap: u64,
 }
 
 /// How long a call waits at most for the call holding its session, beyond
@@ -104,7 +120,87 @@ const WAIT_MARGIN: Duration = Duration::from_secs(5);
 impl Sessions {
     /// Sessions in `store`, ending `idle` after their last call.
     pub fn new(store: Arc<dyn SessionStore>, idle: Duration) -> Self {
-        Self { store, idle }
+        Self {
+            store,
+            idle,
+            nap: crate::clarify::default_nap(),
+            row_limit: None,
+        }
+    }
+
+    /// Bounds what one session holds in all (D1's row), state and files
+    /// (as base64 JSON) together.
+    pub fn with_row_limit(mut self, bytes: usize) -> Self {
+        self.row_limit = Some(bytes);
+        self
+    }
+
+    /// Runs one call in the session `arg` names, for `owner`: `run` gets
+    /// the files (the session's, the call's over them) and the saved state,
+    /// and runs the script; then what the call left is stored. An error
+    /// before a result gives the session back unchanged.
+    pub async fn call<F, Fut>(
+        &self,
+        arg: &SessionArg,
+        owner: &str,
+        given: Files,
+        limits: Limits,
+        run: F,
+    ) -> Result<ExecOutput, ToolError>
+    where
+        F: FnOnce(Files, Vec<u8>) -> Fut,
+        Fut: std::future::Future<Output = Result<ExecOutput, ToolError>>,
+    {
+        let mut held = self.open(arg, owner, limits.timeout).await?;
+        let files = match with_files(&held.record.files, given, limits.files_cap) {
+            Ok(f) => f,
+            Err(e) => {
+                self.abandon(held).await;
+                return Err(e);
+            }
+        };
+        // Larger than any call may save: written by something else, and not
+        // the child's to read.
+        let mut refused = false;
+        if held.record.state.len() as u64 > limits.state_cap {
+            held.record.state.clear();
+            refused = true;
+        }
+        let mut out = match run(files.clone(), held.record.state.clone()).await {
+            Ok(out) => out,
+            Err(e) => {
+                self.abandon(held).await;
+                return Err(e);
+            }
+        };
+        if refused {
+            out.stderr.insert_str(0, STATE_REFUSED);
+        }
+        let mut state = out.state.take();
+        if state.is_none() && !out.stderr.contains("[session: ") {
+            out.add_note(NOT_FINISHED);
+        }
+        let mut kept = after_call(files, out.files.as_ref());
+        if let Some(limit) = self.row_limit {
+            let size = state.as_ref().map_or(held.record.state.len(), Vec::len)
+                + serde_json::to_vec(&crate::files::to_wire(&kept)).map_or(0, |v| v.len());
+            if size > limit {
+                out.add_note(&format!(
+                    "[session: nothing was saved: its state and files would take {size} bytes, over \
+                     the {limit} a session holds here; the session keeps what it had before this call]\n"
+                ));
+                state = None;
+                kept = held.record.files.clone();
+            }
+        }
+        out.session = Some(self.close(held, state, &kept).await?);
+        Ok(out)
+    }
+
+    /// Replaces the timer a call waits for its session on (the Worker's).
+    pub fn with_nap(mut self, nap: crate::clarify::Nap) -> Self {
+        self.nap = nap;
+        self
     }
 
     fn expires_at(&self, now: i64) -> i64 {
@@ -175,8 +271,8 @@ impl Sessions {
                         ),
                     ));
                 }
-                Claim::Busy if CAN_WAIT && crate::clock::Instant::now() + pause < give_up => {
-                    sleep(pause).await;
+                Claim::Busy if crate::clock::Instant::now() + pause < give_up => {
+                    (self.nap)(pause).await;
                     pause = (pause * 2).min(Duration::from_millis(250));
                 }
                 Claim::Busy => {
@@ -198,9 +294,10 @@ impl Sessions {
         files: &Files,
     ) -> Result<String, ToolError> {
         let expires_at = self.expires_at(crate::clock::unix_ms());
+        let state = state.unwrap_or(held.record.state);
         let kept = self
             .store
-            .save(&held.id, &held.token, state.as_deref(), files, expires_at)
+            .save(&held.id, &held.token, &state, files, expires_at)
             .await
             .map_err(store_error)?;
         if !kept {
@@ -225,15 +322,3 @@ fn store_error(e: String) -> ToolError {
     tracing::error!(error = %e, "session store failure");
     ToolError::internal(format!("session store unavailable: {e}"))
 }
-
-/// Whether a call can wait for its session here: the Worker has no timer
-/// to wait on, and answers `conflict` at once.
-const CAN_WAIT: bool = cfg!(feature = "native");
-
-#[cfg(feature = "native")]
-async fn sleep(d: Duration) {
-    tokio::time::sleep(d).await;
-}
-
-#[cfg(not(feature = "native"))]
-async fn sleep(_: Duration) {}

@@ -118,12 +118,12 @@ impl SessionStore for SqliteSessions {
         &'a self,
         id: &'a str,
         token: &'a str,
-        state: Option<&'a [u8]>,
+        state: &'a [u8],
         files: &'a Files,
         expires_at: i64,
     ) -> StoreFuture<'a, bool> {
         let (id, token) = (id.to_owned(), token.to_owned());
-        let (state, files) = (state.map(<[u8]>::to_vec), files_json(files));
+        let (state, files) = (state.to_vec(), files_json(files));
         Box::pin(self.with(move |c| {
             c.execute(sql::SAVE, params![id, token, state, files, expires_at])
                 .map(|n| n == 1)
@@ -164,13 +164,9 @@ mod tests {
         let other = s.claim("id1", "bob", &lease("t3", now + 60_000), now).await;
         assert!(matches!(other, Ok(Claim::NotFound)), "{other:?}");
         let files = Files::from([("a.txt".to_string(), b"a".to_vec())]);
+        assert!(!s.save("id1", "wrong", b"x", &files, now + 1).await.unwrap());
         assert!(
-            !s.save("id1", "wrong", Some(b"x"), &files, now + 1)
-                .await
-                .unwrap()
-        );
-        assert!(
-            s.save("id1", "t1", Some(b"state"), &files, now + 3_600_000)
+            s.save("id1", "t1", b"state", &files, now + 3_600_000)
                 .await
                 .unwrap()
         );

@@ -61,13 +61,13 @@ pub trait SessionStore: Send + Sync {
         lease: &'a Lease,
         now: i64,
     ) -> StoreFuture<'a, Claim>;
-    /// Stores the call's outcome (the state is unchanged when `None`) and
-    /// gives the session back. Returns false when the lease was lost.
+    /// Stores the session's state and files after a call and gives the
+    /// session back. Returns false when the lease was lost.
     fn save<'a>(
         &'a self,
         id: &'a str,
         token: &'a str,
-        state: Option<&'a [u8]>,
+        state: &'a [u8],
         files: &'a Files,
         expires_at: i64,
     ) -> StoreFuture<'a, bool>;
@@ -103,8 +103,8 @@ CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_at);
     pub const HELD: &str = "SELECT state, files FROM sessions WHERE id = ?1 AND lease = ?2";
     /// ?1 id.
     pub const PEEK: &str = "SELECT owner, expires_at FROM sessions WHERE id = ?1";
-    /// ?1 id, ?2 lease, ?3 state or NULL (unchanged), ?4 files, ?5 expires_at.
-    pub const SAVE: &str = "UPDATE sessions SET state = COALESCE(?3, state), files = ?4,
+    /// ?1 id, ?2 lease, ?3 state, ?4 files, ?5 expires_at.
+    pub const SAVE: &str = "UPDATE sessions SET state = ?3, files = ?4,
          expires_at = ?5, lease = NULL, lease_until = 0 WHERE id = ?1 AND lease = ?2";
     /// ?1 id, ?2 lease.
     pub const RELEASE: &str =

@@ -267,37 +267,16 @@ impl PythonExecute {
             .as_ref()
             .ok_or_else(crate::sessions::unavailable)?;
         let owner = ctx.caller.as_deref().unwrap_or("");
-        let mut held = sessions.open(arg, owner, self.timeout).await?;
-        // Larger than any call may save: not the child's to read.
-        let mut refused = None;
-        if held.record.state.len() as u64 > self.state_cap {
-            held.record.state.clear();
-            refused = Some(crate::sessions::STATE_REFUSED);
-        }
-        let files = match crate::sessions::with_files(&held.record.files, given, self.files_cap) {
-            Ok(f) => f,
-            Err(e) => {
-                sessions.abandon(held).await;
-                return Err(e);
-            }
+        let limits = crate::sessions::Limits {
+            timeout: self.timeout,
+            files_cap: self.files_cap,
+            state_cap: self.state_cap,
         };
-        let mut out = match self.run(code, &files, Some(&held.record.state), ctx).await {
-            Ok(out) => out,
-            Err(e) => {
-                sessions.abandon(held).await;
-                return Err(e);
-            }
-        };
-        if let Some(note) = refused {
-            out.stderr.insert_str(0, note);
-        }
-        let state = out.state.take();
-        if state.is_none() && !out.stderr.contains("[session: ") {
-            out.add_note(crate::sessions::NOT_FINISHED);
-        }
-        let kept = crate::sessions::after_call(files, out.files.as_ref());
-        out.session = Some(sessions.close(held, state, &kept).await?);
-        Ok(out)
+        sessions
+            .call(arg, owner, given, limits, |files, state| async move {
+                self.run(code, &files, Some(&state), ctx).await
+            })
+            .await
     }
 }
 

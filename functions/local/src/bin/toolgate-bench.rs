@@ -5,9 +5,12 @@
 //! - with `--http HOST:PORT`, through a running `toolgate serve`, on one
 //!   kept-alive connection, back to back and 20 ms apart.
 //!
+//! With `--sessions`, instead: a session call's cost over a stateless one at
+//! the sandbox API, by the size of the state restored and saved again.
+//!
 //! Prints JSON medians.
 //!
-//! Usage: toolgate-bench [--n N] [--http HOST:PORT] [DIR]   (DIR defaults to bench/snippets)
+//! Usage: toolgate-bench [--n N] [--http HOST:PORT] [--sessions] [DIR]   (DIR defaults to bench/snippets)
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +45,62 @@ async fn api_series(sandbox: &Sandbox, code: &str, n: usize, gap: Duration) -> (
     (median(total), median(child))
 }
 
+/// `n` calls of `code` at the sandbox API in a session whose state is
+/// `state`, each after `gap`: the median in ms, and the state after.
+async fn session_series(
+    sandbox: &Sandbox,
+    code: &str,
+    state: &[u8],
+    n: usize,
+    gap: Duration,
+) -> (f64, Vec<u8>) {
+    let mut times = Vec::with_capacity(n);
+    let mut last = state.to_vec();
+    for _ in 0..n {
+        tokio::time::sleep(gap).await;
+        let t = Instant::now();
+        let r = sandbox
+            .execute_for(
+                "bench",
+                code,
+                &Default::default(),
+                Some(state),
+                Duration::from_secs(60),
+            )
+            .await
+            .unwrap();
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(r.exit_code, 0, "{}", r.stderr);
+        last = r.state.expect("a saved state");
+    }
+    (median(times), last)
+}
+
+/// Session overhead by state size: the state is rows of a table (dicts of
+/// an int, a string and a float), as an agent's loaded CSV would be.
+async fn sessions_bench(sandbox: &Sandbox, n: usize) -> serde_json::Value {
+    let call = "n = 1";
+    let (stateless, _) = api_series(sandbox, call, n, GAP).await;
+    let mut rows = serde_json::Map::new();
+    for (label, count) in [("1KB", 24), ("64KB", 2_200), ("1MB", 36_000)] {
+        let make = format!(
+            "rows = [{{'id': i, 'name': 'row%d' % i, 'score': i * 0.5}} for i in range({count})]"
+        );
+        let (_, state) = session_series(sandbox, &make, &[], 1, Duration::ZERO).await;
+        let (ms, after) = session_series(sandbox, call, &state, n, GAP).await;
+        rows.insert(
+            label.into(),
+            json!({
+                "state_bytes": after.len(),
+                "session_ms": ms,
+                "stateless_ms": stateless,
+                "overhead_ms": ms - stateless,
+            }),
+        );
+    }
+    json!({ "sessions": rows, "n": n, "gap_ms": GAP.as_millis() as u64 })
+}
+
 /// `n` calls through `toolgate serve` on one kept-alive connection, each
 /// after `gap`: the median in ms.
 fn http_series(conn: &mut Conn, code: &str, n: usize, gap: Duration) -> f64 {
@@ -61,12 +120,14 @@ fn main() {
     toolgate_shared::sandbox::zygote::maybe_run();
     let mut n = 31usize;
     let mut http: Option<String> = None;
+    let mut sessions = false;
     let mut dir = "bench/snippets".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--n" => n = args.next().and_then(|v| v.parse().ok()).expect("--n N"),
             "--http" => http = Some(args.next().expect("--http HOST:PORT")),
+            "--sessions" => sessions = true,
             other => dir = other.to_string(),
         }
     }
@@ -90,6 +151,10 @@ fn main() {
         let started = Instant::now();
         let sandbox = Sandbox::start(SandboxConfig::for_python(&cfg).unwrap()).unwrap();
         let warm_ms = started.elapsed().as_secs_f64() * 1e3;
+        if sessions {
+            println!("{}", sessions_bench(&sandbox, n).await);
+            return;
+        }
         let mut conn = http.as_deref().map(Conn::open);
         let mut out = serde_json::Map::new();
         for (name, code) in &snippets {
