@@ -32,6 +32,8 @@ pub mod sandbox;
 pub mod scope;
 pub mod sessions;
 pub mod spec_export;
+#[cfg(feature = "native")]
+pub mod sqlite_file;
 pub mod ssh;
 #[cfg(feature = "aws")]
 pub mod ssm;

@@ -208,23 +208,36 @@ fn crafted_saved_state_is_refused_inside_the_child() {
             "{err}"
         );
     }
-    // A value whose restore runs code runs it under the walls: an import
-    // of a host module is refused, and only that value is lost.
+    // A value whose restore runs code runs it under the walls: an import of
+    // a host module is refused, the value is lost, and so is what was saved
+    // after it (its objects' numbering is no longer certain); what came
+    // before stays.
     let id = ok(
         &s,
-        json!({"session": "new", "code": "class Evil:\n    def __reduce__(self):\n        return (eval, (\"__import__('os').system('touch /tmp/toolgate-pwned')\",))\nevil = Evil()\nkept = 1"}),
+        json!({"session": "new", "code": "kept = 1\nclass Evil:\n    def __reduce__(self):\n        return (Evil, (), {'x': 1})\n    def __setstate__(self, state):\n        __import__('os').system('touch /tmp/toolgate-pwned')\nevil = Evil()\nafter = 2"}),
     )["session"]
         .clone();
     let out = ok(
         &s,
-        json!({"session": id, "code": "print(kept, 'evil' in dir())"}),
+        json!({"session": id, "code": "print(kept, 'evil' in dir(), 'after' in dir())"}),
     );
-    assert_eq!(out["stdout"], "1 False\n", "{out}");
+    assert_eq!(out["stdout"], "1 False False\n", "{out}");
+    let err = out["stderr"].as_str().unwrap();
+    assert!(
+        err.starts_with("[session: \"evil\" could not be restored, and is gone: Import of 'os' is not allowed")
+            && err.contains("[session: \"after\" could not be restored, and is gone: it was saved after 'evil', which could not be restored]"),
+        "{out}"
+    );
+    // A built-in that runs code (eval) is not carried at all.
+    let out = ok(
+        &s,
+        json!({"session": "new", "code": "class Evil:\n    def __reduce__(self):\n        return (eval, ('1',))\nevil = Evil()"}),
+    );
     assert!(
         out["stderr"]
             .as_str()
             .unwrap()
-            .starts_with("[session: \"evil\" could not be restored, and is gone: "),
+            .starts_with("[session: \"evil\" was not kept: cannot carry <built-in function eval>"),
         "{out}"
     );
     assert!(!std::path::Path::new("/tmp/toolgate-pwned").exists());

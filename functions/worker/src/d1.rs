@@ -75,22 +75,7 @@ impl D1Store {
     }
 
     async fn ready(&self) -> Result<(), String> {
-        if READY.with(Cell::get) {
-            return Ok(());
-        }
-        for statement in sql::SCHEMA
-            .split(';')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            self.db
-                .prepare(statement)
-                .run()
-                .await
-                .map_err(|e| format!("creating the table: {e}"))?;
-        }
-        READY.with(|r| r.set(true));
-        Ok(())
+        create_once(&self.db, sql::SCHEMA, &READY).await
     }
 }
 
@@ -176,4 +161,23 @@ impl ClarifyStore for D1Store {
             Ok(rows.into_iter().map(Clarification::from).collect())
         }))
     }
+}
+
+/// Runs `schema`'s statements once per isolate (`done` remembers).
+pub async fn create_once(
+    db: &D1Database,
+    schema: &str,
+    done: &'static std::thread::LocalKey<Cell<bool>>,
+) -> Result<(), String> {
+    if done.with(Cell::get) {
+        return Ok(());
+    }
+    for statement in schema.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        db.prepare(statement)
+            .run()
+            .await
+            .map_err(|e| format!("creating a table: {e}"))?;
+    }
+    done.with(|r| r.set(true));
+    Ok(())
 }

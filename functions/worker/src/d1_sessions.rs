@@ -81,22 +81,7 @@ impl D1Sessions {
     }
 
     async fn ready(&self) -> Result<(), String> {
-        if READY.with(Cell::get) {
-            return Ok(());
-        }
-        for statement in sql::SCHEMA
-            .split(';')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            self.db
-                .prepare(statement)
-                .run()
-                .await
-                .map_err(|e| format!("creating the sessions table: {e}"))?;
-        }
-        READY.with(|r| r.set(true));
-        Ok(())
+        crate::d1::create_once(&self.db, sql::SCHEMA, &READY).await
     }
 
     async fn changes(&self, query: &str, args: &[JsValue]) -> Result<usize, String> {

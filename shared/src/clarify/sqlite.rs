@@ -3,47 +3,23 @@
 //! answers cannot both win.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, params};
 
 use super::store::{ClarifyStore, Settlement, StoreFuture, sql};
 use super::{Clarification, Status};
 
 /// The local [`ClarifyStore`]: one SQLite file.
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    db: crate::sqlite_file::SqliteFile,
 }
 
 impl SqliteStore {
     /// Opens (creating) the database file and its folder.
     pub fn open(path: &Path) -> Result<Self, String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        // WAL: readers (long-polls) do not block the writer.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
-            .and_then(|_| conn.execute_batch(sql::SCHEMA))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            db: crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?,
         })
-    }
-
-    async fn with<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, String> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let c = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&c).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())?
     }
 }
 
@@ -68,7 +44,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Clarification> {
 impl ClarifyStore for SqliteStore {
     fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()> {
         let c = c.clone();
-        Box::pin(self.with(move |conn| {
+        Box::pin(self.db.with(move |conn| {
             conn.execute(
                 sql::INSERT,
                 params![
@@ -86,12 +62,15 @@ impl ClarifyStore for SqliteStore {
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
         let id = id.to_owned();
-        Box::pin(self.with(move |conn| conn.query_row(sql::GET, params![id], row).optional()))
+        Box::pin(
+            self.db
+                .with(move |conn| conn.query_row(sql::GET, params![id], row).optional()),
+        )
     }
 
     fn settle<'a>(&'a self, id: &'a str, s: &'a Settlement) -> StoreFuture<'a, bool> {
         let (id, s) = (id.to_owned(), s.clone());
-        Box::pin(self.with(move |conn| {
+        Box::pin(self.db.with(move |conn| {
             let expiring = s.status == Status::Expired;
             let changed = conn.execute(
                 sql::SETTLE,
@@ -109,7 +88,7 @@ impl ClarifyStore for SqliteStore {
     }
 
     fn due(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
-        Box::pin(self.with(move |conn| {
+        Box::pin(self.db.with(move |conn| {
             let mut stmt = conn.prepare(sql::EXPIRED_PENDING)?;
             let rows = stmt.query_map(params![now], row)?;
             rows.collect()

@@ -38,12 +38,17 @@ _compile = _builtins.compile
 _well_known = {}  # id(object) -> (module, attribute), built at warm-up
 
 
-def _know_modules():
+def _know_modules(allowed, forbidden):
     # Every object a loaded module exposes, by identity: sentinels such as
     # dataclasses.MISSING come back as themselves, and types that are not
-    # where their name says (types.MethodType) are found.
+    # where their name says (types.MethodType) are found. Run last in the
+    # warm-up, after the scrub and the walls: a script reaches this table
+    # (as it reaches sys.modules through typing), so it must hold nothing
+    # the walls took away.
+    _allowed.update(allowed)
     for name, m in list(_sys.modules.items()):
-        if type(m) is not _ModuleType or name.startswith("_toolgate"):
+        top = name.partition(".")[0]
+        if type(m) is not _ModuleType or name.startswith("_toolgate") or top in forbidden or top in _HIDDEN:
             continue
         for attr, v in list(vars(m).items()):
             if attr.startswith("__") or type(v) in (int, float, str, bytes, bool, tuple, list, dict):
@@ -53,10 +58,20 @@ def _know_modules():
 
 
 _keep = []
+_allowed = set()  # the allowlist: modules a state may name as values
+# The interpreter's machinery, never named by a state.
+_HIDDEN = frozenset(("_imp", "marshal", "gc", "sys", "_frozen_importlib", "_frozen_importlib_external"))
+_SOURCES_MAX = 16 << 20  # source text a session call records, in all
+_recorded = [0]
 
 
-def _register(source, filename, mode, code):
-    _sources.append([source, filename, mode])
+def _register(source, filename, mode, code, flags=0, optimize=-1):
+    # Past the cap, code compiled from more text is simply not carried (its
+    # functions are named as such), so recording never costs unbounded memory.
+    _recorded[0] += len(source)
+    if _recorded[0] > _SOURCES_MAX:
+        return
+    _sources.append([source, filename, mode, flags, optimize])
     _roots.append(code)
 
 
@@ -87,6 +102,7 @@ def _start():
     _indexed[0] = 0
     _target[0] = None
     _current[0] = None
+    _recorded[0] = 0
 
 
 def _walk(code, i, path):
@@ -146,15 +162,18 @@ def _module_code_of(module, qualname, path):
     return code
 
 
-def _code(i, path):
+def _code(i, path, qualname=None, firstlineno=None):
     root = _roots[i]
     if root is None:
-        src, filename, mode = _sources[i]
-        root = _roots[i] = _compile(src, filename, mode, dont_inherit=True)
+        src, filename, mode, flags, optimize = _sources[i]
+        root = _roots[i] = _compile(src, filename, mode, flags, True, optimize)
         if i < _indexed[0]:
             _walk(root, i, ())
     for n in path:
         root = root.co_consts[n]
+    if qualname is not None and (root.co_qualname, root.co_firstlineno) != (qualname, firstlineno):
+        # Compiled again, the source gave other code: never run the wrong body.
+        raise _pickle.UnpicklingError("%s compiled to other code than it was saved from" % qualname)
     return root
 
 
@@ -284,7 +303,7 @@ def _reduce_function(f):
         i = _used.get(loc[0])
         if i is None:
             i = _used[loc[0]] = len(_used)
-        code = (_code, (i, loc[1]))
+        code = (_code, (i, loc[1], f.__code__.co_qualname, f.__code__.co_firstlineno))
     state = {
         "__qualname__": f.__qualname__,
         "__module__": f.__module__,
@@ -352,6 +371,9 @@ class _Pickler(_pickle.Pickler):
         if isinstance(obj, type):
             return _by_name(obj) or _reduce_class(obj)
         if t is _ModuleType:
+            if obj.__name__.partition(".")[0] not in _allowed:
+                raise _pickle.PicklingError(
+                    "module %r is not one a script may import" % (obj.__name__,))
             return (_import_module, (obj.__name__,))
         if t is _CellType:
             try:
@@ -456,35 +478,48 @@ def _save(globs):
     return len(head).to_bytes(4, "little") + head + body, dropped
 
 
+class _PlainUnpickler(_pickle.Unpickler):
+    # The header is plain data: it names nothing.
+    def find_class(self, module, name):
+        raise _pickle.UnpicklingError("refused global %s.%s" % (module, name))
+
+
 def _load(globs, blob):
     # Fills `globs` from a saved state; returns [(name, why it was not
     # restored)]. A state that cannot be read at all raises.
     _target[0] = globs
     n = int.from_bytes(blob[:4], "little")
-    version, sources, names = _pickle.Unpickler(_BytesIO(blob[4:4 + n])).load()
+    version, sources, names = _PlainUnpickler(_BytesIO(blob[4:4 + n])).load()
     if version != _VERSION:
         raise ValueError("it was saved by another version of Toolgate")
     for s in sources:
-        src, filename, mode = s
-        if type(src) is not str or type(filename) is not str or mode not in ("exec", "eval", "single"):
+        if type(s) is not list or len(s) != 5:
             raise ValueError("it names a source that is not one")
-        _register(src, filename, mode, None)
+        src, filename, mode, flags, optimize = s
+        if (type(src) not in (str, bytes) or type(filename) is not str
+                or mode not in ("exec", "eval", "single")
+                or type(flags) is not int or type(optimize) is not int):
+            raise ValueError("it names a source that is not one")
+        _register(src, filename, mode, None, flags, optimize)
     f = _BytesIO(blob[4 + n:])
     u = _Unpickler(f)
     lost = []
     at = 0
+    failed = None
     for name, size in names:
+        if failed is not None:
+            # Names share one memo, numbered as they were saved: after a
+            # failure the numbering is off, and a later value could silently
+            # come back as the wrong objects. Not restoring it is honest.
+            lost.append((name, "it was saved after %r, which could not be restored" % (failed,)))
+            continue
         f.seek(at)
         at += size
         try:
             v = u.load()
         except BaseException as e:
             lost.append((name, _why(e)))
-            # A load that failed midway leaves the unpickler's stack behind:
-            # go on with a fresh one that knows what was loaded so far.
-            fresh = _Unpickler(f)
-            fresh.memo = u.memo
-            u = fresh
+            failed = name
             continue
         if type(name) is str:
             globs[name] = v

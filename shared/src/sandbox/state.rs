@@ -81,12 +81,21 @@ impl StateCarrier {
     }
 
     /// Indexes every object the loaded modules expose, so that the state
-    /// names them instead of copying them. Runs once the allowlist is
-    /// imported, before any script.
-    pub fn know_modules(vm: &VirtualMachine) -> PyResult<()> {
-        vm.import(MODULE, 0)?
+    /// names them instead of copying them, and takes the allowlist (the
+    /// modules a state may hold as values). Runs last in the warm-up, after
+    /// the scrub and the walls: the table must hold nothing they removed.
+    pub fn know_modules(vm: &VirtualMachine, allowed: &[String]) -> PyResult<()> {
+        let list = |names: &mut dyn Iterator<Item = &str>| {
+            vm.ctx
+                .new_list(names.map(|n| vm.ctx.new_str(n).into()).collect())
+        };
+        let allowed = list(&mut allowed.iter().map(String::as_str));
+        let forbidden = list(&mut crate::allowlist::FORBIDDEN_MODULES.iter().copied());
+        vm.sys_module
+            .get_attr("modules", vm)?
+            .get_item(MODULE, vm)?
             .get_attr("_know_modules", vm)?
-            .call((), vm)
+            .call((allowed, forbidden), vm)
             .map(drop)
     }
 
@@ -187,6 +196,9 @@ fn wrap_compilers(vm: &VirtualMachine, register: &PyObjectRef) -> PyResult<()> {
                 let source = arg(&args, 0, "source");
                 let filename = arg(&args, 1, "filename");
                 let mode = arg(&args, 2, "mode");
+                let flags = arg(&args, 3, "flags").unwrap_or_else(|| vm.ctx.new_int(0).into());
+                let optimize =
+                    arg(&args, 5, "optimize").unwrap_or_else(|| vm.ctx.new_int(-1).into());
                 let code = original.call(args, vm)?;
                 if RECORDING.with(Cell::get)
                     && code.downcast_ref::<PyCode>().is_some()
@@ -194,7 +206,7 @@ fn wrap_compilers(vm: &VirtualMachine, register: &PyObjectRef) -> PyResult<()> {
                     && is_source(&s)
                     && f.downcast_ref::<PyStr>().is_some()
                 {
-                    register.call((s, f, m, code.clone()), vm)?;
+                    register.call((s, f, m, code.clone(), flags, optimize), vm)?;
                 }
                 Ok(code)
             },

@@ -343,8 +343,6 @@ fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<Warmed> {
         None
     };
 
-    StateCarrier::know_modules(vm)?;
-
     // The module set is what is loaded by now and what the allowlist can
     // still import; the scrub and the host facts import only from it.
     let set = std::sync::Arc::new(module_set::of(vm, allowed)?);
@@ -353,6 +351,7 @@ fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<Warmed> {
     scrub::apply(vm)?;
     module_wall::install(vm, set.clone())?;
     guard::install(vm, allowed, set)?;
+    StateCarrier::know_modules(vm, allowed)?;
     Ok((dumps, reseed, files, state))
 }
 

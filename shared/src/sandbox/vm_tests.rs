@@ -212,3 +212,43 @@ fn a_traceback_shows_the_line_of_the_call_that_defined_the_function() {
          ZeroDivisionError: division by zero\n"
     );
 }
+
+/// The table of module objects a state names (`_toolgate_state`, which a
+/// script can reach) holds only what the walls left: each entry is still
+/// its module's attribute, and no host or interpreter module is in it.
+#[test]
+fn the_state_module_holds_nothing_the_walls_removed() {
+    let (exit, out, err) = run(
+        "st = __import__('_toolgate_state')\nimport typing\nmods = typing.sys.modules\n\
+         stale = [w for v in st._keep for w in [st._well_known.get(id(v))] if w and getattr(mods.get(w[0]), w[1], None) is not v]\n\
+         hidden = {'sys', 'marshal', '_imp', 'gc', 'os', 'posix', '_io', 'io', 'builtins', '_thread'}\n\
+         print(stale[:5], sorted({m for m, a in st._well_known.values()} & hidden), len(st._well_known) > 100)",
+    );
+    assert_eq!((exit, out.as_str()), (0, "[] [] True\n"), "{err}");
+}
+
+/// What the review of sessions found: code exec'd from bytes is carried,
+/// code compiled with `optimize` comes back the same, and a module no
+/// script may import is dropped at save (so what shares objects with it
+/// is not mangled on restore).
+#[test]
+fn a_session_keeps_exec_bytes_optimized_code_and_drops_host_modules() {
+    let out = session(
+        &[
+            "important = [1, 2]\nexec(b'def g():\\n    return 7\\n')\n\
+             exec(compile('def outer():\\n    assert (lambda: \"from assert\")()\\n    def a():\\n        return \"a\"\\n    return a\\n', 'm', 'exec', optimize=1))\n\
+             a = outer()\nimport typing\nb = 'B'\nmixed = ['A', typing.sys]\nc = [b, b]\nd = {'k': b}",
+            "print(important, g(), a(), c, d, 'mixed' in dir())",
+        ],
+        1 << 20,
+    );
+    assert_eq!(out[0].0, 0, "{:?}", out[0]);
+    assert_eq!(
+        out[0].2,
+        "[session: \"mixed\" was not kept: module 'sys' is not one a script may import]\n"
+    );
+    assert_eq!(
+        (out[1].0, out[1].1.as_str(), out[1].2.as_str()),
+        (0, "[1, 2] 7 a ['B', 'B'] {'k': 'B'} False\n", "")
+    );
+}

@@ -2,9 +2,8 @@
 //! sessions outlive a restart. The lease is one conditional `UPDATE`.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, params};
 
 use super::store::{Claim, Lease, Record, SessionStore, StoreFuture, sql};
 use crate::files::Files;
@@ -14,37 +13,15 @@ const FORGET_AFTER_MS: i64 = 86_400_000;
 
 /// The local [`SessionStore`].
 pub struct SqliteSessions {
-    conn: Arc<Mutex<Connection>>,
+    db: crate::sqlite_file::SqliteFile,
 }
 
 impl SqliteSessions {
     /// Opens (creating) the database file and its folder.
     pub fn open(path: &Path) -> Result<Self, String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
-            .and_then(|_| conn.execute_batch(sql::SCHEMA))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            db: crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?,
         })
-    }
-
-    async fn with<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, String> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let c = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&c).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())?
     }
 }
 
@@ -69,7 +46,7 @@ impl SessionStore for SqliteSessions {
     ) -> StoreFuture<'a, ()> {
         let (id, owner, lease) = (id.to_owned(), owner.to_owned(), lease.clone());
         let now = crate::clock::unix_ms();
-        Box::pin(self.with(move |c| {
+        Box::pin(self.db.with(move |c| {
             c.execute(sql::PURGE, params![now - FORGET_AFTER_MS])?;
             c.execute(
                 sql::CREATE,
@@ -87,7 +64,7 @@ impl SessionStore for SqliteSessions {
         now: i64,
     ) -> StoreFuture<'a, Claim> {
         let (id, owner, lease) = (id.to_owned(), owner.to_owned(), lease.clone());
-        Box::pin(self.with(move |c| {
+        Box::pin(self.db.with(move |c| {
             if c.execute(
                 sql::CLAIM,
                 params![id, owner, lease.token, lease.until, now],
@@ -124,7 +101,7 @@ impl SessionStore for SqliteSessions {
     ) -> StoreFuture<'a, bool> {
         let (id, token) = (id.to_owned(), token.to_owned());
         let (state, files) = (state.to_vec(), files_json(files));
-        Box::pin(self.with(move |c| {
+        Box::pin(self.db.with(move |c| {
             c.execute(sql::SAVE, params![id, token, state, files, expires_at])
                 .map(|n| n == 1)
         }))
@@ -132,7 +109,10 @@ impl SessionStore for SqliteSessions {
 
     fn release<'a>(&'a self, id: &'a str, token: &'a str) -> StoreFuture<'a, ()> {
         let (id, token) = (id.to_owned(), token.to_owned());
-        Box::pin(self.with(move |c| c.execute(sql::RELEASE, params![id, token]).map(drop)))
+        Box::pin(
+            self.db
+                .with(move |c| c.execute(sql::RELEASE, params![id, token]).map(drop)),
+        )
     }
 }
 
