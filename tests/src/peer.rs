@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -230,9 +230,13 @@ pub fn everything_on(port: u16, preloads: &[&str]) -> Peer {
 /// moto server (PyPI `moto[server]`) on a free loopback port; returns its URL.
 pub fn moto() -> (Peer, String) {
     let port = free_port();
+    // One request at a time, as DynamoDB applies each conditional write
+    // atomically (moto's backends take no lock; see moto_serial.py).
+    let support = Path::new(env!("CARGO_MANIFEST_DIR")).join("support/moto_serial.py");
     let mut peer = Peer::spawn(
         "moto_server",
-        Command::new(tools_dir().join("aws/bin/moto_server"))
+        Command::new(tools_dir().join("aws/bin/python"))
+            .arg(support)
             .args(["-H", "127.0.0.1", "-p"])
             .arg(port.to_string()),
     );

@@ -17,5 +17,5 @@ fn hostile_scripts_get_clean_answers_with_their_output_kept() {
 #[test]
 fn randomness_and_heap_addresses_are_fresh_each_call() {
     let s = Server::start(&[]);
-    hostile::assert_fresh_each_call(|code| s.exec(code));
+    hostile::assert_fresh_each_call(|code| s.exec(code), hostile::Addresses::FreeListsAndHeap);
 }

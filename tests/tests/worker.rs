@@ -203,7 +203,7 @@ fn worker_answers_hostile_scripts_cleanly_and_fresh() {
         conformance::run_cases(hostile::CASES, |p, a| stack.post(p, a), worker_check);
     assert_eq!(ran, 2 * hostile::CASES.len());
     conformance::assert_no_failures(&failures);
-    hostile::assert_fresh_each_call(|code| stack.exec(code));
+    hostile::assert_fresh_each_call(|code| stack.exec(code), hostile::Addresses::FreeLists);
 
     // The sandbox Worker's own address runs nothing: only the dispatcher's
     // binding reaches its `Sandbox` entrypoint. A call shaped exactly like

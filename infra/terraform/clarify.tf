@@ -1,0 +1,69 @@
+# clarify's table, and the schedule that expires what is due: nothing runs
+# in a Lambda function between invocations, so this sweep is what fails a
+# waiting workflow within a minute of its clarification's expiry.
+
+resource "aws_dynamodb_table" "clarify" {
+  name         = "${var.name}-clarify"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "id"
+
+  attribute {
+    name = "id"
+    type = "S"
+  }
+  attribute {
+    name = "awaiting"
+    type = "S"
+  }
+  attribute {
+    name = "due_at"
+    type = "N"
+  }
+
+  # Sparse: only items whose workflow has not been told yet carry
+  # `awaiting`, so the sweep queries what is due instead of scanning.
+  global_secondary_index {
+    name            = "expiring"
+    hash_key        = "awaiting"
+    range_key       = "due_at"
+    projection_type = "ALL"
+  }
+
+  ttl {
+    attribute_name = "ttl"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  server_side_encryption {
+    enabled = true
+  }
+
+  tags = var.tags
+  #checkov:skip=CKV_AWS_119:Encrypted at rest with an AWS-owned key unless a customer key is given; the SAM template makes the same choice, and a key of our own would be one more key to manage.
+}
+
+resource "aws_cloudwatch_event_rule" "clarify_sweep" {
+  name                = "${var.name}-clarify-sweep"
+  description         = "Expires due clarifications and fails their waiting workflows"
+  schedule_expression = "rate(1 minute)"
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "clarify_sweep" {
+  rule = aws_cloudwatch_event_rule.clarify_sweep.name
+  arn  = aws_lambda_function.this["clarify"].arn
+  # The event the clarify function reads as "sweep" (shared/src/lambda.rs).
+  input = "{\"toolgate\": \"sweep\"}"
+}
+
+resource "aws_lambda_permission" "clarify_sweep" {
+  statement_id  = "sweep"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.this["clarify"].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.clarify_sweep.arn
+}

@@ -1,0 +1,204 @@
+# One role per function with exactly the rights template.yaml grants: its
+# own log group, and then only what its tool needs. A script that escaped
+# python.execute's sandbox would find its sessions table and nothing else.
+
+data "aws_iam_policy_document" "lambda_assume" {
+  statement {
+    effect  = "Allow"
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "function" {
+  for_each = local.functions
+
+  name               = "${local.function_names[each.key]}-role"
+  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+  tags               = var.tags
+}
+
+# ---------------------------------------------------------------- every function: its log group
+
+data "aws_iam_policy_document" "logs" {
+  for_each = local.functions
+
+  statement {
+    effect  = "Allow"
+    actions = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    # The provider's log-group ARN has no ":*"; the streams need it.
+    resources = ["${aws_cloudwatch_log_group.function[each.key].arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "logs" {
+  for_each = local.functions
+
+  name   = "logs"
+  role   = aws_iam_role.function[each.key].id
+  policy = data.aws_iam_policy_document.logs[each.key].json
+}
+
+# ---------------------------------------------------------------- python-execute: its sessions table
+
+data "aws_iam_policy_document" "sessions" {
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+    resources = [aws_dynamodb_table.sessions.arn]
+  }
+}
+
+resource "aws_iam_role_policy" "sessions" {
+  name   = "sessions"
+  role   = aws_iam_role.function["python-execute"].id
+  policy = data.aws_iam_policy_document.sessions.json
+}
+
+# ---------------------------------------------------------------- cloud and ssh: their SSM prefixes
+
+locals {
+  ssm_parameter_arn = "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter"
+}
+
+data "aws_iam_policy_document" "cloud_inventory" {
+  statement {
+    effect  = "Allow"
+    actions = ["ssm:GetParametersByPath", "ssm:GetParameter"]
+    resources = [
+      "${local.ssm_parameter_arn}${var.cloud_ssm_prefix}",
+      "${local.ssm_parameter_arn}${var.cloud_ssm_prefix}/*",
+    ]
+  }
+  # SecureStrings are decrypted through SSM only.
+  statement {
+    effect    = "Allow"
+    actions   = ["kms:Decrypt"]
+    resources = ["*"]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["ssm.${data.aws_region.current.name}.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "cloud_inventory" {
+  name   = "inventory"
+  role   = aws_iam_role.function["cloud"].id
+  policy = data.aws_iam_policy_document.cloud_inventory.json
+}
+
+data "aws_iam_policy_document" "ssh_inventory" {
+  statement {
+    effect  = "Allow"
+    actions = ["ssm:GetParametersByPath"]
+    resources = [
+      "${local.ssm_parameter_arn}${var.ssh_ssm_prefix}",
+      "${local.ssm_parameter_arn}${var.ssh_ssm_prefix}/*",
+    ]
+  }
+  # The private keys are SecureStrings, decrypted through SSM only.
+  statement {
+    effect    = "Allow"
+    actions   = ["kms:Decrypt"]
+    resources = ["*"]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["ssm.${data.aws_region.current.name}.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "ssh_inventory" {
+  name   = "inventory"
+  role   = aws_iam_role.function["ssh"].id
+  policy = data.aws_iam_policy_document.ssh_inventory.json
+}
+
+# The network interfaces a VPC function needs; none without a VPC.
+data "aws_iam_policy_document" "vpc" {
+  statement {
+    effect = "Allow"
+    actions = [
+      "ec2:CreateNetworkInterface",
+      "ec2:DescribeNetworkInterfaces",
+      "ec2:DeleteNetworkInterface",
+      "ec2:AssignPrivateIpAddresses",
+      "ec2:UnassignPrivateIpAddresses",
+    ]
+    # These EC2 actions take no resource-level permissions.
+    resources = ["*"]
+  }
+  #checkov:skip=CKV_AWS_111:The network-interface actions a VPC function needs are not resource-scoped (the same as AWS's AWSLambdaVPCAccessExecutionRole); only the ssh and cloud roles get them, and only in a VPC.
+  #checkov:skip=CKV_AWS_356:As CKV_AWS_111: these EC2 actions take "*" only.
+}
+
+resource "aws_iam_role_policy" "vpc" {
+  for_each = local.in_vpc ? toset([for f, spec in local.functions : f if spec.vpc]) : toset([])
+
+  name   = "vpc"
+  role   = aws_iam_role.function[each.key].id
+  policy = data.aws_iam_policy_document.vpc.json
+}
+
+# ---------------------------------------------------------------- clarify: its table, and the workflows' task tokens
+
+data "aws_iam_policy_document" "clarify_table" {
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+  }
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:Query"]
+    resources = ["${aws_dynamodb_table.clarify.arn}/index/expiring"]
+  }
+}
+
+resource "aws_iam_role_policy" "clarify_table" {
+  name   = "table"
+  role   = aws_iam_role.function["clarify"].id
+  policy = data.aws_iam_policy_document.clarify_table.json
+}
+
+data "aws_iam_policy_document" "clarify_task_callbacks" {
+  statement {
+    effect  = "Allow"
+    actions = ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"]
+    # Task tokens are not resource-scoped in IAM.
+    resources = ["*"]
+  }
+}
+
+resource "aws_iam_role_policy" "clarify_task_callbacks" {
+  name   = "task-callbacks"
+  role   = aws_iam_role.function["clarify"].id
+  policy = data.aws_iam_policy_document.clarify_task_callbacks.json
+}
+
+# ---------------------------------------------------------------- gateway: invoking the tool functions
+
+data "aws_iam_policy_document" "gateway_invoke" {
+  statement {
+    effect  = "Allow"
+    actions = ["lambda:InvokeFunction"]
+    resources = [
+      aws_lambda_function.this["python-execute"].arn,
+      aws_lambda_function.this["ssh"].arn,
+      aws_lambda_function.this["cloud"].arn,
+      aws_lambda_function.this["clarify"].arn,
+    ]
+  }
+}
+
+resource "aws_iam_role_policy" "gateway_invoke" {
+  name   = "invoke-tools"
+  role   = aws_iam_role.function["gateway"].id
+  policy = data.aws_iam_policy_document.gateway_invoke.json
+}

@@ -1,0 +1,94 @@
+# What every file shares: the account, region and partition ARNs are built
+# from, and the five functions (template.yaml's Globals and each function's
+# own properties, one entry per function).
+
+data "aws_partition" "current" {}
+data "aws_region" "current" {}
+data "aws_caller_identity" "current" {}
+
+locals {
+  in_vpc = length(var.vpc_subnet_ids) > 0
+
+  # The authorizer every route takes except the person's clarification
+  # routes (api.tf).
+  authorization_type = {
+    JWT  = "JWT"
+    IAM  = "AWS_IAM"
+    NONE = "NONE"
+  }[var.auth_mode]
+
+  api_url = "https://${aws_apigatewayv2_api.this.id}.execute-api.${data.aws_region.current.name}.${data.aws_partition.current.dns_suffix}"
+
+  # Each function: the zip scripts/build-lambda makes
+  # (<lambda_build_dir>/<name>/bootstrap.zip), its memory and timeout, and
+  # whether it joins the VPC. The timeouts outlive each tool's longest call
+  # (python.execute and ssh_run may run 840 s; clarify long-polls 25 s).
+  functions = {
+    "python-execute" = {
+      description = "Toolgate python.execute: sandboxed Python (no VPC; its sessions table only)"
+      memory      = 1024
+      timeout     = 900
+      vpc         = false
+    }
+    "cloud" = {
+      description = "Toolgate cloud tools: each account's MCP server as <account>__<tool>"
+      memory      = 256
+      timeout     = 60
+      vpc         = true
+    }
+    "ssh" = {
+      description = "Toolgate SSH tools: list_servers and ssh_run"
+      memory      = 256
+      timeout     = 900
+      vpc         = true
+    }
+    "clarify" = {
+      description = "Toolgate clarify: ask a human; answers over HTTPS complete Step Functions tasks"
+      memory      = 256
+      timeout     = 60
+      vpc         = false
+    }
+    "gateway" = {
+      description = "Toolgate gateway: GET /tools, /openapi.json, /mcp and /healthz for every function's tools"
+      memory      = 256
+      timeout     = 60
+      vpc         = false
+    }
+  }
+
+  function_names = { for f, _ in local.functions : f => "${var.name}-${f}" }
+
+  # Each function's environment. TOOLGATE_LOG=json: CloudWatch adds the
+  # timestamps.
+  environment = {
+    "python-execute" = {
+      TOOLGATE_LOG              = "json"
+      TOOLGATE_PYTHON_TIMEOUT   = tostring(var.python_timeout_seconds)
+      TOOLGATE_PYTHON_MEMORY_MB = tostring(var.python_memory_mb)
+      TOOLGATE_SESSIONS_TABLE   = aws_dynamodb_table.sessions.name
+    }
+    "cloud" = {
+      TOOLGATE_LOG              = "json"
+      TOOLGATE_CLOUD_SSM_PREFIX = var.cloud_ssm_prefix
+    }
+    "ssh" = {
+      TOOLGATE_LOG             = "json"
+      TOOLGATE_SSH_SSM_PREFIX  = var.ssh_ssm_prefix
+      TOOLGATE_SSH_MAX_TIMEOUT = tostring(var.ssh_timeout_seconds)
+    }
+    "clarify" = {
+      TOOLGATE_LOG                 = "json"
+      TOOLGATE_CLARIFY_TABLE       = aws_dynamodb_table.clarify.name
+      TOOLGATE_CLARIFY_EXPIRY_SECS = tostring(var.clarify_expiry_seconds)
+      TOOLGATE_PUBLIC_URL          = local.api_url
+    }
+    "gateway" = {
+      TOOLGATE_LOG = "json"
+      # The gateway learns each tool function's tools by invoking it (by
+      # name: a reference would make the functions depend on themselves).
+      TOOLGATE_PEER_FUNCTIONS = join(",", [
+        for f in ["python-execute", "ssh", "cloud", "clarify"] : local.function_names[f]
+      ])
+    }
+  }
+}

@@ -1,0 +1,31 @@
+# python.execute's sessions: a small item per session (owner, expiry,
+# lease) and its saved state and files in parts under 400 KB
+# (shared/src/sessions/dynamo.rs). `ttl` removes them a day after expiry.
+# The saved state is read only inside the sealed child, never here.
+
+resource "aws_dynamodb_table" "sessions" {
+  name         = "${var.name}-sessions"
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "id"
+
+  attribute {
+    name = "id"
+    type = "S"
+  }
+
+  ttl {
+    attribute_name = "ttl"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  server_side_encryption {
+    enabled = true
+  }
+
+  tags = var.tags
+  #checkov:skip=CKV_AWS_119:Encrypted at rest with an AWS-owned key unless a customer key is given; the SAM template makes the same choice, and a key of our own would be one more key to manage.
+}

@@ -1,0 +1,156 @@
+# The SAM template's parameters (same meaning, same defaults, same limits),
+# plus what Terraform needs that SAM finds itself: a name and the zips.
+
+variable "name" {
+  description = "Prefix of every resource's name (SAM uses the stack name): functions are <name>-python-execute and so on."
+  type        = string
+  default     = "toolgate"
+  validation {
+    condition     = can(regex("^[a-zA-Z][a-zA-Z0-9-]{0,39}$", var.name))
+    error_message = "name: 1-40 letters, digits and hyphens, starting with a letter (it prefixes function, table and API names)."
+  }
+}
+
+variable "lambda_build_dir" {
+  description = "The folder scripts/build-lambda writes (<target dir>/lambda), holding <function>/bootstrap.zip for python-execute, cloud, ssh, clarify and gateway."
+  type        = string
+  validation {
+    condition = alltrue([
+      for f in ["python-execute", "cloud", "ssh", "clarify", "gateway"] :
+      fileexists("${var.lambda_build_dir}/${f}/bootstrap.zip")
+    ])
+    error_message = "lambda_build_dir must hold <function>/bootstrap.zip for python-execute, cloud, ssh, clarify and gateway: run scripts/build-lambda first and pass its target dir's lambda folder."
+  }
+}
+
+variable "auth_mode" {
+  description = "How API Gateway authenticates callers. JWT (default) checks a bearer token from your identity provider; IAM needs SigV4-signed requests. NONE leaves every route open to the internet: choose it only on purpose."
+  type        = string
+  default     = "JWT"
+  validation {
+    condition     = contains(["JWT", "IAM", "NONE"], var.auth_mode)
+    error_message = "auth_mode must be JWT, IAM or NONE."
+  }
+}
+
+variable "jwt_issuer" {
+  description = "JWT issuer URL (auth_mode = JWT), e.g. https://cognito-idp.us-east-1.amazonaws.com/us-east-1_AbCdEf123"
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.auth_mode != "JWT" || var.jwt_issuer != ""
+    error_message = "auth_mode = JWT needs jwt_issuer (or choose auth_mode = IAM, or NONE on purpose)."
+  }
+}
+
+variable "jwt_audience" {
+  description = "JWT audience, i.e. the app client id (auth_mode = JWT)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.auth_mode != "JWT" || var.jwt_audience != ""
+    error_message = "auth_mode = JWT needs jwt_audience."
+  }
+}
+
+variable "log_retention_days" {
+  description = "Days every log group keeps its logs."
+  type        = number
+  default     = 30
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of CloudWatch's values: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653."
+  }
+}
+
+variable "python_timeout_seconds" {
+  description = "python.execute's timeout. Direct invocations (Step Functions, the SDK) get all of it (the function's own timeout is 900 s); calls through API Gateway are also capped at 30 s, its integration limit."
+  type        = number
+  default     = 20
+  validation {
+    condition     = var.python_timeout_seconds >= 1 && var.python_timeout_seconds <= 840
+    error_message = "python_timeout_seconds must be 1 to 840 (the function's own timeout is 900 s)."
+  }
+}
+
+variable "python_reserved_concurrency" {
+  description = "Concurrent python.execute calls at most (reserved concurrency), so an arbitrary-compute endpoint cannot take the account's whole Lambda concurrency from your other functions. 0 reserves nothing (needed when the account's concurrency quota is below this value plus 100)."
+  type        = number
+  default     = 50
+  validation {
+    condition     = var.python_reserved_concurrency >= 0 && var.python_reserved_concurrency <= 1000
+    error_message = "python_reserved_concurrency must be 0 to 1000."
+  }
+}
+
+variable "python_memory_mb" {
+  description = "Address-space limit of each sandboxed script."
+  type        = number
+  default     = 256
+  validation {
+    condition     = var.python_memory_mb >= 64 && var.python_memory_mb <= 4096
+    error_message = "python_memory_mb must be 64 to 4096."
+  }
+}
+
+variable "cloud_ssm_prefix" {
+  description = "SSM path under which each cloud account is a parameter, no trailing slash (see README)."
+  type        = string
+  default     = "/toolgate/clouds"
+  validation {
+    condition     = can(regex("^(/[a-zA-Z0-9_.-]+)+$", var.cloud_ssm_prefix))
+    error_message = "cloud_ssm_prefix must be an SSM path such as /toolgate/clouds, with no trailing slash."
+  }
+}
+
+variable "ssh_ssm_prefix" {
+  description = "SSM path under which each SSH server is a parameter (and its key at .../NAME/private-key), no trailing slash."
+  type        = string
+  default     = "/toolgate/servers"
+  validation {
+    condition     = can(regex("^(/[a-zA-Z0-9_.-]+)+$", var.ssh_ssm_prefix))
+    error_message = "ssh_ssm_prefix must be an SSM path such as /toolgate/servers, with no trailing slash."
+  }
+}
+
+variable "ssh_timeout_seconds" {
+  description = "The longest timeout an ssh_run command may ask for (the function's own timeout is 900 s). Through API Gateway a command is also cut at 30 s, its integration limit."
+  type        = number
+  default     = 600
+  validation {
+    condition     = var.ssh_timeout_seconds >= 10 && var.ssh_timeout_seconds <= 840
+    error_message = "ssh_timeout_seconds must be 10 to 840 (the function's own timeout is 900 s)."
+  }
+}
+
+variable "vpc_subnet_ids" {
+  description = "Private subnets for the cloud and ssh functions; empty runs them outside any VPC. The subnets need a route to SSM (an interface endpoint with private DNS, or a NAT gateway), a NAT gateway for cloud MCP endpoints on the internet, and a route to your servers' port 22 (README, \"Deploy to AWS\")."
+  type        = list(string)
+  default     = []
+}
+
+variable "vpc_security_group_ids" {
+  description = "Security groups for the VPC functions (required with vpc_subnet_ids): egress to SSM and the MCP endpoints on 443, and to the servers on 22."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = length(var.vpc_subnet_ids) == 0 || length(var.vpc_security_group_ids) > 0
+    error_message = "vpc_subnet_ids needs vpc_security_group_ids (Lambda cannot join subnets without a security group)."
+  }
+}
+
+variable "clarify_expiry_seconds" {
+  description = "Seconds until an unanswered clarification expires. A schedule sweeps every minute, so a waiting workflow fails with Clarify.Expired within a minute of the expiry."
+  type        = number
+  default     = 86400
+  validation {
+    condition     = var.clarify_expiry_seconds >= 60 && var.clarify_expiry_seconds <= 2592000
+    error_message = "clarify_expiry_seconds must be 60 to 2592000 (30 days)."
+  }
+}
+
+variable "tags" {
+  description = "Tags for every resource that takes them."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,771 @@
+#!/usr/bin/env python3
+"""Does infra/terraform deploy what template.yaml deploys?
+
+    python tf_parity.py TEMPLATE.yaml TERRAFORM_DIR [--dump]
+
+Run it with the Python of the AWS tools venv (aws-sam-translator and
+python-hcl2). Both sides are read into one model and compared:
+
+  functions      runtime, architecture, handler, memory, timeout, the
+                 environment's variable names, reserved concurrency, the VPC
+                 (and when), the log group and its retention, and the IAM
+                 statements of the function's role (effect, actions,
+                 resources, conditions, and when they apply)
+  routes         each route key, the function behind it, and whether it
+                 takes the authorizer
+  api            integrations, invoke permissions, the stage (throttling,
+                 access-log format), the JWT authorizer
+  tables         keys, indexes, TTL, point-in-time recovery, encryption
+  schedule       the sweep's rate, input and target
+  state machine  its definition file, substitutions, type, logging, and its
+                 role's statements
+  parameters     every SAM parameter is a variable (snake_case) with the
+                 same default
+  outputs        every SAM output is an output (snake_case)
+
+The SAM side is the template translated to CloudFormation (as
+scripts/check-template does); the definition file comes from the template
+itself. References are made comparable by naming what they point at, not
+what it is called in either file: a function by its name
+("{name}-python-execute"), a log group by its name, a table by its role
+(SessionsTable and aws_dynamodb_table.sessions are "table:sessions").
+Anything this script cannot read is an error that names it: a module
+written differently fails loudly rather than passing.
+
+Prints "parity: ok (N facts)" and exits 0, or prints a unified diff of the
+two models (--- sam, +++ terraform) and exits 1. --dump prints both models.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import json
+import os
+import re
+import sys
+
+
+class Unreadable(Exception):
+    """An expression or resource this script does not know how to read."""
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def statement_key(st: dict) -> str:
+    return json.dumps(st, sort_keys=True)
+
+
+def normalize_statements(statements: list) -> list:
+    """Statements as a sorted list, one action list per statement."""
+    out = []
+    for st in statements:
+        st = dict(st)
+        st["actions"] = sorted(st["actions"])
+        st["resources"] = sorted(st["resources"])
+        out.append(st)
+    return sorted(out, key=statement_key)
+
+
+# ---------------------------------------------------------------- SAM side
+
+PSEUDO = {
+    "AWS::Partition": "{partition}",
+    "AWS::Region": "{region}",
+    "AWS::AccountId": "{account}",
+    "AWS::StackName": "{name}",
+    "AWS::URLSuffix": "{url_suffix}",
+}
+
+
+class Sam:
+    def __init__(self, template_path: str):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from moto_deploy import translate
+        from samtranslator.yaml_helper import yaml_parse
+
+        self.base = os.path.dirname(os.path.abspath(template_path))
+        with open(template_path) as f:
+            self.raw = yaml_parse(f.read())
+        self.t = translate(template_path)
+        self.res = self.t["Resources"]
+        self.params = self.t.get("Parameters", {})
+
+    # A resource, named by what it is (see the module doc).
+    def canon(self, logical: str) -> str:
+        r = self.res.get(logical)
+        if r is None:
+            raise Unreadable(f"reference to {logical}, which is not a resource")
+        kind, props = r["Type"], r.get("Properties", {})
+        if kind == "AWS::Lambda::Function":
+            return "function:" + self.value(props["FunctionName"])
+        if kind == "AWS::Logs::LogGroup":
+            return "loggroup:" + self.value(props["LogGroupName"])
+        if kind == "AWS::DynamoDB::Table":
+            return "table:" + snake(logical.removesuffix("Table"))
+        if kind == "AWS::ApiGatewayV2::Api":
+            return "api"
+        if kind == "AWS::ApiGatewayV2::Authorizer":
+            return "authorizer"
+        if kind == "AWS::StepFunctions::StateMachine":
+            return "statemachine:" + self.value(props["Name"])
+        if kind == "AWS::ApiGatewayV2::Integration":
+            return "integration:" + self.value(props["IntegrationUri"])
+        if kind == "AWS::Events::Rule":
+            (target,) = props["Targets"]
+            return "rule:" + self.value(target["Arn"])
+        raise Unreadable(f"no canonical name for {logical} ({kind})")
+
+    def attr(self, logical: str, attr: str) -> str:
+        kind = self.res.get(logical, {}).get("Type")
+        if attr == "Arn":
+            # CloudFormation's log-group ARN ends in ":*"; Terraform's does not.
+            suffix = ":*" if kind == "AWS::Logs::LogGroup" else ""
+            return f"arn({self.canon(logical)}){suffix}"
+        raise Unreadable(f"Fn::GetAtt {logical}.{attr}")
+
+    def ref(self, name: str) -> str:
+        if name in PSEUDO:
+            return PSEUDO[name]
+        if name in self.params:
+            return "{var.%s}" % snake(name)
+        if name in self.res:
+            kind = self.res[name]["Type"]
+            if kind in ("AWS::Lambda::Function", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup"):
+                return f"id({self.canon(name)})"
+            return f"ref({self.canon(name)})"
+        raise Unreadable(f"Ref {name}")
+
+    def value(self, node):
+        """A property's value with references named canonically."""
+        if isinstance(node, (str, int, float, bool)):
+            return node
+        if isinstance(node, list):
+            return [self.value(v) for v in node]
+        if isinstance(node, dict) and len(node) == 1:
+            (fn, arg), = node.items()
+            if fn == "Ref":
+                return self.ref(arg)
+            if fn == "Fn::GetAtt":
+                logical, attr = arg if isinstance(arg, list) else arg.split(".", 1)
+                return self.attr(logical, attr)
+            if fn == "Fn::Sub":
+                if not isinstance(arg, str):
+                    raise Unreadable(f"Fn::Sub with variables: {arg}")
+
+                def sub(m):
+                    name = m.group(1)
+                    if "." in name:
+                        return self.attr(*name.split(".", 1))
+                    return self.ref(name)
+
+                return re.sub(r"\$\{([^}!]+)\}", sub, arg)
+            if fn == "Fn::Join":
+                sep, parts = arg
+                return sep.join(str(self.value(p)) for p in parts)
+        if isinstance(node, dict):
+            return {k: self.value(v) for k, v in node.items()}
+        raise Unreadable(f"value {node!r}")
+
+    def conditional(self, node):
+        """(condition, value) of a property that may be an Fn::If with NoValue."""
+        if isinstance(node, dict) and list(node) == ["Fn::If"]:
+            cond, yes, no = node["Fn::If"]
+            if no == {"Ref": "AWS::NoValue"}:
+                return snake(cond), yes
+            raise Unreadable(f"Fn::If {cond} without NoValue")
+        return None, node
+
+    def statements(self, role_logical: str) -> list:
+        role = self.res[role_logical]["Properties"]
+        out = []
+        for policy in role.get("Policies", []):
+            when, policy = self.conditional(policy)
+            for st in policy["PolicyDocument"]["Statement"]:
+                actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+                resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+                cond = st.get("Condition")
+                out.append({
+                    "effect": st["Effect"],
+                    "actions": actions,
+                    "resources": [self.value(r) for r in resources],
+                    "condition": self.value(cond) if cond else None,
+                    "when": when,
+                })
+        return normalize_statements(out)
+
+    def of_type(self, kind: str):
+        return {k: v for k, v in self.res.items() if v["Type"] == kind}
+
+    def model(self) -> dict:
+        m: dict = {"functions": {}, "routes": {}, "integrations": {}, "invoke_permissions": {}}
+        for logical, r in self.of_type("AWS::Lambda::Function").items():
+            p = r["Properties"]
+            name = self.canon(logical)
+            role = p["Role"]["Fn::GetAtt"][0]
+            when_vpc, vpc = self.conditional(p.get("VpcConfig"))
+            when_rc, rc = self.conditional(p.get("ReservedConcurrentExecutions"))
+            # ReservePythonConcurrency is "the parameter is not 0".
+            rc_when = "python_reserved_concurrency > 0" if when_rc == "reserve_python_concurrency" else when_rc
+            log_group = self.value(p["LoggingConfig"]["LogGroup"])
+            lg_logical = p["LoggingConfig"]["LogGroup"]["Ref"]
+            m["functions"][name] = {
+                "runtime": p["Runtime"],
+                "architectures": p["Architectures"],
+                "handler": p["Handler"],
+                "memory": p["MemorySize"],
+                "timeout": p["Timeout"],
+                "description": p.get("Description"),
+                "env": sorted(p.get("Environment", {}).get("Variables", {})),
+                "reserved_concurrency": {"when": rc_when, "value": self.value(rc)} if rc is not None else None,
+                "vpc": {"when": when_vpc, "subnets": self.value(vpc["SubnetIds"]),
+                        "security_groups": self.value(vpc["SecurityGroupIds"])} if vpc else None,
+                "log_group": log_group,
+                "log_retention": self.value(self.res[lg_logical]["Properties"]["RetentionInDays"]),
+                "permissions": self.statements(role),
+            }
+        for r in self.of_type("AWS::ApiGatewayV2::Route").values():
+            p = r["Properties"]
+            target = p["Target"]["Fn::Sub"]
+            integ = re.fullmatch(r"integrations/\$\{(\w+)\}", target).group(1)
+            function = self.value(self.res[integ]["Properties"]["IntegrationUri"])
+            authorized = p["AuthorizationType"] != "NONE"
+            m["routes"][p["RouteKey"]] = {
+                "function": function,
+                "authorized": authorized,
+                # The authorizer is attached only when it exists (JWT).
+                "authorizer": "authorizer when auth_mode == JWT" if "AuthorizerId" in p else None,
+            }
+            if authorized and p["AuthorizationType"] != {
+                "Fn::If": ["UseJwt", "JWT", {"Fn::If": ["UseIam", "AWS_IAM", "NONE"]}]
+            }:
+                raise Unreadable(f"route {p['RouteKey']}: authorization {p['AuthorizationType']}")
+        for r in self.of_type("AWS::ApiGatewayV2::Integration").values():
+            p = r["Properties"]
+            m["integrations"][self.value(p["IntegrationUri"])] = {
+                "type": p["IntegrationType"],
+                "payload_format": p["PayloadFormatVersion"],
+                "timeout_ms": p["TimeoutInMillis"],
+            }
+        for r in self.of_type("AWS::Lambda::Permission").values():
+            p = r["Properties"]
+            fn = self.value(p["FunctionName"])
+            m["invoke_permissions"].setdefault(fn, []).append(
+                {"principal": p["Principal"], "source": self.value(p["SourceArn"])}
+            )
+        for v in m["invoke_permissions"].values():
+            v.sort(key=statement_key)
+        (stage,) = self.of_type("AWS::ApiGatewayV2::Stage").values()
+        sp = stage["Properties"]
+        m["stage"] = {
+            "name": sp["StageName"],
+            "auto_deploy": sp["AutoDeploy"],
+            "throttling": [sp["DefaultRouteSettings"]["ThrottlingBurstLimit"],
+                           sp["DefaultRouteSettings"]["ThrottlingRateLimit"]],
+            "access_log": self.value(sp["AccessLogSettings"]["DestinationArn"]),
+            "access_log_format": json.loads(sp["AccessLogSettings"]["Format"]),
+        }
+        (api,) = self.of_type("AWS::ApiGatewayV2::Api").values()
+        m["api"] = {"name": self.value(api["Properties"]["Name"]),
+                    "protocol": api["Properties"]["ProtocolType"]}
+        (authz,) = self.of_type("AWS::ApiGatewayV2::Authorizer").values()
+        ap = authz["Properties"]
+        m["authorizer"] = {
+            "when": "auth_mode == JWT" if authz.get("Condition") == "UseJwt" else authz.get("Condition"),
+            "type": ap["AuthorizerType"],
+            "identity": ap["IdentitySource"],
+            "issuer": self.value(ap["JwtConfiguration"]["Issuer"]),
+            "audience": self.value(ap["JwtConfiguration"]["Audience"]),
+        }
+        m["tables"] = {}
+        for logical, r in self.of_type("AWS::DynamoDB::Table").items():
+            p = r["Properties"]
+            m["tables"][self.canon(logical)] = {
+                "billing": p["BillingMode"],
+                "attributes": {a["AttributeName"]: a["AttributeType"] for a in p["AttributeDefinitions"]},
+                "key": {k["KeyType"]: k["AttributeName"] for k in p["KeySchema"]},
+                "indexes": {
+                    g["IndexName"]: {
+                        "key": {k["KeyType"]: k["AttributeName"] for k in g["KeySchema"]},
+                        "projection": g["Projection"]["ProjectionType"],
+                    }
+                    for g in p.get("GlobalSecondaryIndexes", [])
+                },
+                "ttl": p["TimeToLiveSpecification"]["AttributeName"]
+                if p["TimeToLiveSpecification"]["Enabled"] else None,
+                "pitr": p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+                "sse": p["SSESpecification"]["SSEEnabled"],
+            }
+        m["schedules"] = []
+        for r in self.of_type("AWS::Events::Rule").values():
+            p = r["Properties"]
+            for target in p["Targets"]:
+                m["schedules"].append({
+                    "expression": p["ScheduleExpression"],
+                    "description": p.get("Description"),
+                    "target": self.value(target["Arn"]),
+                    "input": json.loads(target["Input"]),
+                })
+        m["log_groups"] = sorted(
+            self.canon(k) for k in self.of_type("AWS::Logs::LogGroup")
+        )
+        (sm_logical, sm), = self.of_type("AWS::StepFunctions::StateMachine").items()
+        sp = sm["Properties"]
+        raw = self.raw["Resources"][sm_logical]["Properties"]
+        logging = sp["LoggingConfiguration"]
+        m["state_machine"] = {
+            "name": self.value(sp["StateMachineName"]),
+            "type": sp["StateMachineType"],
+            "definition": os.path.normpath(os.path.join(self.base, raw["DefinitionUri"])),
+            "substitutions": {k: self.value(v) for k, v in sp["DefinitionSubstitutions"].items()},
+            "logging": {
+                "level": logging["Level"],
+                "include_execution_data": logging["IncludeExecutionData"],
+                "destination": self.value(logging["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"]),
+            },
+            "permissions": self.statements(sp["RoleArn"]["Fn::GetAtt"][0]),
+        }
+        m["parameters"] = {
+            snake(k): (v.get("Default") if v["Type"] != "CommaDelimitedList"
+                       else [x for x in v.get("Default", "").split(",") if x])
+            for k, v in self.params.items()
+        }
+        m["outputs"] = sorted(snake(k) for k in self.t.get("Outputs", {}))
+        return m
+
+
+# ---------------------------------------------------------------- Terraform side
+
+DATA = {
+    "data.aws_partition.current.partition": "{partition}",
+    "data.aws_partition.current.dns_suffix": "{url_suffix}",
+    "data.aws_region.current.name": "{region}",
+    "data.aws_caller_identity.current.account_id": "{account}",
+    "var.name": "{name}",
+}
+# What each attribute of a resource is, in the SAM side's terms.
+ATTRS = {"arn": "arn", "name": "id", "function_name": "id", "id": "ref"}
+
+
+# Blocks that may repeat, so stay lists; any other block is given once and
+# python-hcl2's one-element list is unwrapped.
+REPEATED = {"statement", "condition", "attribute", "global_secondary_index", "dynamic",
+            "resource", "data", "locals", "variable", "output", "validation", "principals"}
+
+
+def unwrap_blocks(node, key=None):
+    if isinstance(node, dict):
+        return {k: unwrap_blocks(v, k) for k, v in node.items()}
+    if isinstance(node, list):
+        items = [unwrap_blocks(v) for v in node]
+        if key not in REPEATED and len(items) == 1 and isinstance(items[0], dict):
+            return items[0]
+        return items
+    return node
+
+
+class Terraform:
+    def __init__(self, tf_dir: str):
+        import hcl2
+        from hcl2 import SerializationOptions
+
+        opts = SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True)
+        self.dir = os.path.abspath(tf_dir)
+        self.resources: dict = {}
+        self.data: dict = {}
+        self.locals: dict = {}
+        self.variables: dict = {}
+        self.outputs: dict = {}
+        files = sorted(glob.glob(os.path.join(self.dir, "*.tf")))
+        if not files:
+            raise Unreadable(f"no .tf files in {tf_dir}")
+        for path in files:
+            with open(path) as f:
+                doc = unwrap_blocks(hcl2.load(f, serialization_options=opts))
+            for block in doc.get("resource", []):
+                for kind, named in block.items():
+                    for name, body in named.items():
+                        self.resources[(kind, name)] = body
+            for block in doc.get("data", []):
+                for kind, named in block.items():
+                    for name, body in named.items():
+                        self.data[(kind, name)] = body
+            for block in doc.get("locals", []):
+                self.locals.update(block)
+            for block in doc.get("variable", []):
+                self.variables.update(block)
+            for block in doc.get("output", []):
+                self.outputs.update(block)
+
+    # -- expressions
+
+    def instances(self, kind: str, name: str) -> dict:
+        """key -> (condition, each.value) of a resource or data source."""
+        body = self.resources.get((kind, name)) or self.data.get((kind, name))
+        if body is None:
+            raise Unreadable(f"{kind}.{name} is not defined")
+        fe = body.get("for_each")
+        if fe is None:
+            if "count" in body:
+                m = re.fullmatch(r"\$\{(.+) \? 1 : 0\}", body["count"])
+                if not m:
+                    raise Unreadable(f"{kind}.{name}: count {body['count']}")
+                return {0: (self.condition(m.group(1)), None)}
+            return {None: (None, None)}
+        m = re.fullmatch(r"\$\{local\.(\w+)\}", fe)
+        if m:
+            return {k: (None, v) for k, v in self.locals[m.group(1)].items()}
+        # local.in_vpc ? toset([for f, spec in local.functions : f if spec.vpc]) : toset([])
+        m = re.fullmatch(
+            r"\$\{local\.(\w+) \? toset\(\[for (\w+), (\w+) in local\.(\w+) : \2 if \3\.(\w+)\]\) : toset\(\[\]\)\}", fe
+        )
+        if m:
+            cond, _, _, src, field = m.groups()
+            return {k: (cond, v) for k, v in self.locals[src].items() if v[field] is True}
+        raise Unreadable(f"{kind}.{name}: for_each {fe}")
+
+    def condition(self, expr: str) -> str:
+        m = re.fullmatch(r'var\.(\w+) == "(\w+)"', expr)
+        if m:
+            return f"{m.group(1)} == {m.group(2)}"
+        raise Unreadable(f"condition {expr}")
+
+    def canon(self, kind: str, name: str, key) -> str:
+        """A resource instance named by what it is (as Sam.canon)."""
+        body = self.resources.get((kind, name))
+        if body is None:
+            raise Unreadable(f"{kind}.{name} is not a resource")
+        ctx = (key, self.instances(kind, name).get(key, (None, None))[1])
+        if kind == "aws_lambda_function":
+            return "function:" + self.expr(body["function_name"], ctx)
+        if kind == "aws_cloudwatch_log_group":
+            return "loggroup:" + self.expr(body["name"], ctx)
+        if kind == "aws_dynamodb_table":
+            return "table:" + name
+        if kind == "aws_apigatewayv2_api":
+            return "api"
+        if kind == "aws_apigatewayv2_authorizer":
+            return "authorizer"
+        if kind == "aws_sfn_state_machine":
+            return "statemachine:" + self.expr(body["name"], ctx)
+        if kind == "aws_apigatewayv2_integration":
+            return "integration:" + self.expr(body["integration_uri"], ctx)
+        if kind == "aws_cloudwatch_event_rule":
+            (target,) = [
+                t for (k, _), t in self.resources.items()
+                if k == "aws_cloudwatch_event_target" and t["rule"] == "${%s.%s.name}" % (kind, name)
+            ]
+            return "rule:" + self.expr(target["arn"])
+        raise Unreadable(f"no canonical name for {kind}.{name}")
+
+    def reference(self, ref: str, ctx) -> str:
+        """One `${...}` reference, in the SAM side's terms."""
+        key, value = ctx
+        if ref in DATA:
+            return DATA[ref]
+        if ref == "each.key":
+            return key
+        m = re.fullmatch(r"each\.value\.(\w+)", ref)
+        if m:
+            return value[m.group(1)]
+        m = re.fullmatch(r"var\.(\w+)", ref)
+        if m:
+            return "{var.%s}" % m.group(1)
+        m = re.fullmatch(r"local\.(\w+)\[(.+)\]", ref)
+        if m and m.group(1) == "function_names":
+            return "{name}-" + self.index(m.group(2), ctx)
+        m = re.fullmatch(r"local\.(\w+)", ref)
+        if m:
+            return self.expr(self.locals[m.group(1)], ctx)
+        m = re.fullmatch(r"(aws_\w+)\.(\w+)(?:\[(.+?)\])?\.(\w+)", ref)
+        if m:
+            kind, name, index, attr = m.groups()
+            inst = self.index(index, ctx) if index is not None else None
+            if attr == "execution_arn":
+                # What the template spells out with Fn::Sub.
+                return f"arn:{{partition}}:execute-api:{{region}}:{{account}}:ref({self.canon(kind, name, inst)})"
+            if attr not in ATTRS:
+                raise Unreadable(f"attribute {attr} of {kind}.{name}")
+            return f"{ATTRS[attr]}({self.canon(kind, name, inst)})"
+        raise Unreadable(f"reference ${{{ref}}}")
+
+    def index(self, index: str, ctx):
+        if index == "each.key":
+            return ctx[0]
+        if re.fullmatch(r"\d+", index):
+            return int(index)
+        m = re.fullmatch(r'"([^"]+)"', index)
+        if m:
+            return m.group(1)
+        raise Unreadable(f"index [{index}]")
+
+    def expr(self, value, ctx=(None, None)):
+        """A value with its references named canonically."""
+        if isinstance(value, list):
+            return [self.expr(v, ctx) for v in value]
+        if isinstance(value, dict):
+            return {k: self.expr(v, ctx) for k, v in value.items()}
+        if not isinstance(value, str):
+            return value
+        whole = re.fullmatch(r"\$\{tostring\((.+)\)\}", value)
+        if whole:
+            return self.expr("${%s}" % whole.group(1), ctx)
+        whole = re.fullmatch(r"\$\{([^{}]+)\}", value)
+        if whole:
+            # One reference alone keeps its type (a number stays a number).
+            return self.reference(whole.group(1), ctx)
+        return re.sub(r"\$\{([^{}]+)\}", lambda m: str(self.reference(m.group(1), ctx)), value)
+
+    # -- the model
+
+    def policy_statements(self, data_name: str, key, when) -> list:
+        doc = self.data[("aws_iam_policy_document", data_name)]
+        ctx = (key, None)
+        out = []
+        for st in doc["statement"]:
+            cond = None
+            for c in st.get("condition", []):
+                cond = cond or {}
+                vals = self.expr(c["values"], ctx)
+                cond.setdefault(c["test"], {})[c["variable"]] = vals[0] if len(vals) == 1 else vals
+            out.append({
+                "effect": st.get("effect", "Allow"),
+                "actions": st["actions"],
+                "resources": self.expr(st["resources"], ctx),
+                "condition": cond,
+                "when": when,
+            })
+        return out
+
+    def role_statements(self, role_ref: str, role_key) -> list:
+        """Every statement of every aws_iam_role_policy on one role instance."""
+        out = []
+        for (kind, name), body in self.resources.items():
+            if kind != "aws_iam_role_policy":
+                continue
+            for key, (when, _) in self.instances(kind, name).items():
+                m = re.fullmatch(r"\$\{aws_iam_role\.(\w+)(?:\[(.+?)\])?\.id\}", body["role"])
+                if not m:
+                    raise Unreadable(f"{kind}.{name}: role {body['role']}")
+                r_key = self.index(m.group(2), (key, None)) if m.group(2) else None
+                if (m.group(1), r_key) != (role_ref, role_key):
+                    continue
+                p = re.fullmatch(r"\$\{data\.aws_iam_policy_document\.(\w+)(?:\[(.+?)\])?\.json\}", body["policy"])
+                if not p:
+                    raise Unreadable(f"{kind}.{name}: policy {body['policy']}")
+                d_key = self.index(p.group(2), (key, None)) if p.group(2) else None
+                out += self.policy_statements(p.group(1), d_key, when)
+        return normalize_statements(out)
+
+    def model(self) -> dict:
+        m: dict = {"functions": {}, "routes": {}, "integrations": {}, "invoke_permissions": {}}
+        fn = self.resources[("aws_lambda_function", "this")]
+        for key, (_, spec) in self.instances("aws_lambda_function", "this").items():
+            ctx = (key, spec)
+            name = self.canon("aws_lambda_function", "this", key)
+            role = re.fullmatch(r"\$\{aws_iam_role\.(\w+)\[each\.key\]\.arn\}", fn["role"])
+            if not role:
+                raise Unreadable(f"aws_lambda_function.this: role {fn['role']}")
+            rc = fn["reserved_concurrent_executions"]
+            rcm = re.fullmatch(
+                r'\$\{each\.key == "([\w-]+)" && var\.(\w+) > 0 \? var\.\2 : -1\}', rc
+            )
+            if not rcm:
+                raise Unreadable(f"reserved_concurrent_executions {rc}")
+            vpc = None
+            for dyn in fn.get("dynamic", []):
+                if "vpc_config" in dyn:
+                    d = dyn["vpc_config"]
+                    if d["for_each"] != "${each.value.vpc && local.in_vpc ? [1] : []}":
+                        raise Unreadable(f"vpc_config for_each {d['for_each']}")
+                    if spec["vpc"]:
+                        c = d["content"]
+                        vpc = {"when": "in_vpc", "subnets": self.expr(c["subnet_ids"], ctx),
+                               "security_groups": self.expr(c["security_group_ids"], ctx)}
+            env_ref = re.fullmatch(r"\$\{local\.(\w+)\[each\.key\]\}", fn["environment"]["variables"])
+            if not env_ref:
+                raise Unreadable(f"environment {fn['environment']['variables']}")
+            lg = re.fullmatch(r"\$\{aws_cloudwatch_log_group\.(\w+)\[each\.key\]\.name\}",
+                              fn["logging_config"]["log_group"])
+            if not lg:
+                raise Unreadable(f"logging_config {fn['logging_config']}")
+            lg_body = self.resources[("aws_cloudwatch_log_group", lg.group(1))]
+            m["functions"][name] = {
+                "runtime": fn["runtime"],
+                "architectures": fn["architectures"],
+                "handler": fn["handler"],
+                "memory": self.expr(fn["memory_size"], ctx),
+                "timeout": self.expr(fn["timeout"], ctx),
+                "description": self.expr(fn["description"], ctx),
+                "env": sorted(self.locals[env_ref.group(1)][key]),
+                "reserved_concurrency": {"when": f"{rcm.group(2)} > 0", "value": "{var.%s}" % rcm.group(2)}
+                if key == rcm.group(1) else None,
+                "vpc": vpc,
+                "log_group": "id(%s)" % self.canon("aws_cloudwatch_log_group", lg.group(1), key),
+                "log_retention": self.expr(lg_body["retention_in_days"], ctx),
+                "permissions": self.role_statements(role.group(1), key),
+            }
+        routes = self.resources[("aws_apigatewayv2_route", "this")]
+        self.check_authorization_type()
+        for key, (_, spec) in self.instances("aws_apigatewayv2_route", "this").items():
+            ctx = (key, spec)
+            if self.expr(routes["route_key"], ctx) != key:
+                raise Unreadable("route_key is not each.key")
+            target = re.fullmatch(r"integrations/\$\{aws_apigatewayv2_integration\.(\w+)\[each\.value\.function\]\.id\}",
+                                  routes["target"])
+            if not target:
+                raise Unreadable(f"route target {routes['target']}")
+            integ = self.resources[("aws_apigatewayv2_integration", target.group(1))]
+            auth = routes["authorization_type"]
+            if auth != '${each.value.public ? "NONE" : local.authorization_type}':
+                raise Unreadable(f"authorization_type {auth}")
+            if routes["authorizer_id"] != '${!each.value.public && var.auth_mode == "JWT" ? aws_apigatewayv2_authorizer.jwt[0].id : null}':
+                raise Unreadable(f"authorizer_id {routes['authorizer_id']}")
+            m["routes"][key] = {
+                "function": self.expr(integ["integration_uri"], (spec["function"], None)),
+                "authorized": not spec["public"],
+                "authorizer": None if spec["public"] else "authorizer when auth_mode == JWT",
+            }
+        integ = self.resources[("aws_apigatewayv2_integration", "function")]
+        for key, (_, spec) in self.instances("aws_apigatewayv2_integration", "function").items():
+            ctx = (key, spec)
+            m["integrations"][self.expr(integ["integration_uri"], ctx)] = {
+                "type": integ["integration_type"],
+                "payload_format": integ["payload_format_version"],
+                "timeout_ms": integ["timeout_milliseconds"],
+            }
+        for (kind, name), body in self.resources.items():
+            if kind != "aws_lambda_permission":
+                continue
+            for key, (_, spec) in self.instances(kind, name).items():
+                ctx = (key, spec)
+                fn_name = self.expr(body["function_name"], ctx)
+                m["invoke_permissions"].setdefault(fn_name, []).append(
+                    {"principal": body["principal"], "source": self.expr(body["source_arn"], ctx)}
+                )
+        for v in m["invoke_permissions"].values():
+            v.sort(key=statement_key)
+        (stage,) = [b for (k, _), b in self.resources.items() if k == "aws_apigatewayv2_stage"]
+        m["stage"] = {
+            "name": stage["name"],
+            "auto_deploy": stage["auto_deploy"],
+            "throttling": [stage["default_route_settings"]["throttling_burst_limit"],
+                           stage["default_route_settings"]["throttling_rate_limit"]],
+            "access_log": self.expr(stage["access_log_settings"]["destination_arn"]) + ":*",
+            "access_log_format": json.loads(stage["access_log_settings"]["format"]),
+        }
+        api = self.resources[("aws_apigatewayv2_api", "this")]
+        m["api"] = {"name": self.expr(api["name"]), "protocol": api["protocol_type"]}
+        authz = self.resources[("aws_apigatewayv2_authorizer", "jwt")]
+        ((_, (when, _)),) = self.instances("aws_apigatewayv2_authorizer", "jwt").items()
+        m["authorizer"] = {
+            "when": when,
+            "type": authz["authorizer_type"],
+            "identity": authz["identity_sources"],
+            "issuer": self.expr(authz["jwt_configuration"]["issuer"]),
+            "audience": self.expr(authz["jwt_configuration"]["audience"]),
+        }
+        m["tables"] = {}
+        for (kind, name), t in self.resources.items():
+            if kind != "aws_dynamodb_table":
+                continue
+            attrs = t["attribute"] if isinstance(t["attribute"], list) else [t["attribute"]]
+            gsis = t.get("global_secondary_index", [])
+            gsis = gsis if isinstance(gsis, list) else [gsis]
+
+            def key_of(b):
+                k = {"HASH": b["hash_key"]}
+                if "range_key" in b:
+                    k["RANGE"] = b["range_key"]
+                return k
+
+            m["tables"][self.canon(kind, name, None)] = {
+                "billing": t["billing_mode"],
+                "attributes": {a["name"]: a["type"] for a in attrs},
+                "key": key_of(t),
+                "indexes": {g["name"]: {"key": key_of(g), "projection": g["projection_type"]} for g in gsis},
+                "ttl": t["ttl"]["attribute_name"] if t["ttl"]["enabled"] else None,
+                "pitr": t["point_in_time_recovery"]["enabled"],
+                "sse": t["server_side_encryption"]["enabled"],
+            }
+        m["schedules"] = []
+        for (kind, name), target in self.resources.items():
+            if kind != "aws_cloudwatch_event_target":
+                continue
+            rule_ref = re.fullmatch(r"\$\{aws_cloudwatch_event_rule\.(\w+)\.name\}", target["rule"])
+            rule = self.resources[("aws_cloudwatch_event_rule", rule_ref.group(1))]
+            m["schedules"].append({
+                "expression": rule["schedule_expression"],
+                "description": rule.get("description"),
+                "target": self.expr(target["arn"]),
+                "input": json.loads(target["input"]),
+            })
+        m["log_groups"] = sorted(
+            self.canon(kind, name, key)
+            for (kind, name) in self.resources
+            if kind == "aws_cloudwatch_log_group"
+            for key in self.instances(kind, name)
+        )
+        sm = self.resources[("aws_sfn_state_machine", "clarify_then_run")]
+        d = re.fullmatch(r'\$\{templatefile\("\$\{path\.module\}/([^"]+)", \{(.*)\}\)\}', sm["definition"], re.S)
+        if not d:
+            raise Unreadable(f"state machine definition {sm['definition']}")
+        subs = dict(re.findall(r"(\w+)\s*=\s*([^\n,]+)", d.group(2)))
+        role = re.fullmatch(r"\$\{aws_iam_role\.(\w+)\.arn\}", sm["role_arn"]).group(1)
+        logging = sm["logging_configuration"]
+        m["state_machine"] = {
+            "name": self.expr(sm["name"]),
+            "type": sm["type"],
+            "definition": os.path.normpath(os.path.join(self.dir, d.group(1))),
+            "substitutions": {k: self.expr("${%s}" % v.strip()) for k, v in subs.items()},
+            "logging": {
+                "level": logging["level"],
+                "include_execution_data": logging["include_execution_data"],
+                "destination": self.expr(logging["log_destination"]),
+            },
+            "permissions": self.role_statements(role, None),
+        }
+        m["parameters"] = {}
+        for name, v in self.variables.items():
+            if name in ("name", "lambda_build_dir", "tags"):
+                continue  # what SAM finds itself (stack name, built code) or adds (tags)
+            m["parameters"][name] = v.get("default")
+        m["outputs"] = sorted(self.outputs)
+        return m
+
+    def check_authorization_type(self):
+        """The authorizer a protected route takes is the one auth_mode names
+        (as the template's nested Fn::If)."""
+        want = '${{JWT = "JWT", IAM = "AWS_IAM", NONE = "NONE"}[var.auth_mode]}'
+        if self.locals["authorization_type"] != want:
+            raise Unreadable(f"local.authorization_type {self.locals['authorization_type']!r}")
+
+
+def main(argv: list) -> int:
+    args = [a for a in argv if not a.startswith("--")]
+    if len(args) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        sam = Sam(args[0]).model()
+        tf = Terraform(args[1]).model()
+    except (Unreadable, KeyError, AttributeError, TypeError, ValueError) as e:
+        print(f"parity: cannot read: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    if "--dump" in argv:
+        print(json.dumps({"sam": sam, "terraform": tf}, indent=1, sort_keys=True))
+    a = json.dumps(sam, indent=1, sort_keys=True).splitlines()
+    b = json.dumps(tf, indent=1, sort_keys=True).splitlines()
+    if a == b:
+        print(f"parity: ok ({len(a)} facts)")
+        return 0
+    print("parity: template.yaml and infra/terraform differ (--- sam, +++ terraform)")
+    for line in difflib.unified_diff(a, b, "sam", "terraform", lineterm="", n=4):
+        print(line)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,335 @@
+//! infra/terraform as a Terraform user meets it, with no provider to
+//! download: every file parses (python-hcl2), checkov is clean and each
+//! skip says why, the layout is what `terraform fmt` makes, and the module
+//! deploys what template.yaml deploys (tests/support/tf_parity.py). Each
+//! check is also shown failing on a copy broken on purpose.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use toolgate_e2e::peer::tools_dir;
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+}
+
+fn support(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("support")
+        .join(name)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A scratch copy of template.yaml and infra/ (the module and the workflow
+/// definition both sides name), with `from` replaced by `to` in `file`;
+/// panics if `from` is absent, so a mutation cannot silently stop applying.
+fn copy_with(file: &str, from: &str, to: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "toolgate-terraform-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let files = [
+        "template.yaml",
+        "infra/statemachines/clarify-then-run.asl.json",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(tf_files().into_iter().map(|p| {
+        p.strip_prefix(workspace())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }));
+    let mut applied = false;
+    for f in files {
+        let mut body = std::fs::read_to_string(workspace().join(&f)).unwrap();
+        if f == file {
+            assert!(body.contains(from), "{file} no longer contains {from:?}");
+            body = body.replacen(from, to, 1);
+            applied = true;
+        }
+        let dest = dir.join(&f);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::write(dest, body).unwrap();
+    }
+    assert!(applied, "no file {file}");
+    dir
+}
+
+/// Every .tf file under infra/terraform, the example root included.
+fn tf_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if !p.file_name().unwrap().to_string_lossy().starts_with('.') {
+                    walk(&p, out);
+                }
+            } else if p.extension().is_some_and(|x| x == "tf") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&workspace().join("infra/terraform"), &mut out);
+    out.sort();
+    out
+}
+
+fn parity(root: &Path) -> Output {
+    Command::new(tools_dir().join("aws/bin/python"))
+        .arg(support("tf_parity.py"))
+        .arg(root.join("template.yaml"))
+        .arg(root.join("infra/terraform"))
+        .output()
+        .expect("run tf_parity.py")
+}
+
+fn checkov(dir: &Path) -> Output {
+    Command::new(tools_dir().join("checkov/bin/checkov"))
+        .args(["--framework", "terraform", "--quiet", "--compact", "-d"])
+        .arg(dir)
+        .output()
+        .expect("run checkov")
+}
+
+/// hclwrite.Format, the formatter `terraform fmt` is built on.
+fn hcl_format_check(dir: &Path) -> Output {
+    Command::new("node")
+        .arg(support("hcl_fmt_check.js"))
+        .arg(dir)
+        .env("NODE_PATH", tools_dir().join("node_modules"))
+        .output()
+        .expect("run node")
+}
+
+#[test]
+fn every_tf_file_parses() {
+    let files = tf_files();
+    // The module's files per concern and the example root.
+    for want in [
+        "versions.tf",
+        "variables.tf",
+        "lambda.tf",
+        "api.tf",
+        "iam.tf",
+        "clarify.tf",
+        "workflow.tf",
+        "outputs.tf",
+        "examples/basic/main.tf",
+    ] {
+        assert!(
+            files
+                .iter()
+                .any(|f| f.ends_with(Path::new("infra/terraform").join(want))),
+            "infra/terraform/{want} is missing"
+        );
+    }
+    let out = Command::new(tools_dir().join("aws/bin/python"))
+        .arg("-c")
+        .arg("import sys, hcl2\nfor f in sys.argv[1:]:\n    with open(f) as h:\n        hcl2.load(h)\nprint(len(sys.argv) - 1, 'parsed')")
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("{} parsed", files.len())
+    );
+
+    // A broken file is an error, not an empty document.
+    let dir = copy_with(
+        "infra/terraform/lambda.tf",
+        "  runtime       = \"provided.al2023\"",
+        "  runtime       = \"provided.al2023",
+    );
+    let out = Command::new(tools_dir().join("aws/bin/python"))
+        .arg("-c")
+        .arg("import sys, hcl2\nhcl2.load(open(sys.argv[1]))")
+        .arg(dir.join("infra/terraform/lambda.tf"))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!out.status.success(), "a broken file parsed");
+}
+
+#[test]
+fn checkov_is_clean_and_each_skip_says_why() {
+    let out = checkov(&workspace().join("infra/terraform"));
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("Failed checks: 0"), "{log}");
+    assert!(
+        log.contains("Passed checks: "),
+        "checkov checked nothing: {log}"
+    );
+
+    for file in tf_files() {
+        let body = std::fs::read_to_string(&file).unwrap();
+        for line in body.lines().filter(|l| l.contains("checkov:skip")) {
+            let reason = line
+                .trim()
+                .strip_prefix("#checkov:skip=CKV")
+                .and_then(|rest| rest.split_once(':'))
+                .map(|(_, reason)| reason.trim());
+            assert!(
+                reason.is_some_and(|r| r.len() >= 30),
+                "{}: a skip without a reason: {line}",
+                file.display()
+            );
+        }
+    }
+
+    // checkov reads our files: a table without point-in-time recovery fails.
+    let dir = copy_with(
+        "infra/terraform/sessions.tf",
+        "  point_in_time_recovery {\n    enabled = true",
+        "  point_in_time_recovery {\n    enabled = false",
+    );
+    let out = checkov(&dir.join("infra/terraform"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = text(&out);
+    assert!(!out.status.success(), "{log}");
+    assert!(
+        log.contains("CKV_AWS_28") && log.contains("aws_dynamodb_table.sessions"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_layout_is_what_terraform_fmt_makes() {
+    match Command::new("terraform")
+        .args(["fmt", "-check", "-recursive", "-diff"])
+        .arg(workspace().join("infra/terraform"))
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success(),
+            "terraform fmt -check:\n{}",
+            text(&out)
+        ),
+        Err(_) => eprintln!(
+            "terraform is not installed (no registry here serves it): `terraform fmt -check` \
+             was not run; hclwrite.Format, the formatter it is built on, checks the layout below"
+        ),
+    }
+    let out = hcl_format_check(&workspace().join("infra/terraform"));
+    assert!(out.status.success(), "{}", text(&out));
+
+    let dir = copy_with(
+        "infra/terraform/outputs.tf",
+        "  value       = var.auth_mode",
+        "  value = var.auth_mode",
+    );
+    let out = hcl_format_check(&dir.join("infra/terraform"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = text(&out);
+    assert!(!out.status.success(), "{log}");
+    assert!(
+        log.contains("outputs.tf:") && log.contains("not formatted"),
+        "{log}"
+    );
+}
+
+#[test]
+fn terraform_deploys_what_the_sam_template_deploys() {
+    let out = parity(workspace());
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    assert!(log.starts_with("parity: ok ("), "{log}");
+}
+
+/// Each kind of difference, on either side, fails with a diff naming it.
+#[test]
+fn parity_fails_on_a_difference_on_either_side() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "infra/terraform/main.tf",
+            "      memory      = 1024",
+            "      memory      = 512",
+            &["-   \"memory\": 1024,", "+   \"memory\": 512,"],
+        ),
+        (
+            "template.yaml",
+            "      RouteKey: GET /healthz\n      Target: !Sub integrations/${GatewayIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]",
+            "      RouteKey: GET /healthz\n      Target: !Sub integrations/${GatewayIntegration}\n      AuthorizationType: NONE",
+            &[
+                "\"GET /healthz\"",
+                "-   \"authorized\": false,",
+                "+   \"authorized\": true,",
+            ],
+        ),
+        (
+            "infra/terraform/api.tf",
+            "    \"POST /tools/ssh_run\"              = { function = \"ssh\", public = false }\n",
+            "",
+            &["-  \"POST /tools/ssh_run\": {"],
+        ),
+        (
+            "infra/terraform/iam.tf",
+            "actions   = [\"dynamodb:PutItem\", \"dynamodb:GetItem\", \"dynamodb:UpdateItem\", \"dynamodb:DeleteItem\"]",
+            "actions   = [\"dynamodb:PutItem\", \"dynamodb:GetItem\", \"dynamodb:UpdateItem\", \"dynamodb:DeleteItem\", \"dynamodb:Scan\"]",
+            &["+      \"dynamodb:Scan\","],
+        ),
+        (
+            "infra/terraform/iam.tf",
+            "      \"${local.ssm_parameter_arn}${var.ssh_ssm_prefix}/*\",",
+            "      \"${local.ssm_parameter_arn}${var.ssh_ssm_prefix}*\",",
+            &["+      \"arn:{partition}:ssm:{region}:{account}:parameter{var.ssh_ssm_prefix}*\""],
+        ),
+        (
+            "template.yaml",
+            "          TOOLGATE_SSH_MAX_TIMEOUT: !Ref SshTimeoutSeconds",
+            "          TOOLGATE_SSH_TIMEOUT: !Ref SshTimeoutSeconds",
+            &[
+                "-    \"TOOLGATE_SSH_TIMEOUT\"",
+                "+    \"TOOLGATE_SSH_MAX_TIMEOUT\"",
+            ],
+        ),
+        (
+            "infra/terraform/variables.tf",
+            "  default     = 86400",
+            "  default     = 3600",
+            &[
+                "-  \"clarify_expiry_seconds\": 86400,",
+                "+  \"clarify_expiry_seconds\": 3600,",
+            ],
+        ),
+        (
+            "infra/terraform/workflow.tf",
+            "/../statemachines/clarify-then-run.asl.json",
+            "/../statemachines/other.asl.json",
+            &["+  \"definition\": ", "other.asl.json"],
+        ),
+        (
+            "infra/terraform/lambda.tf",
+            "for_each = each.value.vpc && local.in_vpc ? [1] : []",
+            "for_each = local.in_vpc ? [1] : []",
+            &["cannot read", "vpc_config for_each"],
+        ),
+    ];
+    for (file, from, to, want) in cases {
+        let dir = copy_with(file, from, to);
+        let out = parity(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        let log = text(&out);
+        assert!(!out.status.success(), "{file} with {to:?} passed:\n{log}");
+        for w in *want {
+            assert!(
+                log.contains(w),
+                "{file} with {to:?}: wanted {w:?} in:\n{log}"
+            );
+        }
+    }
+}
