@@ -149,7 +149,11 @@ pub fn parse_input(value: Option<&Value>, cap_bytes: u64) -> Result<Files, ToolE
 
 /// Base64, with the line breaks `base64` and MIME wrap it in.
 pub fn decode(b64: &str) -> Result<Vec<u8>, base64::DecodeError> {
-    let b64: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    // A session's state (megabytes) has none: decode it without a copy.
+    if !b64.bytes().any(|b| b.is_ascii_whitespace()) {
+        return STANDARD.decode(b64);
+    }
+    let b64: Vec<u8> = b64.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     STANDARD.decode(b64)
 }
 

@@ -227,6 +227,33 @@ fn the_state_module_holds_nothing_the_walls_removed() {
     assert_eq!((exit, out.as_str()), (0, "[] [] True\n"), "{err}");
 }
 
+/// The warm image is out of the cycle collector's reach (`warm` freezes
+/// it), so a script's collections walk only what the script made: after
+/// warm-up nearly every tracked object is frozen, and a script that makes
+/// 50,000 objects leaves the frozen count as it was.
+#[test]
+fn the_warm_image_is_frozen_out_of_the_collector() {
+    use rustpython_vm::gc_state::gc_state;
+    let allowed: Vec<String> = crate::allowlist::DEFAULT_MODULES.map(String::from).to_vec();
+    let vm = WarmVm::new(&allowed).expect("warm");
+    let frozen = gc_state().get_freeze_count();
+    let (g0, g1, g2) = gc_state().get_count();
+    assert!(frozen > 10_000, "only {frozen} objects frozen");
+    assert!(
+        g0 + g1 + g2 < frozen / 20,
+        "{frozen} frozen, but ({g0}, {g1}, {g2}) still in the generations"
+    );
+    let o = vm.run(
+        "rows = [{'id': i, 'tags': [i]} for i in range(25_000)]\nresult = len(rows)",
+        &Files::new(),
+        0,
+        None,
+        |_, _| {},
+    );
+    assert_eq!(o.exit_code, 0);
+    assert_eq!(gc_state().get_freeze_count(), frozen);
+}
+
 /// What the review of sessions found: code exec'd from bytes is carried,
 /// code compiled with `optimize` comes back the same, and a module no
 /// script may import is dropped at save (so what shares objects with it
