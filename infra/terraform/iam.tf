@@ -61,6 +61,11 @@ resource "aws_iam_role_policy" "sessions" {
 # ---------------------------------------------------------------- cloud and ssh: their SSM prefixes
 
 locals {
+  # The functions that read an SSM prefix: their inventory and secrets.
+  ssm_readers = {
+    cloud = var.cloud_ssm_prefix
+    ssh   = var.ssh_ssm_prefix
+  }
   ssm_parameter_arn = "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter"
 }
 
@@ -72,17 +77,6 @@ data "aws_iam_policy_document" "cloud_inventory" {
       "${local.ssm_parameter_arn}${var.cloud_ssm_prefix}",
       "${local.ssm_parameter_arn}${var.cloud_ssm_prefix}/*",
     ]
-  }
-  # SecureStrings are decrypted through SSM only.
-  statement {
-    effect    = "Allow"
-    actions   = ["kms:Decrypt"]
-    resources = ["*"]
-    condition {
-      test     = "StringEquals"
-      variable = "kms:ViaService"
-      values   = ["ssm.${data.aws_region.current.name}.amazonaws.com"]
-    }
   }
 }
 
@@ -101,7 +95,17 @@ data "aws_iam_policy_document" "ssh_inventory" {
       "${local.ssm_parameter_arn}${var.ssh_ssm_prefix}/*",
     ]
   }
-  # The private keys are SecureStrings, decrypted through SSM only.
+}
+
+resource "aws_iam_role_policy" "ssh_inventory" {
+  name   = "inventory"
+  role   = aws_iam_role.function["ssh"].id
+  policy = data.aws_iam_policy_document.ssh_inventory.json
+}
+
+# Their SecureStrings (cloud tokens, SSH private keys) are decrypted through
+# SSM only.
+data "aws_iam_policy_document" "decrypt_via_ssm" {
   statement {
     effect    = "Allow"
     actions   = ["kms:Decrypt"]
@@ -114,10 +118,12 @@ data "aws_iam_policy_document" "ssh_inventory" {
   }
 }
 
-resource "aws_iam_role_policy" "ssh_inventory" {
-  name   = "inventory"
-  role   = aws_iam_role.function["ssh"].id
-  policy = data.aws_iam_policy_document.ssh_inventory.json
+resource "aws_iam_role_policy" "decrypt_via_ssm" {
+  for_each = local.ssm_readers
+
+  name   = "decrypt-via-ssm"
+  role   = aws_iam_role.function[each.key].id
+  policy = data.aws_iam_policy_document.decrypt_via_ssm.json
 }
 
 # The network interfaces a VPC function needs; none without a VPC.

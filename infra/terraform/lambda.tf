@@ -62,6 +62,7 @@ resource "aws_lambda_function" "this" {
     aws_iam_role_policy.sessions,
     aws_iam_role_policy.cloud_inventory,
     aws_iam_role_policy.ssh_inventory,
+    aws_iam_role_policy.decrypt_via_ssm,
     aws_iam_role_policy.vpc,
     aws_iam_role_policy.clarify_table,
     aws_iam_role_policy.clarify_task_callbacks,

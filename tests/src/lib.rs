@@ -23,6 +23,20 @@ pub mod stepfunctions;
 pub mod timing;
 pub mod wrangler;
 
+/// The workspace's root folder.
+pub fn workspace() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+}
+
+/// A helper script the tests run, in `tests/support/`.
+pub fn support(name: &str) -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("support")
+        .join(name)
+}
+
 /// A server's sandbox processes at rest: the zygote and its two warm spares
 /// (the default `TOOLGATE_PYTHON_SPARE_CHILDREN`).
 pub const IDLE_PROCESSES: usize = 3;

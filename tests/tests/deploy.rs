@@ -9,19 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_e2e::peer::{moto, tools_dir};
+use toolgate_e2e::{support, workspace};
 use toolgate_shared::config::{CloudConfig, DEFAULT_TIMEOUT_SECS, PythonConfig, SshConfig};
-
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-}
-
-fn support(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("support")
-        .join(name)
-}
 
 /// A function's timeout must exceed its tool's longest call by this much
 /// (a cold start, connecting, writing the answer).

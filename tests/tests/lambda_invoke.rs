@@ -2,7 +2,6 @@
 //! Runtime API loop: next-invocation, response and error endpoints),
 //! invoked with `cargo lambda invoke` on the committed event fixtures.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -12,12 +11,7 @@ use toolgate_e2e::peer::{Peer, everything, free_port, moto, run_ok, tools_dir, t
 use toolgate_e2e::stepfunctions::{
     AWS, boto, execute_state_machines, finished, start_waiting_execution,
 };
-
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-}
+use toolgate_e2e::workspace;
 
 /// `cargo lambda watch` on a free loopback port, serving the workspace's
 /// function binaries (built with the same target dir as the tests).

@@ -8,18 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use toolgate_e2e::peer::tools_dir;
-
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-}
-
-fn support(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("support")
-        .join(name)
-}
+use toolgate_e2e::{support, workspace};
 
 fn text(out: &Output) -> String {
     format!(
