@@ -910,7 +910,9 @@ fn worker_memory_stays_flat_over_500_calls() {
 #[test]
 fn worker_bundles_fit_the_size_limit() {
     let _g = lock();
-    const LIMIT_KIB: f64 = 10.0 * 1024.0;
+    // Cloudflare's limit is 10 MiB; CI fails at 9 so that growth shows up
+    // here with room left, not as a failed deploy.
+    const LIMIT_KIB: f64 = 9.0 * 1024.0;
     let tools = std::env::var_os("TOOLGATE_TEST_TOOLS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -943,7 +945,7 @@ fn worker_bundles_fit_the_size_limit() {
         eprintln!("worker bundle {env:?}: {gzip} KiB gzip");
         assert!(
             gzip <= LIMIT_KIB,
-            "{env:?}: {gzip} KiB gzip is over the 10 MiB limit"
+            "{env:?}: {gzip} KiB gzip is over 9 MiB (Cloudflare's limit is 10 MiB)"
         );
         let _ = std::fs::remove_dir_all(&out_dir);
     }

@@ -7,13 +7,18 @@
 //! the `_imp` module at call time; those functions are replaced here by
 //! wrappers that answer "no such module" for any other name.
 //!
+//! A frozen module can also be *retired* once it is imported
+//! ([`Retired`]): its frozen code is then treated as absent, so that the
+//! Worker can leave the code of its warm image's modules out of the
+//! snapshot (they are in `sys.modules` already, which no script can edit).
+//!
 //! The originals live only inside the wrappers' Rust closures, which Python
 //! cannot reach. The module names a script passes are copied before they are
 //! checked, so that an object cannot show one name to the check and another
 //! to the original.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustpython_vm::{
     AsObject, PyObjectRef, PyResult, VirtualMachine, builtins::PyStr, function::FuncArgs,
@@ -52,19 +57,32 @@ const CREATORS: &[(&str, NameIn, Absent)] = &[
     ("init_frozen", NameIn::Name, Absent::Raise),
 ];
 
+/// The frozen modules whose code is no longer read: set once, after
+/// warm-up. For these names the frozen functions answer as for a module
+/// that does not exist, before anything reads the code.
+pub type Retired = Arc<OnceLock<BTreeSet<String>>>;
+
+/// Whether `name`'s frozen code is retired, for the functions that read it
+/// or say it exists (`is_builtin`/`create_builtin` are about native ones).
+fn retired(retired: &Retired, function: &str, name: &str) -> bool {
+    function.contains("frozen") && retired.get().is_some_and(|r| r.contains(name))
+}
+
 /// Installs the wall: from now on only modules in `set` can be created.
-pub fn install(vm: &VirtualMachine, set: Arc<BTreeSet<String>>) -> PyResult<()> {
+pub fn install(vm: &VirtualMachine, set: Arc<BTreeSet<String>>) -> PyResult<Retired> {
     let imp = vm.import("_imp", 0)?;
+    let gone = Retired::default();
     for &(name, takes, absent) in CREATORS {
         let Ok(original) = imp.get_attr(name, vm) else {
             continue;
         };
         let set = set.clone();
+        let gone = gone.clone();
         let wrapper = vm.new_function(
             name,
             move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
                 let module = module_name(&args, takes, vm)?;
-                if !set.contains(&module) {
+                if !set.contains(&module) || retired(&gone, name, &module) {
                     return match absent {
                         Absent::Zero => Ok(vm.ctx.new_int(0).into()),
                         Absent::False => Ok(vm.ctx.new_bool(false).into()),
@@ -109,7 +127,7 @@ pub fn install(vm: &VirtualMachine, set: Arc<BTreeSet<String>>) -> PyResult<()> 
         );
         imp.set_attr("_frozen_module_names", listed, vm)?;
     }
-    Ok(())
+    Ok(gone)
 }
 
 /// `ModuleNotFoundError: No module named ...`, as CPython says of a module

@@ -81,6 +81,7 @@ pub struct WarmVm {
     files: FileStore,
     state: StateCarrier,
     reseed: Option<PyObjectRef>,
+    retired: module_wall::Retired,
     /// The VM's user-signal channel: a closure sent here runs on the
     /// interpreter's thread at the next bytecode boundary (see `child`).
     #[cfg(feature = "python")]
@@ -154,7 +155,13 @@ impl WarmVm {
             .add_native_modules(&defs)
             .add_frozen_modules(stdlib)
             .build();
-        let (dumps, reseed, files, state) = interp.enter(|vm| {
+        let Warmed {
+            dumps,
+            reseed,
+            files,
+            state,
+            retired,
+        } = interp.enter(|vm| {
             adapt(vm)
                 .and_then(|()| warm(vm, allowed))
                 .map_err(|e| format!("sandbox warm-up failed: {}", describe(vm, &e)))
@@ -165,9 +172,42 @@ impl WarmVm {
             files,
             state,
             reseed,
+            retired,
             #[cfg(feature = "python")]
             stop,
         })
+    }
+
+    /// Retires the frozen code of the modules among `frozen` that are
+    /// imported now (see [`module_wall::Retired`]) and returns their names:
+    /// nothing reads that code afterwards, so the caller may drop it. Once
+    /// per interpreter; a second call retires nothing.
+    pub fn retire_imported<'a>(
+        &self,
+        frozen: impl IntoIterator<Item = &'a str>,
+    ) -> Result<std::collections::BTreeSet<String>, String> {
+        let loaded = self.interp.enter(|vm| -> PyResult<Vec<String>> {
+            let modules = vm.sys_module.get_attr("modules", vm)?;
+            let names: Vec<PyObjectRef> = vm.call_method(&modules, "keys", ())?.try_to_value(vm)?;
+            Ok(names
+                .iter()
+                .filter_map(|n| n.downcast_ref::<rustpython_vm::builtins::PyStr>())
+                .filter_map(|s| s.to_str().map(str::to_owned))
+                .collect())
+        });
+        let loaded: std::collections::BTreeSet<String> = loaded
+            .map_err(|_| "sys.modules could not be read".to_owned())?
+            .into_iter()
+            .collect();
+        let retired: std::collections::BTreeSet<String> = frozen
+            .into_iter()
+            .filter(|n| loaded.contains(*n))
+            .map(str::to_owned)
+            .collect();
+        self.retired
+            .set(retired.clone())
+            .map_err(|_| "the frozen code was retired already".to_owned())?;
+        Ok(retired)
     }
 
     /// The walls this interpreter can vouch for, checked now: no host module
@@ -316,7 +356,13 @@ impl WarmVm {
     }
 }
 
-type Warmed = (PyObjectRef, Option<PyObjectRef>, FileStore, StateCarrier);
+struct Warmed {
+    dumps: PyObjectRef,
+    reseed: Option<PyObjectRef>,
+    files: FileStore,
+    state: StateCarrier,
+    retired: module_wall::Retired,
+}
 
 fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<Warmed> {
     stand_ins::install(vm)?;
@@ -349,22 +395,25 @@ fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<Warmed> {
     host_facts::hide(vm)?;
     engine_fixes::apply(vm)?;
     scrub::apply(vm)?;
-    module_wall::install(vm, set.clone())?;
+    let retired = module_wall::install(vm, set.clone())?;
     guard::install(vm, allowed, set)?;
     StateCarrier::know_modules(vm, allowed)?;
     // What warm-up made lives as long as the process: out of the cycle
     // collector's reach (CPython's `gc.freeze()` before fork), a script's
     // collections walk only its own objects. Without it, a full collection
     // walked the whole warm image and wrote to its pages, which each forked
-    // child then copied: 35-145 ms stalls in a one-shot call. Not on the
-    // Worker: there is no fork, and its snapshot grew the sandbox bundle
-    // from 10,236 to 10,872 KiB gzip, past Cloudflare's 10,240.
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        vm.state.gc.collect(2);
-        vm.state.gc.freeze();
-    }
-    Ok((dumps, reseed, files, state))
+    // child then copied: 35-145 ms stalls in a one-shot call. The Worker's
+    // snapshot is frozen too (its bundle is no larger since the warm-up's
+    // freed memory is zeroed before the snapshot).
+    vm.state.gc.collect(2);
+    vm.state.gc.freeze();
+    Ok(Warmed {
+        dumps,
+        reseed,
+        files,
+        state,
+        retired,
+    })
 }
 
 /// A one-line description of an exception, for start-up errors.

@@ -279,3 +279,47 @@ fn a_session_keeps_exec_bytes_optimized_code_and_drops_host_modules() {
         (0, "[1, 2] 7 a ['B', 'B'] {'k': 'B'} False\n", "")
     );
 }
+
+/// The Worker zeroes the frozen code of the modules its warm image imported
+/// (`retire_imported`): afterwards no route may read that code (the module
+/// wall answers as for a missing module), and the modules still import.
+#[test]
+fn retired_frozen_code_is_unreachable_and_its_modules_still_import() {
+    let allowed: Vec<String> = crate::allowlist::DEFAULT_MODULES.map(String::from).to_vec();
+    let vm = WarmVm::new(&allowed).expect("warm");
+    let probe = "import json, csv\n\
+                 try:\n    kind = type(json.__spec__.loader.get_code('json')).__name__\n\
+                 except Exception as e:\n    kind = type(e).__name__\n\
+                 result = [kind, json.dumps([1]), csv.QUOTE_ALL]";
+    let run = |code: &str| {
+        let out = Arc::new(Mutex::new(String::new()));
+        let sink = out.clone();
+        let o = vm.run(code, &Files::new(), 0, None, move |_, t| {
+            sink.lock().unwrap().push_str(t)
+        });
+        let err = out.lock().unwrap().clone();
+        (o.exit_code, o.result_json, err)
+    };
+    // The route exists: before, the loader hands out the frozen code.
+    let (code, before, err) = run(probe);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(before.as_deref(), Some(r#"["code", "[1]", 1]"#), "{err}");
+
+    let retired = vm
+        .retire_imported(["json", "csv", "not.imported.module"])
+        .expect("retire");
+    assert_eq!(
+        retired.into_iter().collect::<Vec<_>>(),
+        ["csv", "json"],
+        "only what is imported is retired"
+    );
+    let (code, after, err) = run(probe);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        after.as_deref(),
+        // importlib's frozen loader finds no such frozen module.
+        Some(r#"["ImportError", "[1]", 1]"#),
+        "{err}"
+    );
+    assert!(vm.retire_imported(["re"]).is_err(), "retired twice");
+}

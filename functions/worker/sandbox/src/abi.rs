@@ -8,7 +8,7 @@
 //! answer, with the output captured so far. `tg_walls` reports the walls
 //! for `/healthz`, checked in an instance taken as a call would take it.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -20,8 +20,28 @@ use toolgate_shared::truncate::OwnedHeadTail;
 
 use crate::{RunRequest, budget, clock, host};
 
-/// The stdlib subset frozen by build.rs.
-static STDLIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/stdlib.bin"));
+const STDLIB_LEN: usize = include_bytes!(concat!(env!("OUT_DIR"), "/stdlib.bin")).len();
+
+/// The stdlib subset frozen by build.rs, in writable memory: once the
+/// interpreter is warm, the code of every module it imported is zeroed
+/// (`drop_imported_code`), and Wizer's snapshot leaves zeroed memory out.
+struct Stdlib(UnsafeCell<[u8; STDLIB_LEN]>);
+
+// SAFETY: this wasm32 module has one thread; the bytes are written once,
+// inside `wizer.initialize`, and only where no reader remains (see
+// `drop_imported_code`).
+unsafe impl Sync for Stdlib {}
+
+static STDLIB: Stdlib = Stdlib(UnsafeCell::new(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/stdlib.bin"
+))));
+
+fn stdlib() -> &'static [u8] {
+    // SAFETY: a shared view of the static; the one write (in
+    // `drop_imported_code`) is to code that no view reads afterwards.
+    unsafe { &*STDLIB.0.get() }
+}
 
 #[derive(Default)]
 struct Call {
@@ -54,7 +74,7 @@ fn warm_up() {
         });
     }));
     let allowed: Vec<String> = DEFAULT_MODULES.iter().map(|s| s.to_string()).collect();
-    let stdlib = FrozenLib::from_ref(STDLIB);
+    let stdlib = FrozenLib::from_ref(stdlib());
     let vm = WarmVm::with_stdlib(&allowed, stdlib.decode(), clock::adapt)
         .unwrap_or_else(|e| panic!("{e}"));
     WARM.with(|w| *w.borrow_mut() = Some(vm));
@@ -65,7 +85,41 @@ fn warm_up() {
 pub extern "C" fn wizer_initialize() {
     host::WARMING.store(true, Ordering::Relaxed);
     warm_up();
+    drop_imported_code();
     host::WARMING.store(false, Ordering::Relaxed);
+}
+
+/// Zeroes the frozen code of the modules the warm interpreter has imported:
+/// about half of the frozen stdlib, which would otherwise ship twice in the
+/// snapshot (as code and as the objects made from it). The interpreter
+/// retires those names first, so that nothing reads that code again: they
+/// stay in `sys.modules`, which no script can edit, and the module wall
+/// answers "no such module" for their frozen code.
+fn drop_imported_code() {
+    let lib = FrozenLib::from_ref(stdlib());
+    let retired = WARM
+        .with(|w| {
+            w.borrow()
+                .as_ref()
+                .map(|vm| vm.retire_imported(lib.decode().map(|(name, _)| name)))
+        })
+        .unwrap_or_else(|| Err("no warm interpreter".into()))
+        .unwrap_or_else(|e| panic!("retiring the imported modules' code: {e}"));
+    let base = stdlib().as_ptr() as usize;
+    let spans: Vec<(usize, usize)> = lib
+        .decode()
+        .filter(|(name, _)| retired.contains(*name))
+        .map(|(_, m)| (m.code.bytes.as_ptr() as usize - base, m.code.bytes.len()))
+        .collect();
+    let bytes = STDLIB.0.get().cast::<u8>();
+    for (offset, len) in spans {
+        // SAFETY: `offset..offset + len` is a module's code inside the
+        // static (from its own decoding). The interpreter's table still
+        // holds a view of it, but the module wall now refuses every route
+        // to it for a retired name (`module_wall::Retired`), so that view
+        // is never read again; names and other modules' code are untouched.
+        unsafe { std::ptr::write_bytes(bytes.add(offset), 0, len) };
+    }
 }
 
 /// Memory for the request, `len` bytes, handed to `tg_run`.

@@ -64,6 +64,14 @@ unsafe impl GlobalAlloc for Budget {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if crate::host::WARMING.load(Ordering::Relaxed) {
+            // Freed memory is zeroed while Wizer's snapshot is made: the
+            // snapshot keeps only non-zero bytes, and warm-up's garbage
+            // would otherwise ship in the bundle.
+            // SAFETY: `ptr` is a live block of `layout.size()` bytes from
+            // this allocator, not yet freed.
+            unsafe { std::ptr::write_bytes(ptr, 0, layout.size()) };
+        }
         // SAFETY: `ptr` came from this allocator with this layout.
         unsafe { System.dealloc(ptr, layout) };
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
@@ -73,9 +81,26 @@ unsafe impl GlobalAlloc for Budget {
         if new_size > layout.size() && !self.admit(new_size - layout.size()) {
             return std::ptr::null_mut();
         }
-        // SAFETY: `ptr` and `layout` came from this allocator; the caller
-        // guarantees `new_size` is valid for the layout's alignment.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = if crate::host::WARMING.load(Ordering::Relaxed) {
+            // Moved by hand so that the old block is zeroed (`dealloc`).
+            // SAFETY: the caller guarantees `new_size` is valid for the
+            // layout's alignment; the copy is of the smaller of the two
+            // sizes, within both blocks; `ptr` is freed once, afterwards.
+            unsafe {
+                let new = Layout::from_size_align_unchecked(new_size, layout.align());
+                let p = System.alloc(new);
+                if !p.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size));
+                    std::ptr::write_bytes(ptr, 0, layout.size());
+                    System.dealloc(ptr, layout);
+                }
+                p
+            }
+        } else {
+            // SAFETY: `ptr` and `layout` came from this allocator; the
+            // caller guarantees `new_size` is valid for the alignment.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        };
         if !p.is_null() {
             LIVE.fetch_add(new_size, Ordering::Relaxed);
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
