@@ -27,6 +27,7 @@ pub struct Toolset {
     health: Vec<(&'static str, HealthPart)>,
     cloud: Option<Arc<CloudTools>>,
     clarify: Option<Arc<crate::clarify::Clarify>>,
+    long_running: bool,
     #[cfg(feature = "ssh")]
     ssh: Option<Arc<crate::ssh::Ssh>>,
 }
@@ -35,6 +36,14 @@ impl Toolset {
     /// An empty set.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The process lives on between requests (`toolgate serve`): clarify's
+    /// notifications are sent after the answer instead of before it (a
+    /// Lambda function is frozen once it answers). Before `with_clarify`.
+    pub fn long_running(mut self) -> Self {
+        self.long_running = true;
+        self
     }
 
     /// python.execute, with its sandbox's warm process started now (during
@@ -193,12 +202,20 @@ impl Toolset {
             .public_url
             .clone()
             .unwrap_or_else(|| format!("http://{}", cfg.server.addr));
-        let clarify = Arc::new(Clarify::new(
+        let mut clarify = Clarify::new(
             store,
             callback,
             base,
             std::time::Duration::from_secs(c.expiry_secs),
-        ));
+        );
+        if !c.notify.is_empty() {
+            let spawn = self.long_running.then(crate::clarify::notify::tokio_spawn);
+            let notifier =
+                crate::clarify::notify::from_config(&c.notify, clarify.nap(), spawn).await?;
+            tracing::info!(channels = ?notifier.names(), "clarify notifications");
+            clarify = clarify.with_notifier(notifier);
+        }
+        let clarify = Arc::new(clarify);
         self.registry
             .add(Arc::new(crate::tools::clarify::ClarifyTool::new(
                 clarify.clone(),

@@ -61,10 +61,12 @@ enum Cmd {
     },
 }
 
-/// Every tool this machine can serve.
-async fn build(cfg: &Config) -> Result<Toolset, String> {
-    Toolset::new()
-        .with_python(cfg)
+/// Every tool this machine can serve; `serving` for a server that lives on
+/// between requests (`call` runs one and exits).
+async fn build(cfg: &Config, serving: bool) -> Result<Toolset, String> {
+    let set = Toolset::new();
+    let set = if serving { set.long_running() } else { set };
+    set.with_python(cfg)
         .await?
         .with_cloud(cfg)
         .await?
@@ -136,7 +138,7 @@ fn print_json(v: &Value) {
 }
 
 async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
-    let app = match build(&cfg).await {
+    let app = match build(&cfg, false).await {
         Ok(a) => a,
         Err(e) => return fatal(&e),
     };
@@ -172,7 +174,7 @@ async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
 }
 
 async fn serve(cfg: Config) -> ExitCode {
-    let app = match build(&cfg).await {
+    let app = match build(&cfg, true).await {
         Ok(a) => a,
         Err(e) => return fatal(&e),
     };

@@ -50,8 +50,16 @@ impl From<Row> for Clarification {
             expires_at: r.expires_at,
             settled_at: r.settled_at,
             task_token: r.task_token,
+            notified: Default::default(),
         }
     }
+}
+
+#[derive(Deserialize)]
+struct Notice {
+    channel: String,
+    event: String,
+    outcome: String,
 }
 
 fn text(s: &str) -> JsValue {
@@ -113,7 +121,52 @@ impl ClarifyStore for D1Store {
                 .first(None)
                 .await
                 .map_err(|e| e.to_string())?;
-            Ok(row.map(Clarification::from))
+            let Some(mut c) = row.map(Clarification::from) else {
+                return Ok(None);
+            };
+            let notices: Vec<Notice> = self
+                .db
+                .prepare(sql::NOTICES)
+                .bind(&[text(id)])
+                .map_err(|e| e.to_string())?
+                .all()
+                .await
+                .map_err(|e| e.to_string())?
+                .results()
+                .map_err(|e| e.to_string())?;
+            for n in notices {
+                c.notified
+                    .entry(n.channel)
+                    .or_default()
+                    .insert(n.event, n.outcome);
+            }
+            Ok(Some(c))
+        }))
+    }
+
+    fn note<'a>(
+        &'a self,
+        id: &'a str,
+        channel: &'a str,
+        event: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(SendFuture::new(async move {
+            self.ready().await?;
+            self.db
+                .prepare(sql::NOTE)
+                .bind(&[
+                    text(id),
+                    text(channel),
+                    text(event),
+                    text(outcome),
+                    int(toolgate_shared::clarify::now_ms()),
+                ])
+                .map_err(|e| e.to_string())?
+                .run()
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(())
         }))
     }
 

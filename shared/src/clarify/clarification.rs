@@ -68,7 +68,13 @@ pub struct Clarification {
     pub settled_at: Option<i64>,
     /// A Step Functions task token; never shown to readers.
     pub task_token: Option<String>,
+    /// How telling each channel went, by channel then event: `ok` or
+    /// `error: …` (see `notify`).
+    pub notified: Notified,
 }
+
+/// Outcomes of notifications: channel, then event, then `ok` or the error.
+pub type Notified = std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>;
 
 impl Clarification {
     /// The status a reader sees now: a pending one past its expiry is expired.
@@ -98,6 +104,9 @@ impl Clarification {
         }
         if status == Status::Cancelled {
             v["cancelled_at"] = json!(self.settled_at.map(rfc3339));
+        }
+        if !self.notified.is_empty() {
+            v["notified"] = json!(self.notified);
         }
         v
     }

@@ -10,6 +10,10 @@
 //! item is pending and the settling time once settled, and the item leaves
 //! the index only when its workflow has been told: a callback that failed
 //! is sent again by the next sweep.
+//!
+//! A notification's outcome is its own attribute, `notice:<channel>:<event>`
+//! (channel names have no `:`), so that two instances recording at once
+//! each write their own.
 
 use std::collections::HashMap;
 
@@ -62,7 +66,25 @@ fn item_to(item: &HashMap<String, AttributeValue>) -> Option<Clarification> {
         expires_at: num("expires_at")?,
         settled_at: num("settled_at"),
         task_token: text("task_token"),
+        notified: notices(item),
     })
+}
+
+const NOTICE: &str = "notice:";
+
+fn notices(item: &HashMap<String, AttributeValue>) -> super::Notified {
+    let mut out = super::Notified::new();
+    for (k, v) in item {
+        if let (Some((channel, event)), Ok(outcome)) = (
+            k.strip_prefix(NOTICE).and_then(|r| r.split_once(':')),
+            v.as_s(),
+        ) {
+            out.entry(channel.to_owned())
+                .or_default()
+                .insert(event.to_owned(), outcome.clone());
+        }
+    }
+    out
 }
 
 impl DynamoStore {
@@ -188,6 +210,32 @@ impl DynamoStore {
         Ok(out)
     }
 
+    async fn note_one(
+        &self,
+        id: &str,
+        channel: &str,
+        event: &str,
+        outcome: &str,
+    ) -> Result<(), String> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("id", s(id))
+            .update_expression("SET #n = :o")
+            .condition_expression("attribute_exists(id)")
+            .expression_attribute_names("#n", format!("{NOTICE}{channel}:{event}"))
+            .expression_attribute_values(":o", s(outcome))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                err(
+                    "UpdateItem",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e),
+                )
+            })
+    }
+
     async fn reported_one(&self, id: &str) -> Result<(), String> {
         self.client
             .update_item()
@@ -222,5 +270,14 @@ impl ClarifyStore for DynamoStore {
     }
     fn reported<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(self.reported_one(id))
+    }
+    fn note<'a>(
+        &'a self,
+        id: &'a str,
+        channel: &'a str,
+        event: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(self.note_one(id, channel, event, outcome))
     }
 }

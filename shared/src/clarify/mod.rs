@@ -3,13 +3,15 @@
 //! over HTTPS (`http` module, with a page for people in `page`). Stores sit
 //! behind one trait (`store`: SQLite locally, DynamoDB on AWS). When the
 //! call carried a Step Functions task token, the answer completes the task
-//! (`callback`), and expiry or cancellation fails it.
+//! (`callback`), and expiry or cancellation fails it. People hear of
+//! questions through the configured channels (`notify`).
 
 pub mod callback;
 mod clarification;
 #[cfg(feature = "aws")]
 pub mod dynamo;
 pub mod http;
+pub mod notify;
 pub mod page;
 #[cfg(feature = "native")]
 pub mod sqlite;
@@ -63,6 +65,7 @@ pub struct Clarify {
     /// Wakes local long-polls when an answer lands here.
     changed: Notify,
     nap: Nap,
+    notifier: Option<Arc<notify::Notifier>>,
 }
 
 /// Sleeps for a while: tokio's timer natively, the Worker's `setTimeout`
@@ -94,7 +97,56 @@ impl Clarify {
             expiry,
             changed: Notify::new(),
             nap: default_nap(),
+            notifier: None,
         }
+    }
+
+    /// Tells `notifier`'s channels of every event from now on.
+    pub fn with_notifier(mut self, notifier: notify::Notifier) -> Self {
+        self.notifier = Some(Arc::new(notifier));
+        self
+    }
+
+    /// The timer deliveries back off on.
+    pub fn nap(&self) -> Nap {
+        self.nap.clone()
+    }
+
+    /// Tells the channels that hear of `c`'s latest event, and records each
+    /// outcome on `c`. Errors are logged and recorded, never returned.
+    async fn announce(&self, c: &Clarification) {
+        let Some(notifier) = &self.notifier else {
+            return;
+        };
+        let event = notify::Event::of(c.status);
+        let channels = notifier.listeners(event);
+        if channels.is_empty() {
+            return;
+        }
+        let body = notify::event_json(event, c, &self.base_url(), now_ms());
+        let store = self.store.clone();
+        let id = c.id.clone();
+        let delivery = Box::pin(async move {
+            // At once: a slow or failing channel delays no other.
+            let sends = channels.into_iter().map(|ch| {
+                let (store, body, id) = (store.clone(), &body, &id);
+                async move {
+                    let started = crate::clock::Instant::now();
+                    let outcome = ch.send(event, body).await;
+                    let ms = started.elapsed().as_millis() as u64;
+                    match &outcome {
+                        Ok(()) => tracing::info!(id = %id, channel = ch.name(), event = event.as_str(), duration_ms = ms, "notified"),
+                        Err(e) => tracing::warn!(id = %id, channel = ch.name(), event = event.as_str(), duration_ms = ms, error = %e, "notification failed"),
+                    }
+                    let text = notify::outcome_text(&outcome);
+                    if let Err(e) = store.note(id, ch.name(), event.as_str(), &text).await {
+                        tracing::warn!(id = %id, channel = ch.name(), error = %e, "cannot record a notification");
+                    }
+                }
+            });
+            futures_util::future::join_all(sends).await;
+        });
+        notifier.run(delivery).await;
     }
 
     /// Replaces the timer the long-poll sleeps on.
@@ -141,8 +193,10 @@ impl Clarify {
             expires_at: now + self.expiry.as_millis() as i64,
             settled_at: None,
             task_token,
+            notified: Default::default(),
         };
         self.store.insert(&c).await.map_err(Self::store_error)?;
+        self.announce(&c).await;
         Ok(c)
     }
 
@@ -242,6 +296,7 @@ impl Clarify {
         }
         self.changed.notify_waiters();
         self.report(&current).await;
+        self.announce(&current).await;
         Ok(Ok(current))
     }
 
@@ -258,6 +313,7 @@ impl Clarify {
                 let mut done = c.clone();
                 done.status = Status::Expired;
                 self.report(&done).await;
+                self.announce(&done).await;
             }
             Ok(false) => {}
             Err(e) => {

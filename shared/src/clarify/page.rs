@@ -66,6 +66,10 @@ async function send(body) {
 for (const b of form.querySelectorAll('button[data-choice]')) {
   b.addEventListener('click', () => send({choice: Number(b.dataset.choice)}));
 }
+// A link from a notification (`?choice=N`) opens with that option focused:
+// opening a link never answers, a click does.
+const picked = form.querySelector('button[data-choice="' + new URLSearchParams(location.search).get('choice') + '"]');
+if (picked) picked.focus();
 form.addEventListener('submit', (e) => {
   e.preventDefault();
   const text = document.getElementById('free').value.trim();
@@ -153,6 +157,7 @@ mod tests {
             expires_at: i64::MAX / 2,
             settled_at: None,
             task_token: Some("secret-token".into()),
+            notified: Default::default(),
         };
         let html = render(&c, 0, "n0nce");
         assert!(!html.contains("<img"));

@@ -38,7 +38,31 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Clarification> {
         expires_at: r.get("expires_at")?,
         settled_at: r.get("settled_at")?,
         task_token: r.get("task_token")?,
+        notified: Default::default(),
     })
+}
+
+/// `c` with its notices (`sql::NOTICES`).
+fn with_notices(
+    conn: &rusqlite::Connection,
+    mut c: Clarification,
+) -> rusqlite::Result<Clarification> {
+    let mut stmt = conn.prepare(sql::NOTICES)?;
+    let rows = stmt.query_map(params![c.id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    for n in rows {
+        let (channel, event, outcome) = n?;
+        c.notified
+            .entry(channel)
+            .or_default()
+            .insert(event, outcome);
+    }
+    Ok(c)
 }
 
 impl ClarifyStore for SqliteStore {
@@ -62,10 +86,12 @@ impl ClarifyStore for SqliteStore {
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
         let id = id.to_owned();
-        Box::pin(
-            self.db
-                .with(move |conn| conn.query_row(sql::GET, params![id], row).optional()),
-        )
+        Box::pin(self.db.with(move |conn| {
+            conn.query_row(sql::GET, params![id], row)
+                .optional()?
+                .map(|c| with_notices(conn, c))
+                .transpose()
+        }))
     }
 
     fn settle<'a>(&'a self, id: &'a str, s: &'a Settlement) -> StoreFuture<'a, bool> {
@@ -92,6 +118,29 @@ impl ClarifyStore for SqliteStore {
             let mut stmt = conn.prepare(sql::EXPIRED_PENDING)?;
             let rows = stmt.query_map(params![now], row)?;
             rows.collect()
+        }))
+    }
+
+    fn note<'a>(
+        &'a self,
+        id: &'a str,
+        channel: &'a str,
+        event: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        let args = (
+            id.to_owned(),
+            channel.to_owned(),
+            event.to_owned(),
+            outcome.to_owned(),
+        );
+        Box::pin(self.db.with(move |conn| {
+            let (id, channel, event, outcome) = args;
+            conn.execute(
+                sql::NOTE,
+                params![id, channel, event, outcome, super::now_ms()],
+            )
+            .map(|_| ())
         }))
     }
 }

@@ -43,6 +43,16 @@ pub trait ClarifyStore: Send + Sync {
     fn reported<'a>(&'a self, _id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async { Ok(()) })
     }
+    /// Records how telling `channel` of `event` went (`ok` or the error);
+    /// the latest outcome per channel and event stands, and `get` returns
+    /// them in `notified`.
+    fn note<'a>(
+        &'a self,
+        id: &'a str,
+        channel: &'a str,
+        event: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, ()>;
 }
 
 /// The SQL both SQL stores run (SQLite locally, D1 on the Worker), with
@@ -64,7 +74,22 @@ CREATE TABLE IF NOT EXISTS clarifications (
     task_token TEXT
 );
 CREATE INDEX IF NOT EXISTS pending_by_expiry ON clarifications (status, expires_at);
+CREATE TABLE IF NOT EXISTS notices (
+    id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    event TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (id, channel, event)
+);
 ";
+
+    /// ?1 id, ?2 channel, ?3 event, ?4 outcome, ?5 at: the latest stands.
+    pub const NOTE: &str = "INSERT INTO notices (id, channel, event, outcome, at) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (id, channel, event) DO UPDATE SET outcome = excluded.outcome, at = excluded.at";
+
+    /// ?1 id: its notices.
+    pub const NOTICES: &str = "SELECT channel, event, outcome FROM notices WHERE id = ?1";
 
     /// ?1 id, ?2 question, ?3 options (JSON), ?4 created_at, ?5 expires_at,
     /// ?6 task_token.

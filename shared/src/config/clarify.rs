@@ -23,6 +23,8 @@ pub struct ClarifyConfig {
     /// Complete Step Functions tasks (`TOOLGATE_CLARIFY_STEP_FUNCTIONS`;
     /// on by default with a DynamoDB table).
     pub step_functions: bool,
+    /// Where people hear of clarifications (`[[clarify.notify]]`).
+    pub notify: Vec<super::NotifyChannel>,
 }
 
 impl Default for ClarifyConfig {
@@ -34,6 +36,7 @@ impl Default for ClarifyConfig {
             db_path: PathBuf::from(DB_FILE),
             table: None,
             step_functions: false,
+            notify: Vec::new(),
         }
     }
 }
@@ -47,6 +50,8 @@ pub(super) struct FileClarify {
     expiry_secs: Option<u64>,
     public_url: Option<String>,
     db: Option<String>,
+    #[serde(default)]
+    notify: Vec<super::notify::FileChannel>,
 }
 
 impl ClarifyConfig {
@@ -88,6 +93,7 @@ impl ClarifyConfig {
         if let Some(b) = env.flag("TOOLGATE_CLARIFY_STEP_FUNCTIONS")? {
             c.step_functions = b;
         }
+        c.notify = super::notify::load(file.notify, env)?;
         c.validate()?;
         Ok(c)
     }

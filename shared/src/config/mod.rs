@@ -6,6 +6,7 @@
 mod clarify;
 mod cloud;
 mod env;
+mod notify;
 mod python;
 mod server;
 mod ssh;
@@ -18,6 +19,7 @@ use serde::Deserialize;
 pub use clarify::ClarifyConfig;
 pub use cloud::CloudConfig;
 pub use env::Lookup;
+pub use notify::{NotifyChannel, NotifyKind};
 pub use python::{
     DEFAULT_MEMORY_MB, DEFAULT_MODULES, DEFAULT_TIMEOUT_SECS, FORBIDDEN_MODULES, MAX_TIMEOUT_SECS,
     MIN_TIMEOUT_SECS, PythonConfig, clamp_timeout, parse_timeout,
@@ -92,6 +94,14 @@ pub enum ConfigError {
     BadServer {
         /// The server, as the table names it.
         server: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A notification channel that does not check (never shows a secret).
+    #[error("[[clarify.notify]] {channel}: {reason}")]
+    BadNotify {
+        /// The channel's name (its kind when unnamed).
+        channel: String,
         /// What is wrong with it.
         reason: String,
     },

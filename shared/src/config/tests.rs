@@ -216,3 +216,122 @@ AAAECpXrnlppClY/PkrhQGsx4VmnlE3b/Rp/qWoz8ubaJ55OOq7HvTKUfJpypu3f4v9dzx
     assert!(e.to_string().contains("max_timeout"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn notification_channels_from_the_file_and_the_environment() {
+    use crate::clarify::notify::Event;
+    let toml = r#"
+[[clarify.notify]]
+kind = "webhook"
+name = "ops"
+url = "https://hooks.example/t"
+secret_env = "OPS_SECRET"
+events = ["created", "expired", "created"]
+
+[[clarify.notify]]
+kind = "slack"
+url = "https://hooks.slack.com/services/T/B/secretpart"
+"#;
+    let env = [
+        ("OPS_SECRET", "0123456789abcdef"),
+        (
+            "TOOLGATE_CLARIFY_SNS_TOPIC_ARN",
+            "arn:aws:sns:eu-west-1:123456789012:ask",
+        ),
+        ("TOOLGATE_CLARIFY_SNS_EVENTS", "created, answered"),
+    ];
+    let c = Config::from_parts(toml, "f.toml", &with_env(&env)).unwrap();
+    let n = &c.clarify.notify;
+    assert_eq!(n.len(), 3);
+    assert_eq!(n[0].name, "ops");
+    assert_eq!(n[0].events, [Event::Created, Event::Expired]);
+    assert!(
+        n[0].kind
+            == NotifyKind::Webhook {
+                url: "https://hooks.example/t".into(),
+                secret: "0123456789abcdef".into()
+            }
+    );
+    assert_eq!(n[1].name, "slack");
+    assert_eq!(n[1].events, Event::ALL);
+    assert_eq!(n[2].name, "sns");
+    assert_eq!(n[2].events, [Event::Created, Event::Answered]);
+    let shown = format!("{:?}", c.clarify);
+    assert!(!shown.contains("0123456789abcdef"), "{shown}");
+    assert!(!shown.contains("secretpart"), "{shown}");
+
+    // The environment's webhook replaces a file channel of the same name.
+    let c = Config::from_parts(
+        "[[clarify.notify]]\nkind = \"webhook\"\nurl = \"https://a.example\"\nsecret = \"aaaaaaaaaaaaaaaa\"\n",
+        "f.toml",
+        &with_env(&[
+            ("TOOLGATE_CLARIFY_WEBHOOK_URL", "http://127.0.0.1:9/hook"),
+            ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", "bbbbbbbbbbbbbbbb"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.clarify.notify.len(), 1);
+    assert!(
+        matches!(&c.clarify.notify[0].kind, NotifyKind::Webhook { url, .. } if url == "http://127.0.0.1:9/hook")
+    );
+}
+
+#[test]
+fn bad_notification_channels_are_clear_errors_without_secrets() {
+    let cases: &[(&str, &str)] = &[
+        ("kind = \"pager\"", "unknown kind \"pager\""),
+        (
+            "kind = \"webhook\"\nurl = \"https://x\"",
+            "needs secret or secret_env",
+        ),
+        (
+            "kind = \"webhook\"\nurl = \"https://x\"\nsecret = \"short-secret\"",
+            "at least 16",
+        ),
+        (
+            "kind = \"webhook\"\nurl = \"https://x\"\nsecret_env = \"NOPE\"",
+            "NOPE, which is not set",
+        ),
+        ("kind = \"slack\"\nurl = \"ftp://x\"", "http(s)://"),
+        (
+            "kind = \"slack\"\nurl = \"https://x\"\nevents = [\"opened\"]",
+            "unknown event \"opened\"",
+        ),
+        (
+            "kind = \"slack\"\nurl = \"https://x\"\nevents = []",
+            "events is empty",
+        ),
+        (
+            "kind = \"slack\"\nurl = \"https://x\"\nname = \"Ops Room\"",
+            "a name is 1 to 32",
+        ),
+        (
+            "kind = \"sns\"\ntopic_arn = \"arn:aws:sqs:r:1:q\"",
+            "not an SNS topic ARN",
+        ),
+        (
+            "kind = \"slack\"\nurl = \"https://x\"\ncolour = \"red\"",
+            "colour",
+        ),
+    ];
+    for (table, want) in cases {
+        let toml = format!("[[clarify.notify]]\n{table}\n");
+        let e = Config::from_parts(&toml, "f.toml", &with_env(&[])).unwrap_err();
+        assert!(e.to_string().contains(want), "{table}: {e}");
+        assert!(!e.to_string().contains("short-secret"), "{e}");
+    }
+    let two = "[[clarify.notify]]\nkind = \"slack\"\nurl = \"https://x\"\n\
+               [[clarify.notify]]\nkind = \"slack\"\nurl = \"https://y\"\n";
+    let e = Config::from_parts(two, "f.toml", &with_env(&[])).unwrap_err();
+    assert!(e.to_string().contains("two channels have this name"), "{e}");
+    let e = Config::from_parts(
+        "",
+        "",
+        &with_env(&[("TOOLGATE_CLARIFY_WEBHOOK_URL", "https://x")]),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("TOOLGATE_CLARIFY_WEBHOOK_SECRET"),
+        "{e}"
+    );
+}

@@ -1,0 +1,249 @@
+//! Telling people about clarifications: the channels a deployment sets up
+//! (`[[clarify.notify]]`, README "Approvals and notifications") hear of each
+//! question's events. Delivery comes after the store write, within a bounded
+//! time, and never fails the tool's answer; each channel's outcome is
+//! recorded on the clarification (`notified` in `GET /clarifications/{id}`).
+//!
+//! - `webhook`: the event as JSON, signed with HMAC-SHA256;
+//! - `slack`: an incoming-webhook message in Block Kit;
+//! - `sns`: an SNS topic's subscribers (email, SMS), on AWS;
+//! - `post`: the HTTP POST the first two share, retried with backoff.
+
+pub mod post;
+pub mod slack;
+#[cfg(feature = "aws")]
+pub mod sns;
+pub mod webhook;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Clarification, Status, rfc3339};
+
+/// What happened to a clarification, as channels hear of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Event {
+    /// Asked: a person should answer.
+    Created,
+    /// A person answered.
+    Answered,
+    /// Nobody answered in time.
+    Expired,
+    /// The agent or workflow withdrew it.
+    Cancelled,
+}
+
+impl Event {
+    /// Every event, the default a channel hears.
+    pub const ALL: [Event; 4] = [
+        Event::Created,
+        Event::Answered,
+        Event::Expired,
+        Event::Cancelled,
+    ];
+
+    /// `created`, `answered`, `expired` or `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Answered => "answered",
+            Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// The event [`Self::as_str`] names.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
+    /// The event a clarification in `status` has just had.
+    pub fn of(status: Status) -> Self {
+        match status {
+            Status::Pending => Self::Created,
+            Status::Answered => Self::Answered,
+            Status::Expired => Self::Expired,
+            Status::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+/// What every channel is told: the clarification as `GET` shows it (never
+/// its task token), with `type` (`clarification.created`, …), `delivery`
+/// (the same for every attempt at this event: receivers drop repeats by
+/// it) and `sent_at`.
+pub fn event_json(event: Event, c: &Clarification, base_url: &str, now: i64) -> Value {
+    let mut v = c.view(now, base_url);
+    if let Value::Object(o) = &mut v {
+        o.remove("notified");
+        o.insert(
+            "type".into(),
+            format!("clarification.{}", event.as_str()).into(),
+        );
+        o.insert(
+            "delivery".into(),
+            format!("{}.{}", c.id, event.as_str()).into(),
+        );
+        o.insert("sent_at".into(), rfc3339(now).into());
+    }
+    v
+}
+
+/// A channel's delivery: `Ok` once the receiver took it, or the error in
+/// words (no URL in it: a Slack webhook's URL is its secret).
+pub type Sent<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+
+/// One place people hear about clarifications.
+pub trait Channel: Send + Sync {
+    /// Its name in `notified` and the logs (`webhook`, `slack`, `sns`, or
+    /// the name it was given).
+    fn name(&self) -> &str;
+    /// Whether it hears of `event`.
+    fn wants(&self, event: Event) -> bool;
+    /// Tells it of `event`; `body` is [`event_json`].
+    fn send<'a>(&'a self, event: Event, body: &'a Value) -> Sent<'a>;
+}
+
+/// Runs a delivery after the answer has gone (tokio's spawn natively, the
+/// Worker's `waitUntil`). Without one, the delivery runs before the answer,
+/// within its bounded time: a Lambda function is frozen once it answers.
+pub type Spawn = Arc<dyn Fn(Pin<Box<dyn Future<Output = ()> + Send>>) + Send + Sync>;
+
+/// Every configured channel.
+pub struct Notifier {
+    channels: Vec<Arc<dyn Channel>>,
+    spawn: Option<Spawn>,
+}
+
+impl Notifier {
+    /// `channels` hear of events; `spawn` (see [`Spawn`]) runs deliveries
+    /// after the answer where the runtime allows it.
+    pub fn new(channels: Vec<Arc<dyn Channel>>, spawn: Option<Spawn>) -> Self {
+        Self { channels, spawn }
+    }
+
+    /// The names of the channels, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.channels.iter().map(|c| c.name()).collect()
+    }
+
+    /// The channels that hear of `event`.
+    pub(super) fn listeners(&self, event: Event) -> Vec<Arc<dyn Channel>> {
+        self.channels
+            .iter()
+            .filter(|c| c.wants(event))
+            .cloned()
+            .collect()
+    }
+
+    /// Runs `delivery` as [`Spawn`] says.
+    pub(super) async fn run(&self, delivery: Pin<Box<dyn Future<Output = ()> + Send>>) {
+        match &self.spawn {
+            Some(spawn) => spawn(delivery),
+            None => delivery.await,
+        }
+    }
+}
+
+/// Tokio's spawn, for runtimes whose process lives on after the answer.
+#[cfg(feature = "native")]
+pub fn tokio_spawn() -> Spawn {
+    Arc::new(|f| {
+        tokio::spawn(f);
+    })
+}
+
+/// The channels `config` sets up, posting with reqwest; deliveries run as
+/// `spawn` says ([`Spawn`]).
+#[cfg(feature = "native")]
+pub async fn from_config(
+    config: &[crate::config::NotifyChannel],
+    nap: super::Nap,
+    spawn: Option<Spawn>,
+) -> Result<Notifier, String> {
+    use crate::config::NotifyKind;
+    let post: Arc<dyn post::Post> = Arc::new(post::Reqwest::new()?);
+    let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
+    for c in config {
+        let (name, events) = (c.name.clone(), c.events.clone());
+        channels.push(match &c.kind {
+            NotifyKind::Webhook { url, secret } => Arc::new(webhook::Webhook {
+                name,
+                url: url.clone(),
+                secret: secret.clone(),
+                events,
+                post: post.clone(),
+                nap: nap.clone(),
+            }),
+            NotifyKind::Slack { url } => Arc::new(slack::Slack {
+                name,
+                url: url.clone(),
+                events,
+                post: post.clone(),
+                nap: nap.clone(),
+            }),
+            #[cfg(feature = "aws")]
+            NotifyKind::Sns { topic_arn } => {
+                Arc::new(sns::Sns::from_env(name, topic_arn.clone(), events).await)
+            }
+            #[cfg(not(feature = "aws"))]
+            NotifyKind::Sns { .. } => {
+                return Err(format!(
+                    "notification channel {name}: SNS needs a build with AWS support (feature `aws`)"
+                ));
+            }
+        });
+    }
+    Ok(Notifier::new(channels, spawn))
+}
+
+/// The outcome as `notified` shows it: `ok`, or the error.
+pub fn outcome_text(r: &Result<(), String>) -> String {
+    match r {
+        Ok(()) => "ok".into(),
+        Err(e) => {
+            let e: String = e.chars().take(300).collect();
+            format!("error: {e}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_has_its_type_and_delivery_and_never_the_task_token() {
+        let c = Clarification {
+            id: "ab".repeat(20),
+            question: "Deploy?".into(),
+            options: vec!["yes".into(), "no".into()],
+            status: Status::Pending,
+            answer: None,
+            choice: None,
+            created_at: 0,
+            expires_at: 86_400_000,
+            settled_at: None,
+            task_token: Some("secret-token".into()),
+            notified: Default::default(),
+        };
+        let v = event_json(Event::Created, &c, "https://t.example/", 1_000);
+        assert_eq!(v["type"], "clarification.created");
+        assert_eq!(v["delivery"], format!("{}.created", c.id));
+        assert_eq!(v["status"], "pending");
+        assert_eq!(
+            v["answer_url"],
+            format!("https://t.example/clarifications/{}/answer", c.id)
+        );
+        assert!(!v.to_string().contains("secret-token"));
+        assert_eq!(Event::parse("expired"), Some(Event::Expired));
+        assert_eq!(Event::parse("Expired"), None);
+        assert_eq!(
+            outcome_text(&Err("x".repeat(400))).len(),
+            "error: ".len() + 300
+        );
+    }
+}

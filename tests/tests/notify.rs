@@ -1,0 +1,362 @@
+//! Notifications for clarify (README, "Approvals and notifications"), with
+//! real receivers on loopback: a webhook receiver that verifies the
+//! signature with README's snippet and refuses a replay, a Slack receiver
+//! whose payloads are type-checked against Slack's published Block Kit
+//! types (`@slack/types`, with tsc: no Slack server can run here), and SNS
+//! through moto, which delivers to an HTTP subscription.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolgate_e2e::peer::{Peer, free_port, moto, run_ok, tools_dir};
+use toolgate_e2e::stepfunctions::{AWS, boto};
+use toolgate_e2e::{Server, support, workspace};
+
+const SECRET: &str = "a-webhook-secret-of-32-characters";
+
+/// The receiver (tests/support/webhook_receiver.py) and its base URL.
+fn receiver() -> (Peer, String) {
+    let port = free_port();
+    let mut peer = Peer::spawn(
+        "webhook receiver",
+        Command::new("python3")
+            .arg(support("webhook_receiver.py"))
+            .arg(port.to_string())
+            .arg(SECRET),
+    );
+    peer.wait_for_port(port, Duration::from_secs(20));
+    (peer, format!("http://127.0.0.1:{port}"))
+}
+
+fn seen(base: &str) -> Value {
+    let out = run_ok(
+        Command::new("python3").args([
+            "-c",
+            "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + '/seen').read().decode())",
+            base,
+        ]),
+        "GET /seen",
+    );
+    serde_json::from_str(out.trim()).expect("seen is JSON")
+}
+
+/// Polls the receiver until `ready` holds (deliveries run after the answer).
+fn wait_for(base: &str, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = seen(base);
+        if ready(&s) {
+            return s;
+        }
+        assert!(Instant::now() < until, "{what}: not seen in 20 s: {s:#}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn events(list: &Value, id: &str) -> Vec<String> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["body"]["id"] == id)
+        .map(|e| e["body"]["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Type-checks Slack messages against `@slack/types` with tsc; the errors.
+fn slack_type_errors(messages: &[Value]) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("toolgate-slack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let types = tools_dir().join("node_modules/@slack/types");
+    let mut ts = format!(
+        "import type {{ KnownBlock }} from '{}';\n\
+         interface IncomingWebhookMessage {{ text: string; blocks: KnownBlock[] }}\n",
+        types.display()
+    );
+    for (i, m) in messages.iter().enumerate() {
+        ts.push_str(&format!(
+            "export const m{i}: IncomingWebhookMessage = {m};\n"
+        ));
+    }
+    let file = dir.join("check.ts");
+    std::fs::write(&file, ts).unwrap();
+    let out = Command::new(tools_dir().join("node_modules/.bin/tsc"))
+        .args([
+            "--noEmit",
+            "--strict",
+            "--skipLibCheck",
+            "--module",
+            "nodenext",
+        ])
+        .args(["--moduleResolution", "nodenext", "--target", "es2022"])
+        .arg(&file)
+        .output()
+        .expect("run tsc");
+    let _ = std::fs::remove_dir_all(&dir);
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+fn config(dir: &Path, base: &str) -> PathBuf {
+    let path = dir.join("toolgate.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[clarify.notify]]\nkind = \"webhook\"\nname = \"down\"\nurl = \"{base}/down\"\n\
+             secret = \"{SECRET}\"\nevents = [\"created\"]\n\n\
+             [[clarify.notify]]\nkind = \"webhook\"\nname = \"slow\"\nurl = \"{base}/slow\"\n\
+             secret = \"{SECRET}\"\nevents = [\"created\"]\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn webhook_and_slack_hear_of_each_event_signed_once_and_after_the_answer() {
+    let (_rx, base) = receiver();
+    let dir = std::env::temp_dir().join(format!("toolgate-notify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = config(&dir, &base);
+    let hook = format!("{base}/hook");
+    let slack = format!("{base}/slack");
+    let s = Server::start(&[
+        ("TOOLGATE_CONFIG", cfg.to_str().unwrap()),
+        ("TOOLGATE_CLARIFY_WEBHOOK_URL", &hook),
+        ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", SECRET),
+        ("TOOLGATE_CLARIFY_SLACK_URL", &slack),
+    ]);
+
+    let r = s.post_json(
+        "/tools/clarify",
+        &json!({"question": "Restart <web-1> & drain it?", "options": ["Restart now", "Wait"]}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    // The answer did not wait for the receivers: `slow` takes 3 s, and the
+    // tool answered before it finished.
+    assert!(
+        !seen(&base)["slow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x == "finished"),
+        "the tool's answer waited for a notification"
+    );
+    let c = r.json();
+    let id = c["id"].as_str().unwrap().to_owned();
+
+    let got = wait_for(&base, "created", |v| {
+        events(&v["hook"], &id) == ["clarification.created"]
+            && v["slack"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    let event = got["hook"][0]["body"].clone();
+    assert_eq!(event["status"], "pending");
+    assert_eq!(event["question"], "Restart <web-1> & drain it?");
+    assert_eq!(event["answer_url"], c["answer_url"]);
+    assert_eq!(event["delivery"], format!("{id}.created"));
+    let headers = &got["hook"][0]["headers"];
+    assert_eq!(headers["toolgate-event"], "clarification.created");
+    assert!(
+        headers["toolgate-signature"]
+            .as_str()
+            .unwrap()
+            .starts_with("v1=")
+    );
+
+    // A replay of the same delivery is refused by the receiver; a wrong
+    // signature too.
+    let replay = |sig: &str| {
+        run_ok(
+            Command::new("python3").args([
+                "-c",
+                "import sys, urllib.request, urllib.error\n\
+                 r = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST', headers={'Toolgate-Timestamp': sys.argv[3], 'Toolgate-Signature': sys.argv[4], 'Toolgate-Delivery': sys.argv[5]})\n\
+                 try:\n    print(urllib.request.urlopen(r).status)\n\
+                 except urllib.error.HTTPError as e:\n    print(e.code)",
+                &hook,
+                &serde_json::to_string(&event).unwrap(),
+                headers["toolgate-timestamp"].as_str().unwrap(),
+                sig,
+                headers["toolgate-delivery"].as_str().unwrap(),
+            ]),
+            "replay",
+        )
+        .trim()
+        .to_owned()
+    };
+    // serde_json writes the body as the server did (same order, no spaces).
+    assert_eq!(
+        replay(headers["toolgate-signature"].as_str().unwrap()),
+        "409"
+    );
+    assert_eq!(replay("v1=00"), "401");
+
+    // The person answers through the page's route: both channels hear it.
+    let r = s.post_json(
+        &format!("/clarifications/{id}/answer"),
+        &json!({"choice": 0}),
+    );
+    assert_eq!(r.status, 200);
+    let got = wait_for(&base, "answered", |v| {
+        events(&v["hook"], &id).len() == 2 && v["slack"].as_array().is_some_and(|a| a.len() == 2)
+    });
+    assert_eq!(
+        events(&got["hook"], &id),
+        ["clarification.created", "clarification.answered"]
+    );
+    assert_eq!(got["hook"][1]["body"]["answer"], "Restart now");
+    assert!(
+        got["refused"].as_array().unwrap().len() == 2,
+        "only the two replays were refused: {got:#}"
+    );
+
+    // Slack: Block Kit as Slack's own types define it, within its limits.
+    let messages: Vec<Value> = got["slack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].clone())
+        .collect();
+    if let Err(e) = slack_type_errors(&messages) {
+        panic!("Slack payloads fail @slack/types:\n{e}\n{messages:#?}");
+    }
+    let created = &messages[0];
+    let buttons = created["blocks"][2]["elements"].as_array().unwrap();
+    assert_eq!(buttons[0]["text"]["text"], "Restart now");
+    assert_eq!(
+        buttons[0]["url"],
+        format!("{}?choice=0", c["answer_url"].as_str().unwrap())
+    );
+    assert_eq!(created["blocks"][1]["text"]["type"], "plain_text");
+    assert!(
+        created["text"]
+            .as_str()
+            .unwrap()
+            .contains("&lt;web-1&gt; &amp;")
+    );
+    // The tsc check can fail: a misspelt block type does.
+    assert!(slack_type_errors(&[json!({"text": "x", "blocks": [{"type": "sectoin"}]})]).is_err());
+
+    // The failed channel was retried, then recorded; the others say ok.
+    let v = wait_for(&base, "down's three attempts", |v| v["down"] == 3);
+    assert_eq!(v["down"], 3);
+    let until = Instant::now() + Duration::from_secs(20);
+    let state = loop {
+        let st = s.get(&format!("/clarifications/{id}")).json();
+        if st["notified"]["down"]["created"].is_string()
+            && st["notified"]["slow"]["created"].is_string()
+        {
+            break st;
+        }
+        assert!(Instant::now() < until, "notified not recorded: {st:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        state["notified"],
+        json!({
+            "webhook": {"created": "ok", "answered": "ok"},
+            "slack": {"created": "ok", "answered": "ok"},
+            "down": {"created": "error: HTTP 500 after 3 attempts"},
+            "slow": {"created": "ok"},
+        })
+    );
+    let logs = s.logs();
+    assert!(!logs.contains(SECRET), "the secret reached the logs");
+    assert!(
+        !logs.contains("/slack"),
+        "Slack's URL (its credential) reached the logs"
+    );
+    assert!(logs.contains("\"notification failed\""), "{logs}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn readme_shows_the_receivers_verification_code() {
+    let receiver = std::fs::read_to_string(support("webhook_receiver.py")).unwrap();
+    let start = receiver.find("# --- README snippet start ---\n").unwrap();
+    let end = receiver.find("# --- README snippet end ---").unwrap();
+    let snippet = &receiver[start + "# --- README snippet start ---\n".len()..end];
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    assert!(
+        readme.contains(snippet),
+        "README's webhook verification snippet differs from the one the tests run:\n{snippet}"
+    );
+}
+
+#[test]
+fn sns_subscribers_hear_of_questions_through_moto() {
+    let (_rx, base) = receiver();
+    let (_moto, endpoint) = moto();
+    let topic = boto(
+        &endpoint,
+        "sns = boto3.client('sns', **kw)\n\
+         arn = sns.create_topic(Name='toolgate-clarify')['TopicArn']\n\
+         sns.subscribe(TopicArn=arn, Protocol='http', Endpoint=sys.argv[2] + '/sns')\n\
+         sns.subscribe(TopicArn=arn, Protocol='http', Endpoint=sys.argv[2] + '/sns-cancelled', Attributes={'FilterPolicy': json.dumps({'event': ['cancelled']})})\n\
+         boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')\n\
+         print(arn)",
+        &[&base],
+    );
+    let mut env: Vec<(&str, &str)> = AWS.to_vec();
+    env.push(("AWS_ENDPOINT_URL", &endpoint));
+    env.push(("TOOLGATE_CLARIFY_TABLE", "clarifications"));
+    env.push(("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"));
+    env.push(("TOOLGATE_CLARIFY_SNS_TOPIC_ARN", topic.trim()));
+    env.push(("TOOLGATE_CLARIFY_SNS_EVENTS", "created,cancelled"));
+    let s = Server::start(&env);
+    let r = s.post_json(
+        "/tools/clarify",
+        &json!({"question": "Approve the change window?", "options": ["yes", "no"]}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    let got = wait_for(&base, "SNS", |v| {
+        v["sns"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    let n = &got["sns"][0]["body"];
+    assert_eq!(n["Type"], "Notification");
+    assert_eq!(n["TopicArn"], topic.trim());
+    assert_eq!(n["Subject"], "Toolgate: an agent asks you a question");
+    let message = n["Message"].as_str().unwrap();
+    assert!(message.contains("Approve the change window?"), "{message}");
+    assert!(
+        message.contains(&format!("/clarifications/{id}/answer")),
+        "{message}"
+    );
+    // The `event` attribute: a subscription filtered to `cancelled` heard
+    // nothing yet (moto's HTTP notifications do not show attributes).
+    assert_eq!(got["sns-cancelled"], json!([]));
+    // Answered is not among this channel's events; cancelled is.
+    assert_eq!(
+        s.post_json(&format!("/clarifications/{id}/cancel"), &json!({}))
+            .status,
+        200
+    );
+    let got = wait_for(&base, "SNS cancelled", |v| {
+        v["sns"].as_array().is_some_and(|a| a.len() == 2)
+            && v["sns-cancelled"].as_array().is_some_and(|a| a.len() == 1)
+    });
+    assert_eq!(
+        got["sns"][1]["body"]["Subject"],
+        "Toolgate: a question was withdrawn"
+    );
+    assert_eq!(
+        got["sns-cancelled"][0]["body"]["Subject"],
+        "Toolgate: a question was withdrawn"
+    );
+    // The outcomes are kept in DynamoDB and shown (recorded just after
+    // the delivery).
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let st = s.get(&format!("/clarifications/{id}")).json();
+        if st["notified"] == json!({"sns": {"created": "ok", "cancelled": "ok"}}) {
+            break;
+        }
+        assert!(Instant::now() < until, "{st:#}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
