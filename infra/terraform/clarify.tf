@@ -46,6 +46,21 @@ resource "aws_dynamodb_table" "clarify" {
   #checkov:skip=CKV_AWS_119:Encrypted at rest with an AWS-owned key unless a customer key is given; the SAM template makes the same choice, and a key of our own would be one more key to manage.
 }
 
+# People hear of questions here: email and SMS subscribers (the clarify
+# function publishes; nothing else may).
+resource "aws_sns_topic" "clarify" {
+  name              = "${var.name}-clarify"
+  kms_master_key_id = "alias/aws/sns"
+  tags              = var.tags
+}
+
+resource "aws_sns_topic_subscription" "clarify_email" {
+  count     = var.clarify_notify_email != "" ? 1 : 0
+  topic_arn = aws_sns_topic.clarify.arn
+  protocol  = "email"
+  endpoint  = var.clarify_notify_email
+}
+
 resource "aws_cloudwatch_event_rule" "clarify_sweep" {
   name                = "${var.name}-clarify-sweep"
   description         = "Expires due clarifications and fails their waiting workflows"

@@ -152,7 +152,7 @@ resource "aws_iam_role_policy" "vpc" {
   policy = data.aws_iam_policy_document.vpc.json
 }
 
-# ---------------------------------------------------------------- clarify: its table, and the workflows' task tokens
+# ---------------------------------------------------------------- clarify: its table, the workflows' task tokens, its topic
 
 data "aws_iam_policy_document" "clarify_table" {
   statement {
@@ -186,6 +186,20 @@ resource "aws_iam_role_policy" "clarify_task_callbacks" {
   name   = "task-callbacks"
   role   = aws_iam_role.function["clarify"].id
   policy = data.aws_iam_policy_document.clarify_task_callbacks.json
+}
+
+data "aws_iam_policy_document" "clarify_notify" {
+  statement {
+    effect    = "Allow"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.clarify.arn]
+  }
+}
+
+resource "aws_iam_role_policy" "clarify_notify" {
+  name   = "notify"
+  role   = aws_iam_role.function["clarify"].id
+  policy = data.aws_iam_policy_document.clarify_notify.json
 }
 
 # ---------------------------------------------------------------- gateway: invoking the tool functions

@@ -77,10 +77,16 @@ locals {
       TOOLGATE_SSH_MAX_TIMEOUT = tostring(var.ssh_timeout_seconds)
     }
     "clarify" = {
-      TOOLGATE_LOG                 = "json"
-      TOOLGATE_CLARIFY_TABLE       = aws_dynamodb_table.clarify.name
-      TOOLGATE_CLARIFY_EXPIRY_SECS = tostring(var.clarify_expiry_seconds)
-      TOOLGATE_PUBLIC_URL          = local.api_url
+      TOOLGATE_LOG                   = "json"
+      TOOLGATE_CLARIFY_TABLE         = aws_dynamodb_table.clarify.name
+      TOOLGATE_CLARIFY_EXPIRY_SECS   = tostring(var.clarify_expiry_seconds)
+      TOOLGATE_PUBLIC_URL            = local.api_url
+      TOOLGATE_CLARIFY_SNS_TOPIC_ARN = aws_sns_topic.clarify.arn
+      TOOLGATE_CLARIFY_SNS_EVENTS    = var.clarify_notify_events
+      # Blank when unset: no such channel.
+      TOOLGATE_CLARIFY_WEBHOOK_URL    = var.clarify_webhook_url
+      TOOLGATE_CLARIFY_WEBHOOK_SECRET = var.clarify_webhook_secret
+      TOOLGATE_CLARIFY_SLACK_URL      = var.clarify_slack_webhook_url
     }
     "gateway" = {
       TOOLGATE_LOG = "json"

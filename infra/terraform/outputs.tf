@@ -35,6 +35,11 @@ output "clarify_function_arn" {
   value       = aws_lambda_function.this["clarify"].arn
 }
 
+output "clarify_topic_arn" {
+  description = "The SNS topic people hear of clarifications on (subscribe emails and phones to it)"
+  value       = aws_sns_topic.clarify.arn
+}
+
 output "clarify_table_name" {
   description = "The clarifications table"
   value       = aws_dynamodb_table.clarify.name

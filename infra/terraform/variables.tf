@@ -149,6 +149,54 @@ variable "clarify_expiry_seconds" {
   }
 }
 
+variable "clarify_notify_email" {
+  description = "An email address subscribed to the clarify topic (AWS asks it to confirm); empty subscribes none. Add phones (SMS) or more addresses with `aws sns subscribe` (README, \"Approvals and notifications\")."
+  type        = string
+  default     = ""
+}
+
+variable "clarify_notify_events" {
+  description = "The clarification events the topic's subscribers hear of, comma-separated."
+  type        = string
+  default     = "created,expired"
+  validation {
+    condition     = can(regex("^(created|answered|expired|cancelled)(,(created|answered|expired|cancelled))*$", var.clarify_notify_events))
+    error_message = "clarify_notify_events must be a comma-separated list of created, answered, expired and cancelled."
+  }
+}
+
+variable "clarify_webhook_url" {
+  description = "A webhook told of every clarification event, signed with clarify_webhook_secret; empty for none."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^(https?://.+)?$", var.clarify_webhook_url))
+    error_message = "clarify_webhook_url must be an http(s):// URL, or empty."
+  }
+  validation {
+    condition     = var.clarify_webhook_url == "" || var.clarify_webhook_secret != ""
+    error_message = "clarify_webhook_url needs clarify_webhook_secret (the key of the events' signature)."
+  }
+}
+
+variable "clarify_webhook_secret" {
+  description = "The webhook's HMAC key, at least 16 characters."
+  type        = string
+  default     = ""
+  sensitive   = true
+}
+
+variable "clarify_slack_webhook_url" {
+  description = "A Slack incoming webhook told of every clarification event; empty for none."
+  type        = string
+  default     = ""
+  sensitive   = true
+  validation {
+    condition     = can(regex("^(https://.+)?$", var.clarify_slack_webhook_url))
+    error_message = "clarify_slack_webhook_url must be an https:// URL, or empty."
+  }
+}
+
 variable "tags" {
   description = "Tags for every resource that takes them."
   type        = map(string)

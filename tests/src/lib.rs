@@ -21,6 +21,7 @@ pub mod peer;
 pub mod sshd;
 pub mod stepfunctions;
 pub mod timing;
+pub mod webhook;
 pub mod wrangler;
 
 /// The workspace's root folder.

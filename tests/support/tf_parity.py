@@ -116,6 +116,8 @@ class Sam:
         if kind == "AWS::Events::Rule":
             (target,) = props["Targets"]
             return "rule:" + self.value(target["Arn"])
+        if kind == "AWS::SNS::Topic":
+            return "topic:" + self.value(props["TopicName"])
         raise Unreadable(f"no canonical name for {logical} ({kind})")
 
     def attr(self, logical: str, attr: str) -> str:
@@ -135,6 +137,8 @@ class Sam:
             kind = self.res[name]["Type"]
             if kind in ("AWS::Lambda::Function", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup"):
                 return f"id({self.canon(name)})"
+            if kind == "AWS::SNS::Topic":
+                return f"arn({self.canon(name)})"
             return f"ref({self.canon(name)})"
         raise Unreadable(f"Ref {name}")
 
@@ -198,6 +202,19 @@ class Sam:
 
     def of_type(self, kind: str):
         return {k: v for k, v in self.res.items() if v["Type"] == kind}
+
+    def when(self, condition):
+        """A resource's Condition as `var != ''` (the one form used)."""
+        if condition is None:
+            return None
+        d = self.t.get("Conditions", {}).get(condition)
+        try:
+            (ref, empty), = [d["Fn::Not"][0]["Fn::Equals"]]
+            if empty == "":
+                return f"{snake(ref['Ref'])} != ''"
+        except (KeyError, TypeError, IndexError, ValueError):
+            pass
+        raise Unreadable(f"condition {condition}: {d}")
 
     def model(self) -> dict:
         m: dict = {"functions": {}, "routes": {}, "integrations": {}, "invoke_permissions": {}}
@@ -310,6 +327,22 @@ class Sam:
                 })
         m["log_groups"] = sorted(
             self.canon(k) for k in self.of_type("AWS::Logs::LogGroup")
+        )
+        m["topics"] = {
+            self.canon(k): {"kms": r["Properties"].get("KmsMasterKeyId")}
+            for k, r in self.of_type("AWS::SNS::Topic").items()
+        }
+        m["subscriptions"] = sorted(
+            (
+                {
+                    "topic": self.value(r["Properties"]["TopicArn"]),
+                    "protocol": r["Properties"]["Protocol"],
+                    "endpoint": self.value(r["Properties"]["Endpoint"]),
+                    "when": self.when(r.get("Condition")),
+                }
+                for r in self.of_type("AWS::SNS::Subscription").values()
+            ),
+            key=json.dumps,
         )
         (sm_logical, sm), = self.of_type("AWS::StepFunctions::StateMachine").items()
         sp = sm["Properties"]
@@ -458,6 +491,8 @@ class Terraform:
                 if k == "aws_cloudwatch_event_target" and t["rule"] == "${%s.%s.name}" % (kind, name)
             ]
             return "rule:" + self.expr(target["arn"])
+        if kind == "aws_sns_topic":
+            return "topic:" + self.expr(body["name"], ctx)
         raise Unreadable(f"no canonical name for {kind}.{name}")
 
     def reference(self, ref: str, ctx) -> str:
@@ -708,6 +743,28 @@ class Terraform:
             if kind == "aws_cloudwatch_log_group"
             for key in self.instances(kind, name)
         )
+        m["topics"] = {
+            self.canon(kind, name, None): {"kms": body.get("kms_master_key_id")}
+            for (kind, name), body in self.resources.items()
+            if kind == "aws_sns_topic"
+        }
+        subs = []
+        for (kind, name), body in self.resources.items():
+            if kind != "aws_sns_topic_subscription":
+                continue
+            when = None
+            if "count" in body:
+                c = re.fullmatch(r'\$\{var\.(\w+) != "" \? 1 : 0\}', str(body["count"]))
+                if not c:
+                    raise Unreadable(f"{kind}.{name} count {body['count']}")
+                when = f"{c.group(1)} != ''"
+            subs.append({
+                "topic": self.expr(body["topic_arn"]),
+                "protocol": body["protocol"],
+                "endpoint": self.expr(body["endpoint"]),
+                "when": when,
+            })
+        m["subscriptions"] = sorted(subs, key=json.dumps)
         sm = self.resources[("aws_sfn_state_machine", "clarify_then_run")]
         d = re.fullmatch(r'\$\{templatefile\("\$\{path\.module\}/([^"]+)", \{(.*)\}\)\}', sm["definition"], re.S)
         if not d:

@@ -577,6 +577,11 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
             .arg(&endpoint),
         "create the table in moto",
     );
+    // A webhook channel: a Lambda function is frozen once it answers, so it
+    // delivers before answering (the receiver has the event at once).
+    let secret = "a-webhook-secret-of-32-characters";
+    let (_rx, hooks) = toolgate_e2e::webhook::receiver(secret);
+    let hook = format!("{hooks}/hook");
     let (watch, port) = watch(&[
         ("AWS_ENDPOINT_URL", &endpoint),
         ("AWS_ACCESS_KEY_ID", "testing"),
@@ -588,6 +593,8 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
             "TOOLGATE_PUBLIC_URL",
             "https://abc123xyz.execute-api.us-east-1.amazonaws.com",
         ),
+        ("TOOLGATE_CLARIFY_WEBHOOK_URL", &hook),
+        ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", secret),
     ]);
     // As a state machine calls it: bare arguments.
     let asked = returned(
@@ -597,6 +604,13 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
         &json!({"question": "Which server?", "options": ["web-1", "web-2"]}),
     );
     let id = asked["id"].as_str().unwrap().to_owned();
+    let seen = toolgate_e2e::webhook::seen(&hooks);
+    assert_eq!(
+        toolgate_e2e::webhook::events(&seen, &id),
+        ["clarification.created"],
+        "delivered before the answer: {seen:#}\n{}",
+        watch.logs()
+    );
     assert_eq!(
         asked["answer_url"],
         format!("https://abc123xyz.execute-api.us-east-1.amazonaws.com/clarifications/{id}/answer")
@@ -662,6 +676,12 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
     assert_eq!(
         (status, body["answer"].clone()),
         (200, json!("web-2")),
+        "{body}"
+    );
+    // Both events were delivered, and their outcomes kept in DynamoDB.
+    assert_eq!(
+        body["notified"],
+        json!({"webhook": {"created": "ok", "answered": "ok"}}),
         "{body}"
     );
     match invoke_value(port, "clarify", &json!({"question": ""})) {

@@ -10,59 +10,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolgate_e2e::peer::{Peer, free_port, moto, run_ok, tools_dir};
+use toolgate_e2e::peer::{moto, run_ok, tools_dir};
 use toolgate_e2e::stepfunctions::{AWS, boto};
+use toolgate_e2e::webhook::{events, receiver, seen, wait_for};
 use toolgate_e2e::{Server, support, workspace};
 
 const SECRET: &str = "a-webhook-secret-of-32-characters";
-
-/// The receiver (tests/support/webhook_receiver.py) and its base URL.
-fn receiver() -> (Peer, String) {
-    let port = free_port();
-    let mut peer = Peer::spawn(
-        "webhook receiver",
-        Command::new("python3")
-            .arg(support("webhook_receiver.py"))
-            .arg(port.to_string())
-            .arg(SECRET),
-    );
-    peer.wait_for_port(port, Duration::from_secs(20));
-    (peer, format!("http://127.0.0.1:{port}"))
-}
-
-fn seen(base: &str) -> Value {
-    let out = run_ok(
-        Command::new("python3").args([
-            "-c",
-            "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + '/seen').read().decode())",
-            base,
-        ]),
-        "GET /seen",
-    );
-    serde_json::from_str(out.trim()).expect("seen is JSON")
-}
-
-/// Polls the receiver until `ready` holds (deliveries run after the answer).
-fn wait_for(base: &str, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        let s = seen(base);
-        if ready(&s) {
-            return s;
-        }
-        assert!(Instant::now() < until, "{what}: not seen in 20 s: {s:#}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn events(list: &Value, id: &str) -> Vec<String> {
-    list.as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["body"]["id"] == id)
-        .map(|e| e["body"]["type"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
 
 /// Type-checks Slack messages against `@slack/types` with tsc; the errors.
 fn slack_type_errors(messages: &[Value]) -> Result<(), String> {
@@ -118,7 +71,7 @@ fn config(dir: &Path, base: &str) -> PathBuf {
 
 #[test]
 fn webhook_and_slack_hear_of_each_event_signed_once_and_after_the_answer() {
-    let (_rx, base) = receiver();
+    let (_rx, base) = receiver(SECRET);
     let dir = std::env::temp_dir().join(format!("toolgate-notify-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = config(&dir, &base);
@@ -150,7 +103,7 @@ fn webhook_and_slack_hear_of_each_event_signed_once_and_after_the_answer() {
     let id = c["id"].as_str().unwrap().to_owned();
 
     let got = wait_for(&base, "created", |v| {
-        events(&v["hook"], &id) == ["clarification.created"]
+        events(v, &id) == ["clarification.created"]
             && v["slack"].as_array().is_some_and(|a| !a.is_empty())
     });
     let event = got["hook"][0]["body"].clone();
@@ -202,10 +155,10 @@ fn webhook_and_slack_hear_of_each_event_signed_once_and_after_the_answer() {
     );
     assert_eq!(r.status, 200);
     let got = wait_for(&base, "answered", |v| {
-        events(&v["hook"], &id).len() == 2 && v["slack"].as_array().is_some_and(|a| a.len() == 2)
+        events(v, &id).len() == 2 && v["slack"].as_array().is_some_and(|a| a.len() == 2)
     });
     assert_eq!(
-        events(&got["hook"], &id),
+        events(&got, &id),
         ["clarification.created", "clarification.answered"]
     );
     assert_eq!(got["hook"][1]["body"]["answer"], "Restart now");
@@ -289,7 +242,7 @@ fn readme_shows_the_receivers_verification_code() {
 
 #[test]
 fn sns_subscribers_hear_of_questions_through_moto() {
-    let (_rx, base) = receiver();
+    let (_rx, base) = receiver(SECRET);
     let (_moto, endpoint) = moto();
     let topic = boto(
         &endpoint,

@@ -287,6 +287,21 @@ fn parity_fails_on_a_difference_on_either_side() {
             ],
         ),
         (
+            "infra/terraform/clarify.tf",
+            "  protocol  = \"email\"",
+            "  protocol  = \"sms\"",
+            &["-   \"protocol\": \"email\",", "+   \"protocol\": \"sms\","],
+        ),
+        (
+            "template.yaml",
+            "    Condition: HasNotifyEmail\n",
+            "",
+            &[
+                "-   \"when\": null",
+                "+   \"when\": \"clarify_notify_email != ''\"",
+            ],
+        ),
+        (
             "infra/terraform/variables.tf",
             "  default     = 86400",
             "  default     = 3600",
