@@ -210,8 +210,9 @@ impl Toolset {
         );
         if !c.notify.is_empty() {
             let spawn = self.long_running.then(crate::clarify::notify::tokio_spawn);
+            let post = Arc::new(crate::clarify::notify::post::Reqwest::new()?);
             let notifier =
-                crate::clarify::notify::from_config(&c.notify, clarify.nap(), spawn).await?;
+                crate::clarify::notify::from_config(&c.notify, post, clarify.nap(), spawn).await?;
             tracing::info!(channels = ?notifier.names(), "clarify notifications");
             clarify = clarify.with_notifier(notifier);
         }

@@ -650,7 +650,18 @@ open('nope')","files":{"in/a.csv":"x,y
 #[test]
 fn worker_clarify_and_sessions_on_d1() {
     let _g = lock();
-    let mut stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
+    // Notifications: a signed webhook and Slack, posted with fetch after
+    // the answer (waitUntil), to the receiver on loopback.
+    let secret = "a-webhook-secret-of-32-characters";
+    let (_rx, hooks) = toolgate_e2e::webhook::receiver(secret);
+    let (hook, slack) = (format!("{hooks}/hook"), format!("{hooks}/slack"));
+    let mut stack = Stack::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_CLARIFY_WEBHOOK_URL", &hook),
+        ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", secret),
+        ("TOOLGATE_CLARIFY_SLACK_URL", &slack),
+        ("TOOLGATE_CLARIFY_SLACK_EVENTS", "created"),
+    ]);
     let ask = |q: &str| -> Value {
         let r = stack.post(
             "/tools/clarify",
@@ -722,6 +733,38 @@ fn worker_clarify_and_sessions_on_d1() {
         waited < Duration::from_secs(10),
         "long-poll took {waited:?}"
     );
+
+    // Both channels heard of it (Slack only of `created`), signed as the
+    // receiver checks, and the outcomes are kept in D1.
+    let got = toolgate_e2e::webhook::wait_for(&hooks, "the Worker's notifications", |v| {
+        toolgate_e2e::webhook::events(v, &id).len() == 2
+    });
+    assert_eq!(
+        toolgate_e2e::webhook::events(&got, &id),
+        ["clarification.created", "clarification.answered"]
+    );
+    assert!(got["refused"].as_array().unwrap().is_empty(), "{got:#}");
+    assert!(
+        got["slack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["body"]["text"] == "An agent asks: Deploy &lt;b&gt;now&lt;/b&gt;?"),
+        "{got:#}"
+    );
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let st = stack
+            .request("GET", &format!("/clarifications/{id}"), &[], b"")
+            .json();
+        if st["notified"]
+            == json!({"webhook": {"created": "ok", "answered": "ok"}, "slack": {"created": "ok"}})
+        {
+            break;
+        }
+        assert!(Instant::now() < until, "{st:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     let again = stack.request(
         "POST",

@@ -9,12 +9,15 @@
 //!   isolate; this one still answers);
 //! - `d1`: the clarify store on D1; `d1_sessions`: python.execute's
 //!   sessions on D1;
+//! - `notify`: clarify's notifications, posted with `fetch` after the
+//!   answer;
 //! - `log`: JSON log lines to the Workers console.
 #![cfg(target_arch = "wasm32")]
 
 mod d1;
 mod d1_sessions;
 mod log;
+mod notify;
 mod python;
 mod settings;
 
@@ -34,7 +37,7 @@ use toolgate_shared::tools::clarify::ClarifyTool;
 async fn fetch(
     req: HttpRequest,
     env: Env,
-    _ctx: Context,
+    ctx: Context,
 ) -> worker::Result<axum::http::Response<axum::body::Body>> {
     log::init();
     let settings = match settings::Settings::from_env(&env) {
@@ -45,23 +48,50 @@ async fn fetch(
         .public_url
         .clone()
         .unwrap_or_else(|| settings::origin(&req));
-    let mut app = app(&env, &settings, base_url)?;
+    let mut app = match app(&env, ctx, &settings, base_url).await {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::error!(error = %e, "the Worker cannot start");
+            return Ok(axum::response::IntoResponse::into_response(
+                toolgate_shared::error::ToolError::new(
+                    toolgate_shared::error::ErrorCode::NotConfigured,
+                    format!("The Worker cannot start: {e}"),
+                ),
+            ));
+        }
+    };
     Ok(app.call(req).await?)
 }
 
-fn app(env: &Env, settings: &settings::Settings, base_url: String) -> worker::Result<axum::Router> {
+async fn app(
+    env: &Env,
+    ctx: Context,
+    settings: &settings::Settings,
+    base_url: String,
+) -> worker::Result<axum::Router> {
     let store = Arc::new(d1::D1Store::new(env.d1(d1::BINDING)?));
     let nap: toolgate_shared::clarify::Nap =
         Arc::new(|d: Duration| Box::pin(worker::send::SendFuture::new(worker::Delay::from(d))));
-    let clarify = Arc::new(
-        Clarify::new(
-            store,
-            None,
-            base_url,
-            Duration::from_secs(settings.config.clarify.expiry_secs),
+    let mut clarify = Clarify::new(
+        store,
+        None,
+        base_url,
+        Duration::from_secs(settings.config.clarify.expiry_secs),
+    )
+    .with_nap(nap.clone());
+    let channels = &settings.config.clarify.notify;
+    if !channels.is_empty() {
+        let notifier = toolgate_shared::clarify::notify::from_config(
+            channels,
+            Arc::new(notify::WorkerFetch),
+            nap.clone(),
+            Some(notify::wait_until(ctx)),
         )
-        .with_nap(nap.clone()),
-    );
+        .await
+        .map_err(worker::Error::RustError)?;
+        clarify = clarify.with_notifier(notifier);
+    }
+    let clarify = Arc::new(clarify);
     let mut registry = Registry::new();
     let sessions = Sessions::new(
         Arc::new(d1_sessions::D1Sessions::new(env.d1(d1::BINDING)?)),

@@ -156,16 +156,15 @@ pub fn tokio_spawn() -> Spawn {
     })
 }
 
-/// The channels `config` sets up, posting with reqwest; deliveries run as
-/// `spawn` says ([`Spawn`]).
-#[cfg(feature = "native")]
+/// The channels `config` sets up, posting with `post` (reqwest natively, the
+/// Worker's fetch); deliveries run as `spawn` says ([`Spawn`]).
 pub async fn from_config(
     config: &[crate::config::NotifyChannel],
+    post: Arc<dyn post::Post>,
     nap: super::Nap,
     spawn: Option<Spawn>,
 ) -> Result<Notifier, String> {
     use crate::config::NotifyKind;
-    let post: Arc<dyn post::Post> = Arc::new(post::Reqwest::new()?);
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
     for c in config {
         let (name, events) = (c.name.clone(), c.events.clone());
