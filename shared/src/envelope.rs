@@ -127,6 +127,7 @@ pub fn error_type(code: ErrorCode) -> &'static str {
         ErrorCode::Conflict => "Conflict",
         ErrorCode::Expired => "Expired",
         ErrorCode::NotConfigured => "NotConfigured",
+        ErrorCode::ApprovalRequired => "ApprovalRequired",
     }
 }
 

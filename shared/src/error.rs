@@ -31,11 +31,14 @@ pub enum ErrorCode {
     /// The deployment lacks something it needs to serve (the Worker's
     /// bearer secret).
     NotConfigured,
+    /// 428: the call needs a person's approval first; the error carries
+    /// the pending approval (`approval`: id, answer_url, expires_at).
+    ApprovalRequired,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 12] = [
         Self::InvalidInput,
         Self::Unauthorized,
         Self::Forbidden,
@@ -47,6 +50,7 @@ impl ErrorCode {
         Self::Conflict,
         Self::Expired,
         Self::NotConfigured,
+        Self::ApprovalRequired,
     ];
 
     /// The HTTP status the code is answered with.
@@ -63,6 +67,7 @@ impl ErrorCode {
             Self::Conflict => 409,
             Self::Expired => 410,
             Self::NotConfigured => 503,
+            Self::ApprovalRequired => 428,
         }
     }
 
@@ -80,6 +85,7 @@ impl ErrorCode {
             Self::Conflict => "conflict",
             Self::Expired => "expired",
             Self::NotConfigured => "not_configured",
+            Self::ApprovalRequired => "approval_required",
         }
     }
 }
@@ -93,6 +99,8 @@ pub struct ToolError {
     pub code: ErrorCode,
     /// What went wrong, for the caller to read.
     pub message: String,
+    /// More fields of the error object (`approval` for `approval_required`).
+    pub details: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ToolError {
@@ -101,7 +109,15 @@ impl ToolError {
         Self {
             code,
             message: message.into(),
+            details: None,
         }
+    }
+    /// The error with `key` added to its JSON object.
+    pub fn with_detail(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.details
+            .get_or_insert_with(Default::default)
+            .insert(key.to_owned(), value);
+        self
     }
     /// `invalid_input`: the caller's request is wrong.
     pub fn invalid_input(message: impl Into<String>) -> Self {
@@ -118,6 +134,10 @@ impl ToolError {
 
     /// The JSON body of the contract.
     pub fn body(&self) -> serde_json::Value {
-        serde_json::json!({"error": {"code": self.code.as_str(), "message": self.message}})
+        let mut e = serde_json::json!({"code": self.code.as_str(), "message": self.message});
+        if let (Some(d), serde_json::Value::Object(o)) = (&self.details, &mut e) {
+            o.extend(d.clone());
+        }
+        serde_json::json!({ "error": e })
     }
 }

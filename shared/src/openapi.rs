@@ -48,6 +48,9 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
                 ErrorCode::Conflict => "The clarification is already answered or cancelled",
                 ErrorCode::Expired => "The clarification expired",
                 ErrorCode::NotConfigured => "The deployment is missing its bearer secret",
+                ErrorCode::ApprovalRequired => {
+                    "The call needs a person's approval first: error.approval has its id and answer_url; call again with \"approval\" once approved"
+                }
             };
             (c.status().to_string(), error_response(what))
         })

@@ -29,6 +29,8 @@ pub struct Toolset {
     clarify: Option<Arc<crate::clarify::Clarify>>,
     long_running: bool,
     #[cfg(feature = "ssh")]
+    ssh_run: Option<Arc<crate::tools::ssh_run::SshRun>>,
+    #[cfg(feature = "ssh")]
     ssh: Option<Arc<crate::ssh::Ssh>>,
 }
 
@@ -154,10 +156,19 @@ impl Toolset {
                 max_timeout: Duration::from_secs(c.max_timeout_secs),
                 connect_timeout: Duration::from_secs(c.connect_timeout_secs),
                 max_output_bytes: c.max_output_bytes,
+                approve: crate::ssh::policy::Approve::compile(c.approve_preset.as_deref(), &[])?,
+                approve_tags: c.approve_tags.clone(),
             },
         ));
         self.registry.add(Arc::new(ListServers::new(ssh.clone())))?;
-        self.registry.add(Arc::new(SshRun::new(ssh.clone())))?;
+        // Approvals are clarifications: whichever of the two is set up
+        // second connects them.
+        let run = Arc::new(SshRun::new(ssh.clone()));
+        if let Some(clarify) = &self.clarify {
+            run.use_approvals(clarify.clone());
+        }
+        self.registry.add(run.clone())?;
+        self.ssh_run = Some(run);
         let health = ssh.clone();
         self.health.push(("ssh", Arc::new(move || health.health())));
         self.ssh = Some(ssh);
@@ -217,6 +228,10 @@ impl Toolset {
             clarify = clarify.with_notifier(notifier);
         }
         let clarify = Arc::new(clarify);
+        #[cfg(feature = "ssh")]
+        if let Some(run) = &self.ssh_run {
+            run.use_approvals(clarify.clone());
+        }
         self.registry
             .add(Arc::new(crate::tools::clarify::ClarifyTool::new(
                 clarify.clone(),

@@ -11,6 +11,9 @@
 //! the index only when its workflow has been told: a callback that failed
 //! is sent again by the next sweep.
 //!
+//! An approval's binding is the item's `approval` attribute, and its use
+//! one conditional write of `approval_used_at`, so it is used once.
+//!
 //! A notification's outcome is its own attribute, `notice:<channel>:<event>`
 //! (channel names have no `:`), so that two instances recording at once
 //! each write their own.
@@ -236,6 +239,73 @@ impl DynamoStore {
             })
     }
 
+    async fn bind_one(&self, id: &str, binding: &str) -> Result<(), String> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("id", s(id))
+            .update_expression("SET approval = :b")
+            .condition_expression("attribute_exists(id) AND attribute_not_exists(approval)")
+            .expression_attribute_values(":b", s(binding))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                err(
+                    "UpdateItem",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e),
+                )
+            })
+    }
+
+    async fn binding_one(&self, id: &str) -> Result<Option<(String, Option<i64>)>, String> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("id", s(id))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| err("GetItem", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+        Ok(out.item().and_then(|item| {
+            let binding = item.get("approval")?.as_s().ok()?.clone();
+            let used = item
+                .get("approval_used_at")
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse().ok());
+            Some((binding, used))
+        }))
+    }
+
+    async fn consume_one(&self, id: &str, at: i64) -> Result<bool, String> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("id", s(id))
+            .update_expression("SET approval_used_at = :at")
+            .condition_expression(
+                "attribute_exists(approval) AND attribute_not_exists(approval_used_at)",
+            )
+            .expression_attribute_values(":at", n(at))
+            .send()
+            .await;
+        match out {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(err(
+                "UpdateItem",
+                aws_sdk_dynamodb::error::DisplayErrorContext(e),
+            )),
+        }
+    }
+
     async fn reported_one(&self, id: &str) -> Result<(), String> {
         self.client
             .update_item()
@@ -279,5 +349,14 @@ impl ClarifyStore for DynamoStore {
         outcome: &'a str,
     ) -> StoreFuture<'a, ()> {
         Box::pin(self.note_one(id, channel, event, outcome))
+    }
+    fn bind<'a>(&'a self, id: &'a str, binding: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(self.bind_one(id, binding))
+    }
+    fn binding<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<(String, Option<i64>)>> {
+        Box::pin(self.binding_one(id))
+    }
+    fn consume<'a>(&'a self, id: &'a str, at: i64) -> StoreFuture<'a, bool> {
+        Box::pin(self.consume_one(id, at))
     }
 }

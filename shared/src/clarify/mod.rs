@@ -6,6 +6,7 @@
 //! (`callback`), and expiry or cancellation fails it. People hear of
 //! questions through the configured channels (`notify`).
 
+pub mod approval;
 pub mod callback;
 mod clarification;
 #[cfg(feature = "aws")]
@@ -26,6 +27,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::error::{ErrorCode, ToolError};
+pub use approval::{Binding, Receipt};
 pub use callback::{CallbackError, TaskCallback};
 use clarification::valid_id;
 pub use clarification::*;

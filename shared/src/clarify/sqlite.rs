@@ -143,4 +143,28 @@ impl ClarifyStore for SqliteStore {
             .map(|_| ())
         }))
     }
+
+    fn bind<'a>(&'a self, id: &'a str, binding: &'a str) -> StoreFuture<'a, ()> {
+        let (id, binding) = (id.to_owned(), binding.to_owned());
+        Box::pin(
+            self.db
+                .with(move |conn| conn.execute(sql::BIND, params![id, binding]).map(|_| ())),
+        )
+    }
+
+    fn binding<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<(String, Option<i64>)>> {
+        let id = id.to_owned();
+        Box::pin(self.db.with(move |conn| {
+            conn.query_row(sql::BINDING, params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        }))
+    }
+
+    fn consume<'a>(&'a self, id: &'a str, at: i64) -> StoreFuture<'a, bool> {
+        let id = id.to_owned();
+        Box::pin(
+            self.db
+                .with(move |conn| Ok(conn.execute(sql::CONSUME, params![id, at])? == 1)),
+        )
+    }
 }

@@ -53,6 +53,19 @@ pub trait ClarifyStore: Send + Sync {
         event: &'a str,
         outcome: &'a str,
     ) -> StoreFuture<'a, ()>;
+    /// Records what approving clarification `id` allows (`approval::Binding`
+    /// as JSON). Stores where no gated tool runs keep none.
+    fn bind<'a>(&'a self, _id: &'a str, _binding: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async { Err("this store keeps no approvals".into()) })
+    }
+    /// `id`'s binding, and when its approval was used (Unix ms), if ever.
+    fn binding<'a>(&'a self, _id: &'a str) -> StoreFuture<'a, Option<(String, Option<i64>)>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// Marks `id`'s approval used at `at`: true for the one call that did.
+    fn consume<'a>(&'a self, _id: &'a str, _at: i64) -> StoreFuture<'a, bool> {
+        Box::pin(async { Ok(false) })
+    }
 }
 
 /// The SQL both SQL stores run (SQLite locally, D1 on the Worker), with
@@ -82,7 +95,21 @@ CREATE TABLE IF NOT EXISTS notices (
     at INTEGER NOT NULL,
     PRIMARY KEY (id, channel, event)
 );
+CREATE TABLE IF NOT EXISTS approvals (
+    id TEXT PRIMARY KEY,
+    binding TEXT NOT NULL,
+    used_at INTEGER
+);
 ";
+
+    /// ?1 id, ?2 binding (JSON).
+    pub const BIND: &str = "INSERT INTO approvals (id, binding) VALUES (?1, ?2)";
+
+    /// ?1 id: its binding and when it was used.
+    pub const BINDING: &str = "SELECT binding, used_at FROM approvals WHERE id = ?1";
+
+    /// ?1 id, ?2 at: the one write that makes an approval single-use.
+    pub const CONSUME: &str = "UPDATE approvals SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL";
 
     /// ?1 id, ?2 channel, ?3 event, ?4 outcome, ?5 at: the latest stands.
     pub const NOTE: &str = "INSERT INTO notices (id, channel, event, outcome, at) VALUES (?1, ?2, ?3, ?4, ?5)

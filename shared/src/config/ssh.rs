@@ -35,6 +35,13 @@ pub struct SshConfig {
     /// Output bytes read before a flooding command is stopped
     /// (`TOOLGATE_SSH_MAX_OUTPUT_BYTES`, default 8 MiB).
     pub max_output_bytes: u64,
+    /// Which commands need a person's approval on every server (or on
+    /// those with one of `approve_tags`), besides each server's own
+    /// `policy.approve`: `readonly` or `all` (`TOOLGATE_SSH_APPROVE_PRESET`).
+    pub approve_preset: Option<String>,
+    /// Where `approve_preset` applies; empty: every server
+    /// (`TOOLGATE_SSH_APPROVE_TAGS`).
+    pub approve_tags: Vec<String>,
 }
 
 impl Default for SshConfig {
@@ -46,6 +53,8 @@ impl Default for SshConfig {
             max_timeout_secs: 600,
             connect_timeout_secs: 10,
             max_output_bytes: 8 << 20,
+            approve_preset: None,
+            approve_tags: Vec::new(),
         }
     }
 }
@@ -58,6 +67,9 @@ pub(super) struct FileSsh {
     max_timeout: Option<u64>,
     connect_timeout: Option<u64>,
     max_output_bytes: Option<u64>,
+    approve_preset: Option<String>,
+    #[serde(default)]
+    approve_tags: Vec<String>,
 }
 
 impl SshConfig {
@@ -88,6 +100,14 @@ impl SshConfig {
         s.max_timeout_secs = file.max_timeout.unwrap_or(s.max_timeout_secs);
         s.connect_timeout_secs = file.connect_timeout.unwrap_or(s.connect_timeout_secs);
         s.max_output_bytes = file.max_output_bytes.unwrap_or(s.max_output_bytes);
+        s.approve_preset = file.approve_preset;
+        s.approve_tags = file.approve_tags;
+        if let Some(v) = env.text("TOOLGATE_SSH_APPROVE_PRESET") {
+            s.approve_preset = (v != "none").then_some(v);
+        }
+        if let Some(v) = env.list("TOOLGATE_SSH_APPROVE_TAGS") {
+            s.approve_tags = v;
+        }
         s.ssm_prefix = env.text("TOOLGATE_SSH_SSM_PREFIX");
         let secs = "a whole number of seconds";
         set_number(env, &mut s.ttl_secs, "TOOLGATE_SSH_TTL_SECS", secs)?;
@@ -114,6 +134,16 @@ impl SshConfig {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(p) = &self.approve_preset
+            && p != "readonly"
+            && p != "all"
+        {
+            return Err(ConfigError::BadValue {
+                name: "ssh approve_preset (TOOLGATE_SSH_APPROVE_PRESET)",
+                what: "\"readonly\", \"all\" or \"none\"",
+                value: p.clone(),
+            });
+        }
         for (name, value, min) in [
             ("ssh max_timeout", self.max_timeout_secs, 1),
             ("ssh connect_timeout", self.connect_timeout_secs, 1),

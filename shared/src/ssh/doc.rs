@@ -66,4 +66,12 @@ pub struct PolicySpec {
     /// A command matching any of these is refused.
     #[serde(default)]
     pub deny: Vec<String>,
+    /// A command matching any of these runs only once a person approves it
+    /// (README, "Approvals and notifications").
+    #[serde(default)]
+    pub approve: Vec<String>,
+    /// `"readonly"`: what that preset would refuse needs approval; `"all"`:
+    /// every command does.
+    #[serde(default)]
+    pub approve_preset: Option<String>,
 }

@@ -47,6 +47,27 @@ mod service {
         pub connect_timeout: Duration,
         /// Output bytes read before a flooding command is stopped.
         pub max_output_bytes: u64,
+        /// The approval rule for every server (`[ssh] approve_preset`).
+        pub approve: super::policy::Approve,
+        /// Where `approve` applies: servers with one of these tags; empty:
+        /// every server.
+        pub approve_tags: Vec<String>,
+    }
+
+    impl SshSettings {
+        /// `Some(why)` when `command` on `server` needs a person's approval,
+        /// by the server's own policy or by the rule for all servers.
+        pub fn needs_approval(&self, server: &Server, command: &str) -> Option<String> {
+            server.policy.needs_approval(command).or_else(|| {
+                let applies = self.approve_tags.is_empty()
+                    || server.tags.iter().any(|t| self.approve_tags.contains(t));
+                if applies {
+                    self.approve.needs(command)
+                } else {
+                    None
+                }
+            })
+        }
     }
 
     /// What a call asked for, after validation.

@@ -1,5 +1,6 @@
 //! Per-server command policy: `allow` and `deny` regex lists and a
-//! `readonly` preset, checked before connecting. This is a guard rail
+//! `readonly` preset, checked before connecting; and which commands need a
+//! person's approval (`approve`, `approve_preset`). This is a guard rail
 //! against an agent's mistakes, not a security boundary: a shell can spell
 //! any command in ways no list of patterns foresees (`python3 -c ...`,
 //! variables, base64). Use a restricted remote user for real limits.
@@ -23,6 +24,64 @@ pub struct Policy {
     allow: Vec<Rule>,
     /// With the preset's rules marked, for messages.
     deny: Vec<(Rule, bool)>,
+    approve: Approve,
+}
+
+/// Which commands need a person's approval.
+#[derive(Clone, Debug, Default)]
+pub struct Approve {
+    /// Every command.
+    all: bool,
+    /// With the preset's rules marked, for messages.
+    rules: Vec<(Rule, bool)>,
+}
+
+impl Approve {
+    /// From a preset (`readonly`, `all`) and patterns; `Err` names a bad one.
+    pub fn compile(preset: Option<&str>, patterns: &[String]) -> Result<Self, String> {
+        let mut a = Self::default();
+        match preset {
+            None => {}
+            Some("all") => a.all = true,
+            Some("readonly") => a
+                .rules
+                .extend(readonly_rules().into_iter().map(|r| (r, true))),
+            Some(other) => {
+                return Err(format!(
+                    "approve_preset {other:?} is unknown (\"readonly\" or \"all\")"
+                ));
+            }
+        }
+        for p in patterns {
+            let re = Regex::new(p)
+                .map_err(|e| format!("approve pattern {p:?} is not a valid regex: {e}"))?;
+            a.rules.push((
+                Rule::Pattern {
+                    re,
+                    source: p.clone(),
+                },
+                false,
+            ));
+        }
+        Ok(a)
+    }
+
+    /// `Some(why)` when `command` needs approval.
+    pub fn needs(&self, command: &str) -> Option<String> {
+        if self.all {
+            return Some("every command on this server needs approval".into());
+        }
+        self.rules
+            .iter()
+            .find(|(r, _)| r.matches(command))
+            .map(|(r, preset)| {
+                if *preset {
+                    format!("the readonly preset would refuse it ({})", r.describe())
+                } else {
+                    format!("it matches approval rule {}", r.describe())
+                }
+            })
+    }
 }
 
 // Command position: the start, or after a separator, a subshell or `sudo`.
@@ -127,7 +186,18 @@ impl Policy {
             deny.push((compile(d)?, false));
         }
         let allow = spec.allow.iter().map(compile).collect::<Result<_, _>>()?;
-        Ok(Self { allow, deny })
+        let approve = Approve::compile(spec.approve_preset.as_deref(), &spec.approve)?;
+        Ok(Self {
+            allow,
+            deny,
+            approve,
+        })
+    }
+
+    /// `Some(why)` when the server's own rules say `command` needs a
+    /// person's approval.
+    pub fn needs_approval(&self, command: &str) -> Option<String> {
+        self.approve.needs(command)
     }
 
     /// `Err` says why the command is refused.
@@ -201,9 +271,9 @@ mod tests {
     #[test]
     fn allow_and_deny_lists_name_the_rule() {
         let p = Policy::compile(&PolicySpec {
-            preset: None,
             allow: vec![r"^(ls|cat|uptime)\b".into()],
             deny: vec![r"/etc/shadow".into()],
+            ..Default::default()
         })
         .unwrap();
         assert_eq!(p.check("uptime"), Ok(()));
@@ -230,5 +300,33 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.contains("unknown"), "{e}");
+        let e = Policy::compile(&PolicySpec {
+            approve_preset: Some("most".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.contains("approve_preset \"most\""), "{e}");
+    }
+
+    #[test]
+    fn approval_rules_say_why() {
+        let p = Policy::compile(&PolicySpec {
+            approve_preset: Some("readonly".into()),
+            approve: vec!["^sudo ".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(p.needs_approval("uptime"), None);
+        assert_eq!(
+            p.check("systemctl restart nginx"),
+            Ok(()),
+            "approval is not refusal"
+        );
+        let why = p.needs_approval("systemctl restart nginx").unwrap();
+        assert!(why.contains("readonly preset would refuse"), "{why}");
+        let why = p.needs_approval("sudo -n true").unwrap();
+        assert!(why.contains("approval rule `^sudo `"), "{why}");
+        let all = Approve::compile(Some("all"), &[]).unwrap();
+        assert!(all.needs("ls").is_some());
     }
 }

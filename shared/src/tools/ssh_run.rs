@@ -1,14 +1,19 @@
 //! `ssh_run` (docs/contracts.md#list_servers-and-ssh_run): runs one shell command on one registered server.
-//! Input `{server_name, command, intent = "", timeout = 600}`; output
-//! `{stdout, stderr, exit_code, timed_out, truncated, duration_ms}`. Every
-//! call, refused or run, writes one audit line (target `toolgate::audit`).
+//! Input `{server_name, command, intent = "", timeout = 600, approval, wait = 0}`;
+//! output `{stdout, stderr, exit_code, timed_out, truncated, duration_ms}`.
+//! A command the policy marks as needing approval runs only with an
+//! approval bound to it (`clarify::approval`). Every call, refused or run,
+//! writes one audit line (target `toolgate::audit`), with the approval's
+//! receipt when one was used.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::error::ToolError;
+use crate::clarify::Clarify;
+use crate::clarify::approval::{Binding, Receipt, sha256_hex};
+use crate::error::{ErrorCode, ToolError};
 use crate::ssh::{Request, Ssh};
 use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec, effective_timeout};
 
@@ -20,11 +25,15 @@ const MAX_COMMAND_CHARS: usize = 65_536;
 const MAX_INTENT_CHARS: usize = 2_000;
 /// Inventory names are short (`list_servers`); a longer one names nothing.
 const MAX_SERVER_NAME_CHARS: usize = 64;
+/// The most of a command an approval's question shows (its hash binds all).
+const QUESTION_COMMAND_CHARS: usize = 1_500;
 
 /// The `ssh_run` tool, over the shared [`Ssh`] service.
 pub struct SshRun {
     spec: ToolSpec,
     ssh: Arc<Ssh>,
+    /// Where approvals are asked and kept (clarify), once set up.
+    approvals: OnceLock<Arc<Clarify>>,
 }
 
 /// The tool's spec; its description states `max_timeout`.
@@ -46,7 +55,9 @@ pub fn spec(max_timeout: Duration) -> ToolSpec {
                 "server_name": {"type": "string", "minLength": 1, "maxLength": MAX_SERVER_NAME_CHARS, "description": "A name from list_servers"},
                 "command": {"type": "string", "minLength": 1, "maxLength": MAX_COMMAND_CHARS},
                 "intent": {"type": "string", "maxLength": MAX_INTENT_CHARS, "default": "", "description": "Why you run this command"},
-                "timeout": {"type": "integer", "minimum": 1, "default": DEFAULT_TIMEOUT_SECS, "description": "Seconds before the command is killed"}
+                "timeout": {"type": "integer", "minimum": 1, "default": DEFAULT_TIMEOUT_SECS, "description": "Seconds before the command is killed"},
+                "approval": {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "For a command that needs a person's approval: the id from the approval_required error, once a person approved it. It is used once, for exactly the approved command and server"},
+                "wait": {"type": "integer", "minimum": 0, "maximum": crate::clarify::MAX_WAIT_SECS, "default": 0, "description": "Seconds to wait for a person's approval before answering approval_required (at most 25)"}
             },
             "required": ["server_name", "command"]
         }),
@@ -78,6 +89,10 @@ pub struct Input {
     /// Seconds asked for, at least 1; the run caps it at the configured
     /// maximum.
     pub timeout: u64,
+    /// An approval's id, to use for this call.
+    pub approval: Option<String>,
+    /// Seconds to wait for a new approval, at most 25.
+    pub wait: u64,
 }
 
 fn string_field(
@@ -120,11 +135,35 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
             }
         },
     };
+    let wait = match obj.get("wait") {
+        None | Some(Value::Null) => 0,
+        Some(v) => match v.as_u64() {
+            Some(w) if w <= crate::clarify::MAX_WAIT_SECS => w,
+            _ => {
+                return Err(ToolError::invalid_input(
+                    "\"wait\" must be a whole number of seconds, at most 25",
+                ));
+            }
+        },
+    };
+    let approval = match obj.get("approval") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Some(s.to_ascii_lowercase())
+        }
+        Some(_) => {
+            return Err(ToolError::invalid_input(
+                "\"approval\" must be the 40-character id of an approval_required error",
+            ));
+        }
+    };
     Ok(Input {
         server_name: string_field(obj, "server_name", true, MAX_SERVER_NAME_CHARS)?,
         command: string_field(obj, "command", true, MAX_COMMAND_CHARS)?,
         intent: string_field(obj, "intent", false, MAX_INTENT_CHARS)?,
         timeout,
+        approval,
+        wait,
     })
 }
 
@@ -134,10 +173,80 @@ impl SshRun {
         Self {
             spec: spec(ssh.settings.max_timeout),
             ssh,
+            approvals: OnceLock::new(),
         }
     }
 
-    async fn run(&self, input: &Input, ctx: &CallContext) -> Result<(Value, u64, bool), ToolError> {
+    /// Asks and keeps approvals with `clarify` (set once).
+    pub fn use_approvals(&self, clarify: Arc<Clarify>) {
+        let _ = self.approvals.set(clarify);
+    }
+
+    /// The approval this call runs under, if it needs or names one.
+    async fn gate(
+        &self,
+        input: &Input,
+        server: &crate::ssh::inventory::Server,
+        ctx: &CallContext,
+    ) -> Result<Option<Receipt>, ToolError> {
+        let needs = self.ssh.settings.needs_approval(server, &input.command);
+        if input.approval.is_none() && needs.is_none() {
+            return Ok(None);
+        }
+        let Some(clarify) = self.approvals.get() else {
+            return Err(ToolError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "This command needs a person's approval ({}), and this deployment has no \
+                     clarify service to ask one",
+                    needs.as_deref().unwrap_or("an approval was given")
+                ),
+            ));
+        };
+        let binding = Binding {
+            tool: NAME.into(),
+            server: server.name.clone(),
+            command_sha256: sha256_hex(&input.command),
+            host_key: server.host_key.fingerprint(),
+            caller: ctx.caller.clone(),
+        };
+        if let Some(id) = &input.approval {
+            return clarify.redeem(id, &binding).await.map(Some);
+        }
+        let why = needs.unwrap_or_default();
+        let shown: String = input.command.chars().take(QUESTION_COMMAND_CHARS).collect();
+        let more = input
+            .command
+            .chars()
+            .count()
+            .saturating_sub(QUESTION_COMMAND_CHARS);
+        let question = format!(
+            "Run this command on {} ({}@{})?\n\n{shown}{}\n\nWhy: {}\nNeeds approval because {why}.\nHost key: {}",
+            server.name,
+            server.username,
+            server.host,
+            if more > 0 {
+                format!(
+                    "\n[… {more} more characters; SHA-256 {}]",
+                    binding.command_sha256
+                )
+            } else {
+                String::new()
+            },
+            if input.intent.is_empty() {
+                "(no intent given)"
+            } else {
+                &input.intent
+            },
+            binding.host_key,
+        );
+        clarify
+            .request_approval(&binding, question, &why, Duration::from_secs(input.wait))
+            .await
+            .map(Some)
+    }
+
+    async fn run(&self, input: &Input, ctx: &CallContext) -> Result<Ran, ToolError> {
         let scope = ctx.servers.as_deref();
         let server = self.ssh.resolve(&input.server_name, scope).await?;
         if let Err(why) = server.policy.check(&input.command) {
@@ -149,6 +258,7 @@ impl SshRun {
                 ),
             ));
         }
+        let receipt = self.gate(input, &server, ctx).await?;
         let asked = Duration::from_secs(input.timeout);
         let capped = asked.min(self.ssh.settings.max_timeout);
         let (timeout, lowered) = effective_timeout(capped, ctx.deadline, Instant::now());
@@ -178,19 +288,32 @@ impl SshRun {
                 timeout.as_secs()
             ));
         }
-        Ok((
-            json!({
-                "stdout": out.stdout,
-                "stderr": stderr,
-                "exit_code": out.exit_code,
-                "timed_out": out.timed_out,
-                "truncated": out.truncated,
-                "duration_ms": started.elapsed().as_millis() as u64,
-            }),
-            out.bytes_out,
+        let mut v = json!({
+            "stdout": out.stdout,
+            "stderr": stderr,
+            "exit_code": out.exit_code,
+            "timed_out": out.timed_out,
+            "truncated": out.truncated,
+            "duration_ms": started.elapsed().as_millis() as u64,
+        });
+        if let Some(r) = &receipt {
+            v["approval"] = json!(r.id);
+        }
+        Ok(Ran {
+            output: v,
+            bytes_out: out.bytes_out,
             reused,
-        ))
+            receipt,
+        })
     }
+}
+
+/// What a run gives the audit line besides the output.
+struct Ran {
+    output: Value,
+    bytes_out: u64,
+    reused: bool,
+    receipt: Option<Receipt>,
 }
 
 impl Tool for SshRun {
@@ -204,37 +327,40 @@ impl Tool for SshRun {
             let input = parse_input(&args)?;
             let outcome = self.run(&input, ctx).await;
             audit(&input, ctx, started, &outcome);
-            outcome.map(|(v, _, _)| v)
+            outcome.map(|r| r.output)
         })
     }
 }
 
 /// The audit line. The command and intent are the caller's words; keys and
 /// passwords never pass through here.
-fn audit(
-    input: &Input,
-    ctx: &CallContext,
-    started: Instant,
-    outcome: &Result<(Value, u64, bool), ToolError>,
-) {
+fn audit(input: &Input, ctx: &CallContext, started: Instant, outcome: &Result<Ran, ToolError>) {
     let duration_ms = started.elapsed().as_millis() as u64;
     let caller = ctx.caller.as_deref().unwrap_or("-");
     match outcome {
-        Ok((v, bytes_out, reused)) => tracing::info!(
-            target: "toolgate::audit",
-            event = "ssh_run",
-            server = %input.server_name,
-            command = %input.command,
-            intent = %input.intent,
-            caller,
-            outcome = "ran",
-            exit_code = v["exit_code"].as_i64(),
-            timed_out = v["timed_out"].as_bool(),
-            bytes_out,
-            connection = if *reused { "reused" } else { "new" },
-            duration_ms,
-            "audit"
-        ),
+        Ok(r) => {
+            let receipt = r.receipt.as_ref();
+            tracing::info!(
+                target: "toolgate::audit",
+                event = "ssh_run",
+                server = %input.server_name,
+                command = %input.command,
+                intent = %input.intent,
+                caller,
+                outcome = "ran",
+                exit_code = r.output["exit_code"].as_i64(),
+                timed_out = r.output["timed_out"].as_bool(),
+                bytes_out = r.bytes_out,
+                connection = if r.reused { "reused" } else { "new" },
+                approval = receipt.map(|r| r.id.as_str()),
+                approver = receipt.map(|r| r.approver),
+                approved_at = receipt.map(|r| r.approved_at.as_str()),
+                command_sha256 = receipt.map(|r| r.command_sha256.as_str()),
+                host_key = receipt.map(|r| r.host_key.as_str()),
+                duration_ms,
+                "audit"
+            )
+        }
         Err(e) => tracing::warn!(
             target: "toolgate::audit",
             event = "ssh_run",
@@ -244,6 +370,7 @@ fn audit(
             caller,
             outcome = e.code.as_str(),
             reason = %e.message,
+            approval = input.approval.as_deref(),
             duration_ms,
             "audit"
         ),
@@ -263,7 +390,9 @@ mod tests {
                 server_name: "web".into(),
                 command: "uptime".into(),
                 intent: String::new(),
-                timeout: 600
+                timeout: 600,
+                approval: None,
+                wait: 0,
             }
         );
         for (bad, says) in [
@@ -301,6 +430,14 @@ mod tests {
             (
                 json!({"server_name": "a", "command": "x".repeat(70_000)}),
                 "longer than",
+            ),
+            (
+                json!({"server_name": "a", "command": "ls", "approval": "../x"}),
+                "\"approval\" must be the 40-character id",
+            ),
+            (
+                json!({"server_name": "a", "command": "ls", "wait": 26}),
+                "\"wait\"",
             ),
         ] {
             let e = parse_input(&bad).unwrap_err();

@@ -30,6 +30,8 @@ fn service(server: &Server) -> Ssh {
             max_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             max_output_bytes: 8 << 20,
+            approve: Default::default(),
+            approve_tags: Vec::new(),
         },
     )
 }
