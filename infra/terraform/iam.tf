@@ -103,6 +103,27 @@ resource "aws_iam_role_policy" "ssh_inventory" {
   policy = data.aws_iam_policy_document.ssh_inventory.json
 }
 
+# Approvals are clarifications: kept in clarify's table (answered through
+# the clarify function), announced on its topic.
+data "aws_iam_policy_document" "ssh_approvals" {
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+  }
+  statement {
+    effect    = "Allow"
+    actions   = ["sns:Publish"]
+    resources = [aws_sns_topic.clarify.arn]
+  }
+}
+
+resource "aws_iam_role_policy" "ssh_approvals" {
+  name   = "approvals"
+  role   = aws_iam_role.function["ssh"].id
+  policy = data.aws_iam_policy_document.ssh_approvals.json
+}
+
 # Their SecureStrings (cloud tokens, SSH private keys) are decrypted through
 # SSM only.
 data "aws_iam_policy_document" "decrypt_via_ssm" {

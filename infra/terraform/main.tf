@@ -72,9 +72,20 @@ locals {
       TOOLGATE_CLOUD_SSM_PREFIX = var.cloud_ssm_prefix
     }
     "ssh" = {
-      TOOLGATE_LOG             = "json"
-      TOOLGATE_SSH_SSM_PREFIX  = var.ssh_ssm_prefix
-      TOOLGATE_SSH_MAX_TIMEOUT = tostring(var.ssh_timeout_seconds)
+      TOOLGATE_LOG                = "json"
+      TOOLGATE_SSH_SSM_PREFIX     = var.ssh_ssm_prefix
+      TOOLGATE_SSH_MAX_TIMEOUT    = tostring(var.ssh_timeout_seconds)
+      TOOLGATE_SSH_APPROVE_PRESET = var.ssh_approve_preset
+      TOOLGATE_SSH_APPROVE_TAGS   = var.ssh_approve_tags
+      # Approvals: clarify's table, links and channels.
+      TOOLGATE_CLARIFY_TABLE          = aws_dynamodb_table.clarify.name
+      TOOLGATE_CLARIFY_EXPIRY_SECS    = tostring(var.clarify_expiry_seconds)
+      TOOLGATE_PUBLIC_URL             = local.api_url
+      TOOLGATE_CLARIFY_SNS_TOPIC_ARN  = aws_sns_topic.clarify.arn
+      TOOLGATE_CLARIFY_SNS_EVENTS     = var.clarify_notify_events
+      TOOLGATE_CLARIFY_WEBHOOK_URL    = var.clarify_webhook_url
+      TOOLGATE_CLARIFY_WEBHOOK_SECRET = var.clarify_webhook_secret
+      TOOLGATE_CLARIFY_SLACK_URL      = var.clarify_slack_webhook_url
     }
     "clarify" = {
       TOOLGATE_LOG                   = "json"

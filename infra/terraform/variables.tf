@@ -149,6 +149,22 @@ variable "clarify_expiry_seconds" {
   }
 }
 
+variable "ssh_approve_preset" {
+  description = "Which ssh_run commands wait for a person's approval on every server (or on those tagged ssh_approve_tags): what the readonly preset would refuse, or all of them."
+  type        = string
+  default     = "none"
+  validation {
+    condition     = contains(["none", "readonly", "all"], var.ssh_approve_preset)
+    error_message = "ssh_approve_preset must be none, readonly or all."
+  }
+}
+
+variable "ssh_approve_tags" {
+  description = "Comma-separated server tags ssh_approve_preset applies to; empty for every server."
+  type        = string
+  default     = ""
+}
+
 variable "clarify_notify_email" {
   description = "An email address subscribed to the clarify topic (AWS asks it to confirm); empty subscribes none. Add phones (SMS) or more addresses with `aws sns subscribe` (README, \"Approvals and notifications\")."
   type        = string

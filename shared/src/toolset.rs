@@ -166,6 +166,10 @@ impl Toolset {
         let run = Arc::new(SshRun::new(ssh.clone()));
         if let Some(clarify) = &self.clarify {
             run.use_approvals(clarify.clone());
+        } else if cfg.clarify.table.is_some() {
+            // The ssh Lambda function: approvals live in clarify's table
+            // and are answered through the clarify function's routes.
+            run.use_approvals(Arc::new(self.clarify_service(cfg, false).await?));
         }
         self.registry.add(run.clone())?;
         self.ssh_run = Some(run);
@@ -175,12 +179,13 @@ impl Toolset {
         Ok(self)
     }
 
-    /// `clarify` and its answer routes: SQLite locally, DynamoDB with
-    /// `TOOLGATE_CLARIFY_TABLE` (feature `aws`), Step Functions callbacks
-    /// when enabled. Expired clarifications that hold a task token are
-    /// swept by `sweep_every` (a long-running server) or by a schedule
-    /// (Lambda, `{"toolgate": "sweep"}`).
-    pub async fn with_clarify(mut self, cfg: &Config) -> Result<Self, String> {
+    /// The clarify service `cfg` describes, its notifications included;
+    /// `callbacks` completes Step Functions tasks.
+    async fn clarify_service(
+        &self,
+        cfg: &Config,
+        callbacks: bool,
+    ) -> Result<crate::clarify::Clarify, String> {
         use crate::clarify::{Clarify, ClarifyStore, TaskCallback};
         let c = &cfg.clarify;
         let store: Arc<dyn ClarifyStore> = match &c.table {
@@ -195,7 +200,7 @@ impl Toolset {
                     .map_err(|e| format!("clarify store: {e}"))?,
             ),
         };
-        let callback: Option<Arc<dyn TaskCallback>> = if c.step_functions {
+        let callback: Option<Arc<dyn TaskCallback>> = if callbacks {
             #[cfg(feature = "aws")]
             {
                 Some(Arc::new(
@@ -227,6 +232,18 @@ impl Toolset {
             tracing::info!(channels = ?notifier.names(), "clarify notifications");
             clarify = clarify.with_notifier(notifier);
         }
+        Ok(clarify)
+    }
+
+    /// `clarify` and its answer routes: SQLite locally, DynamoDB with
+    /// `TOOLGATE_CLARIFY_TABLE` (feature `aws`), Step Functions callbacks
+    /// when enabled. Expired clarifications that hold a task token are
+    /// swept by `sweep_every` (a long-running server) or by a schedule
+    /// (Lambda, `{"toolgate": "sweep"}`).
+    pub async fn with_clarify(mut self, cfg: &Config) -> Result<Self, String> {
+        let clarify = self
+            .clarify_service(cfg, cfg.clarify.step_functions)
+            .await?;
         let clarify = Arc::new(clarify);
         #[cfg(feature = "ssh")]
         if let Some(run) = &self.ssh_run {

@@ -322,10 +322,18 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     let (_moto, endpoint) = moto();
     let doc = json!({
         "host": "127.0.0.1", "port": sshd.port, "username": sshd.user,
-        "host_key": sshd.host_key_line(), "tags": ["lambda"]
+        "host_key": sshd.host_key_line(), "tags": ["lambda"],
+        "policy": {"approve": ["^mkdir "]}
     })
     .to_string();
     let key = std::fs::read_to_string(sshd.client_key_path()).unwrap();
+    // Approvals live in clarify's table (the template gives the ssh
+    // function its name), and are answered through the clarify function.
+    boto(
+        &endpoint,
+        "boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')",
+        &[],
+    );
     run_ok(
         Command::new(tools_dir().join("aws/bin/python"))
             .arg("-c")
@@ -341,6 +349,12 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         ("AWS_SECRET_ACCESS_KEY", "testing"),
         ("AWS_REGION", "us-east-1"),
         ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+        ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
+        ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
+        (
+            "TOOLGATE_PUBLIC_URL",
+            "https://abc123xyz.execute-api.us-east-1.amazonaws.com",
+        ),
     ]);
     match invoke(port, "ssh", "direct_ssh_run.json") {
         Outcome::Returned(v) => {
@@ -362,6 +376,85 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     let logs = watch.logs();
     assert!(
         logs.contains("\"target\":\"toolgate::audit\"") && logs.contains("workflow step"),
+        "{logs}"
+    );
+
+    // A gated command: ApprovalRequired (a state machine can Catch it),
+    // with the approval's id and link in the message.
+    let dir = format!("/tmp/toolgate-approved-{}", std::process::id());
+    let gated = |approval: Option<&str>| {
+        let mut args = json!({"server_name": "box", "command": format!("mkdir -p {dir}")});
+        if let Some(id) = approval {
+            args["approval"] = json!(id);
+        }
+        invoke_value(
+            port,
+            "ssh",
+            &json!({"tool": "ssh_run", "arguments": args, "scope": {"servers": ["box"]}}),
+        )
+    };
+    let id = match gated(None) {
+        Outcome::Failed(e) => {
+            assert!(e.contains("ApprovalRequired"), "{e}\n{}", watch.logs());
+            // cargo lambda wraps the message in a box: read it unwrapped.
+            let flat: String = e
+                .chars()
+                .filter(|c| !c.is_whitespace() && *c != '│')
+                .collect();
+            let id = flat
+                .match_indices("Approval")
+                .map(|(at, w)| &flat[at + w.len()..])
+                .find_map(|rest| {
+                    let id = rest.get(..40)?;
+                    id.bytes()
+                        .all(|b| b.is_ascii_hexdigit())
+                        .then(|| id.to_owned())
+                })
+                .unwrap_or_else(|| panic!("no approval id in {flat}"));
+            assert!(
+                flat.contains("https://abc123xyz.execute-api.us-east-1.amazonaws.com/")
+                    && flat.contains(&format!("clarifications/{id}/answer")),
+                "{flat}"
+            );
+            id
+        }
+        Outcome::Returned(v) => panic!("a gated command must wait, got {v}"),
+    };
+    // A person approves through the clarify function's answer route.
+    let (status, body) = http(
+        "approve",
+        invoke_value(
+            port,
+            "clarify",
+            &answer_route_event("POST", &id, Some(r#"{"choice": 0}"#)),
+        ),
+    );
+    assert_eq!(
+        (status, body["answer"].clone()),
+        (200, json!("Approve")),
+        "{body}"
+    );
+    match gated(Some(&id)) {
+        Outcome::Returned(v) => {
+            assert_eq!(
+                (v["exit_code"].clone(), v["approval"].clone()),
+                (json!(0), json!(id)),
+                "{v}"
+            )
+        }
+        Outcome::Failed(e) => panic!("the approved command failed: {e}\n{}", watch.logs()),
+    }
+    match gated(Some(&id)) {
+        Outcome::Failed(e) => assert!(e.contains("already been used"), "{e}"),
+        Outcome::Returned(v) => panic!("an approval runs once, got {v}"),
+    }
+    // sshd is on loopback: the approved command's folder is on this machine.
+    assert!(std::path::Path::new(&dir).is_dir(), "{dir}");
+    let _ = std::fs::remove_dir(&dir);
+    let logs = watch.logs();
+    assert!(
+        logs.contains(&format!("\"approval\":\"{id}\""))
+            && logs.contains("\"approver\":\"link holder\""),
         "{logs}"
     );
 }
