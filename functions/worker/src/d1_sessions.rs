@@ -165,12 +165,12 @@ impl SessionStore for D1Sessions {
                 .first(None)
                 .await
                 .map_err(|e| e.to_string())?;
-            Ok(match peek {
-                Some(p) if p.owner != owner => Claim::NotFound,
-                None => Claim::NotFound,
-                Some(p) if p.expires_at as i64 <= now => Claim::Expired,
-                Some(_) => Claim::Busy,
-            })
+            Ok(Claim::refused(
+                peek.as_ref()
+                    .map(|p| (p.owner.as_str(), p.expires_at as i64)),
+                owner,
+                now,
+            ))
         }))
     }
 

@@ -167,16 +167,17 @@ impl DynamoSessions {
                 if e.as_service_error()
                     .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
             {
-                return Ok(match self.get(id).await? {
-                    Some(m) if text(&m, "owner") == Some(owner) => {
-                        if num(&m, "expires_at").unwrap_or(0) <= now {
-                            Claim::Expired
-                        } else {
-                            Claim::Busy
-                        }
-                    }
-                    _ => Claim::NotFound,
-                });
+                let found = self.get(id).await?;
+                return Ok(Claim::refused(
+                    found.as_ref().map(|m| {
+                        (
+                            text(m, "owner").unwrap_or_default(),
+                            num(m, "expires_at").unwrap_or(0),
+                        )
+                    }),
+                    owner,
+                    now,
+                ));
             }
             Err(e) => return Err(err("UpdateItem", DisplayErrorContext(e))),
         };

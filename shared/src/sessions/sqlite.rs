@@ -82,12 +82,11 @@ impl SessionStore for SqliteSessions {
             let row: Option<(String, i64)> = c
                 .query_row(sql::PEEK, params![id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?;
-            Ok(match row {
-                Some((o, _)) if o != owner => Claim::NotFound,
-                None => Claim::NotFound,
-                Some((_, expires_at)) if expires_at <= now => Claim::Expired,
-                Some(_) => Claim::Busy,
-            })
+            Ok(Claim::refused(
+                row.as_ref().map(|(o, e)| (o.as_str(), *e)),
+                &owner,
+                now,
+            ))
         }))
     }
 

@@ -42,6 +42,20 @@ pub enum Claim {
     Busy,
 }
 
+impl Claim {
+    /// Why a claim that did not take failed, from what the store holds
+    /// for the id: its `(owner, expires_at)` (Unix ms), if any. Another
+    /// owner's session reads as missing.
+    pub fn refused(found: Option<(&str, i64)>, owner: &str, now: i64) -> Self {
+        match found {
+            Some((o, _)) if o != owner => Self::NotFound,
+            None => Self::NotFound,
+            Some((_, expires_at)) if expires_at <= now => Self::Expired,
+            Some(_) => Self::Busy,
+        }
+    }
+}
+
 /// Where sessions are kept.
 pub trait SessionStore: Send + Sync {
     /// Adds a new, empty session owned by `owner`, held by `lease`.
