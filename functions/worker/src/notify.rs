@@ -12,12 +12,12 @@ use worker::send::{SendFuture, SendWrapper};
 use worker::{Context, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 use toolgate_shared::clarify::notify::Spawn;
-use toolgate_shared::clarify::notify::post::{Post, Posted, Request as Post_};
+use toolgate_shared::clarify::notify::post::{Post, Posted, Request as PostRequest};
 
 /// POSTs with the Workers `fetch`, following no redirect.
 pub struct WorkerFetch;
 
-async fn post_once(r: &Post_, timeout: Duration) -> Result<u16, String> {
+async fn post_once(r: &PostRequest, timeout: Duration) -> Result<u16, String> {
     let headers = Headers::new();
     headers
         .set("content-type", "application/json")
@@ -43,7 +43,7 @@ async fn post_once(r: &Post_, timeout: Duration) -> Result<u16, String> {
 }
 
 impl Post for WorkerFetch {
-    fn post<'a>(&'a self, r: &'a Post_, timeout: Duration) -> Posted<'a> {
+    fn post<'a>(&'a self, r: &'a PostRequest, timeout: Duration) -> Posted<'a> {
         Box::pin(SendFuture::new(post_once(r, timeout)))
     }
 }

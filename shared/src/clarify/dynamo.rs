@@ -51,6 +51,30 @@ fn err(what: &str, e: impl std::fmt::Debug + std::fmt::Display) -> String {
     format!("DynamoDB {what}: {e}")
 }
 
+/// A conditional UpdateItem's outcome: whether its condition held.
+fn won<T>(
+    out: Result<
+        T,
+        aws_sdk_dynamodb::error::SdkError<
+            aws_sdk_dynamodb::operation::update_item::UpdateItemError,
+        >,
+    >,
+) -> Result<bool, String> {
+    match out {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(err(
+            "UpdateItem",
+            aws_sdk_dynamodb::error::DisplayErrorContext(e),
+        )),
+    }
+}
+
 fn item_to(item: &HashMap<String, AttributeValue>) -> Option<Clarification> {
     let text = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
     let num = |k: &str| {
@@ -170,24 +194,11 @@ impl DynamoStore {
         } else {
             "attribute_exists(id) AND #st = :pending AND expires_at > :at"
         };
-        match req
+        won(req
             .update_expression(update)
             .condition_expression(condition)
             .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(err(
-                "UpdateItem",
-                aws_sdk_dynamodb::error::DisplayErrorContext(e),
-            )),
-        }
+            .await)
     }
 
     /// What is due: a query of the `expiring` index (no Scan), whose reads
@@ -291,19 +302,7 @@ impl DynamoStore {
             .expression_attribute_values(":at", n(at))
             .send()
             .await;
-        match out {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(err(
-                "UpdateItem",
-                aws_sdk_dynamodb::error::DisplayErrorContext(e),
-            )),
-        }
+        won(out)
     }
 
     async fn reported_one(&self, id: &str) -> Result<(), String> {

@@ -96,13 +96,28 @@ pub fn event_json(event: Event, c: &Clarification, base_url: &str, now: i64) -> 
 /// words (no URL in it: a Slack webhook's URL is its secret).
 pub type Sent<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
-/// One place people hear about clarifications.
-pub trait Channel: Send + Sync {
+/// What every channel has: its name and the events it hears of.
+#[derive(Clone, Debug)]
+pub struct Listener {
     /// Its name in `notified` and the logs (`webhook`, `slack`, `sns`, or
     /// the name it was given).
-    fn name(&self) -> &str;
+    pub name: String,
+    /// The events it hears of.
+    pub events: Vec<Event>,
+}
+
+/// One place people hear about clarifications.
+pub trait Channel: Send + Sync {
+    /// Its name and events.
+    fn listener(&self) -> &Listener;
+    /// Its name in `notified` and the logs.
+    fn name(&self) -> &str {
+        &self.listener().name
+    }
     /// Whether it hears of `event`.
-    fn wants(&self, event: Event) -> bool;
+    fn wants(&self, event: Event) -> bool {
+        self.listener().events.contains(&event)
+    }
     /// Tells it of `event`; `body` is [`event_json`].
     fn send<'a>(&'a self, event: Event, body: &'a Value) -> Sent<'a>;
 }
@@ -167,31 +182,34 @@ pub async fn from_config(
     use crate::config::NotifyKind;
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
     for c in config {
-        let (name, events) = (c.name.clone(), c.events.clone());
+        let listener = Listener {
+            name: c.name.clone(),
+            events: c.events.clone(),
+        };
+        let to = |url: &String| post::Target {
+            url: url.clone(),
+            post: post.clone(),
+            nap: nap.clone(),
+        };
         channels.push(match &c.kind {
             NotifyKind::Webhook { url, secret } => Arc::new(webhook::Webhook {
-                name,
-                url: url.clone(),
+                listener,
+                to: to(url),
                 secret: secret.clone(),
-                events,
-                post: post.clone(),
-                nap: nap.clone(),
             }),
             NotifyKind::Slack { url } => Arc::new(slack::Slack {
-                name,
-                url: url.clone(),
-                events,
-                post: post.clone(),
-                nap: nap.clone(),
+                listener,
+                to: to(url),
             }),
             #[cfg(feature = "aws")]
             NotifyKind::Sns { topic_arn } => {
-                Arc::new(sns::Sns::from_env(name, topic_arn.clone(), events).await)
+                Arc::new(sns::Sns::from_env(listener, topic_arn.clone()).await)
             }
             #[cfg(not(feature = "aws"))]
             NotifyKind::Sns { .. } => {
                 return Err(format!(
-                    "notification channel {name}: SNS needs a build with AWS support (feature `aws`)"
+                    "notification channel {}: SNS needs a build with AWS support (feature `aws`)",
+                    listener.name
                 ));
             }
         });

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::Nap;
@@ -26,6 +27,34 @@ pub type Posted<'a> = Pin<Box<dyn Future<Output = Result<u16, String>> + Send + 
 pub trait Post: Send + Sync {
     /// Sends `r`; the receiver's status.
     fn post<'a>(&'a self, r: &'a Request, timeout: Duration) -> Posted<'a>;
+}
+
+/// Where an HTTP channel posts, and how.
+pub struct Target {
+    /// Secret for Slack (the URL is the credential): never logged or shown.
+    pub url: String,
+    /// The transport.
+    pub post: Arc<dyn Post>,
+    /// The timer retries wait on.
+    pub nap: Nap,
+}
+
+impl Target {
+    /// POSTs `body` with the headers `headers()` makes for each attempt.
+    pub async fn send(
+        &self,
+        body: &[u8],
+        headers: impl Fn() -> Vec<(String, String)>,
+    ) -> Result<(), String> {
+        let make = || {
+            Ok(Request {
+                url: self.url.clone(),
+                headers: headers(),
+                body: body.to_vec(),
+            })
+        };
+        deliver(self.post.as_ref(), &self.nap, make).await
+    }
 }
 
 /// How long one attempt may take.

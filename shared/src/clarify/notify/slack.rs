@@ -5,13 +5,10 @@
 //! events, how it ended. The agent's text goes in `plain_text` objects, so
 //! it cannot mention `@channel` or format links.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
-use super::post::{Post, Request, deliver};
-use super::{Channel, Event, Sent};
-use crate::clarify::Nap;
+use super::post::Target;
+use super::{Channel, Event, Listener, Sent};
 
 /// Slack's limits: a button's text, a `plain_text` section, the fallback.
 const BUTTON_CHARS: usize = 75;
@@ -104,38 +101,21 @@ pub fn message(event: Event, body: &Value) -> Value {
 
 /// A Slack incoming webhook.
 pub struct Slack {
-    /// Its name in `notified` and the logs.
-    pub name: String,
-    /// The incoming webhook's URL: its credential.
-    pub url: String,
-    /// The events it hears of.
-    pub events: Vec<Event>,
-    /// How it POSTs.
-    pub post: Arc<dyn Post>,
-    /// The timer retries wait on.
-    pub nap: Nap,
+    /// Its name and events.
+    pub listener: Listener,
+    /// The incoming webhook (its URL is its credential).
+    pub to: Target,
 }
 
 impl Channel for Slack {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn wants(&self, event: Event) -> bool {
-        self.events.contains(&event)
+    fn listener(&self) -> &Listener {
+        &self.listener
     }
 
     fn send<'a>(&'a self, event: Event, body: &'a Value) -> Sent<'a> {
         Box::pin(async move {
             let bytes = serde_json::to_vec(&message(event, body)).map_err(|e| e.to_string())?;
-            let make = || {
-                Ok(Request {
-                    url: self.url.clone(),
-                    headers: vec![],
-                    body: bytes.clone(),
-                })
-            };
-            deliver(self.post.as_ref(), &self.nap, make).await
+            self.to.send(&bytes, Vec::new).await
         })
     }
 }

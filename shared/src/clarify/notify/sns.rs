@@ -7,27 +7,24 @@ use aws_sdk_sns::Client;
 use aws_sdk_sns::types::MessageAttributeValue;
 use serde_json::{Value, json};
 
-use super::{Channel, Event, Sent};
+use super::{Channel, Event, Listener, Sent};
 
 /// An SNS topic.
 pub struct Sns {
-    /// Its name in `notified` and the logs.
-    pub name: String,
+    /// Its name and events.
+    pub listener: Listener,
     /// The topic published to.
     pub topic_arn: String,
-    /// The events it hears of.
-    pub events: Vec<Event>,
     client: Client,
 }
 
 impl Sns {
     /// A client from the environment's AWS config, for `topic_arn`.
-    pub async fn from_env(name: String, topic_arn: String, events: Vec<Event>) -> Self {
+    pub async fn from_env(listener: Listener, topic_arn: String) -> Self {
         let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Self {
-            name,
+            listener,
             topic_arn,
-            events,
             client: Client::new(&conf),
         }
     }
@@ -91,12 +88,8 @@ pub fn messages(event: Event, body: &Value) -> (&'static str, Value) {
 }
 
 impl Channel for Sns {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn wants(&self, event: Event) -> bool {
-        self.events.contains(&event)
+    fn listener(&self) -> &Listener {
+        &self.listener
     }
 
     fn send<'a>(&'a self, event: Event, body: &'a Value) -> Sent<'a> {

@@ -12,15 +12,12 @@
 //! constant time, refuses a timestamp more than 5 minutes off, and drops a
 //! delivery id it has already taken (README has a snippet).
 
-use std::sync::Arc;
-
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use super::post::{Post, Request, deliver};
-use super::{Channel, Event, Sent};
-use crate::clarify::Nap;
+use super::post::Target;
+use super::{Channel, Event, Listener, Sent};
 
 /// `v1=<hex>`: the signature of `body` sent at `timestamp`.
 pub fn signature(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
@@ -36,53 +33,40 @@ pub fn signature(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 
 /// A signed webhook.
 pub struct Webhook {
-    /// Its name in `notified` and the logs.
-    pub name: String,
+    /// Its name and events.
+    pub listener: Listener,
     /// Where events are POSTed.
-    pub url: String,
+    pub to: Target,
     /// The key of the signature (never logged).
     pub secret: String,
-    /// The events it hears of.
-    pub events: Vec<Event>,
-    /// How it POSTs.
-    pub post: Arc<dyn Post>,
-    /// The timer retries wait on.
-    pub nap: Nap,
 }
 
 impl Channel for Webhook {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn wants(&self, event: Event) -> bool {
-        self.events.contains(&event)
+    fn listener(&self) -> &Listener {
+        &self.listener
     }
 
     fn send<'a>(&'a self, event: Event, body: &'a Value) -> Sent<'a> {
         Box::pin(async move {
             let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
-            let delivery = body["delivery"].as_str().unwrap_or_default().to_owned();
-            let make = || {
+            let delivery = body["delivery"].as_str().unwrap_or_default();
+            // Signed afresh per attempt: the timestamp is the attempt's.
+            let headers = || {
                 let ts = crate::clock::unix_ms() / 1000;
-                Ok(Request {
-                    url: self.url.clone(),
-                    headers: vec![
-                        ("toolgate-timestamp".into(), ts.to_string()),
-                        (
-                            "toolgate-signature".into(),
-                            signature(self.secret.as_bytes(), ts, &bytes),
-                        ),
-                        ("toolgate-delivery".into(), delivery.clone()),
-                        (
-                            "toolgate-event".into(),
-                            format!("clarification.{}", event.as_str()),
-                        ),
-                    ],
-                    body: bytes.clone(),
-                })
+                vec![
+                    ("toolgate-timestamp".into(), ts.to_string()),
+                    (
+                        "toolgate-signature".into(),
+                        signature(self.secret.as_bytes(), ts, &bytes),
+                    ),
+                    ("toolgate-delivery".into(), delivery.to_owned()),
+                    (
+                        "toolgate-event".into(),
+                        format!("clarification.{}", event.as_str()),
+                    ),
+                ]
             };
-            deliver(self.post.as_ref(), &self.nap, make).await
+            self.to.send(&bytes, headers).await
         })
     }
 }
