@@ -103,9 +103,10 @@ resource "aws_iam_role_policy" "ssh_inventory" {
   policy = data.aws_iam_policy_document.ssh_inventory.json
 }
 
-# Approvals are clarifications: kept in clarify's table (answered through
-# the clarify function), announced on its topic.
-data "aws_iam_policy_document" "ssh_approvals" {
+# ssh_run's and the cloud tools' approvals are clarifications: kept in
+# clarify's table (answered through the clarify function), announced on its
+# topic.
+data "aws_iam_policy_document" "approvals" {
   statement {
     effect    = "Allow"
     actions   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]
@@ -118,10 +119,20 @@ data "aws_iam_policy_document" "ssh_approvals" {
   }
 }
 
-resource "aws_iam_role_policy" "ssh_approvals" {
+locals {
+  # The functions whose tools can wait for a person's approval.
+  approvers = {
+    cloud = "cloud_call"
+    ssh   = "ssh_run"
+  }
+}
+
+resource "aws_iam_role_policy" "approvals" {
+  for_each = local.approvers
+
   name   = "approvals"
-  role   = aws_iam_role.function["ssh"].id
-  policy = data.aws_iam_policy_document.ssh_approvals.json
+  role   = aws_iam_role.function[each.key].id
+  policy = data.aws_iam_policy_document.approvals.json
 }
 
 # Their SecureStrings (cloud tokens, SSH private keys) are decrypted through

@@ -68,8 +68,18 @@ locals {
       TOOLGATE_SESSIONS_TABLE   = aws_dynamodb_table.sessions.name
     }
     "cloud" = {
-      TOOLGATE_LOG              = "json"
-      TOOLGATE_CLOUD_SSM_PREFIX = var.cloud_ssm_prefix
+      TOOLGATE_LOG                 = "json"
+      TOOLGATE_CLOUD_SSM_PREFIX    = var.cloud_ssm_prefix
+      TOOLGATE_CLOUD_APPROVE_TOOLS = var.cloud_approve_tools
+      # Approvals: clarify's table, links and channels.
+      TOOLGATE_CLARIFY_TABLE          = aws_dynamodb_table.clarify.name
+      TOOLGATE_CLARIFY_EXPIRY_SECS    = tostring(var.clarify_expiry_seconds)
+      TOOLGATE_PUBLIC_URL             = local.api_url
+      TOOLGATE_CLARIFY_SNS_TOPIC_ARN  = aws_sns_topic.clarify.arn
+      TOOLGATE_CLARIFY_SNS_EVENTS     = var.clarify_notify_events
+      TOOLGATE_CLARIFY_WEBHOOK_URL    = var.clarify_webhook_url
+      TOOLGATE_CLARIFY_WEBHOOK_SECRET = var.clarify_webhook_secret
+      TOOLGATE_CLARIFY_SLACK_URL      = var.clarify_slack_webhook_url
     }
     "ssh" = {
       TOOLGATE_LOG                = "json"

@@ -149,6 +149,12 @@ variable "clarify_expiry_seconds" {
   }
 }
 
+variable "cloud_approve_tools" {
+  description = "Comma-separated cloud tool names (<account>__<tool>, * matches any run) whose calls wait for a person's approval; an account's own document can add its tools (\"approve\")."
+  type        = string
+  default     = ""
+}
+
 variable "ssh_approve_preset" {
   description = "Which ssh_run commands wait for a person's approval on every server (or on those tagged ssh_approve_tags): what the readonly preset would refuse, or all of them."
   type        = string

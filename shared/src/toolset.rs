@@ -96,7 +96,7 @@ impl Toolset {
             #[cfg(feature = "aws")]
             Some(prefix) => {
                 let source = crate::cloud::ssm::SsmAccounts::from_env(prefix).await;
-                CloudTools::start(&source, settings).await?
+                CloudTools::start(&source, settings, c.approve_tools.clone()).await?
             }
             #[cfg(not(feature = "aws"))]
             Some(_) => {
@@ -105,8 +105,21 @@ impl Toolset {
                         .into(),
                 );
             }
-            None => CloudTools::start(&ConfigAccounts(c.accounts.clone()), settings).await?,
+            None => {
+                CloudTools::start(
+                    &ConfigAccounts(c.accounts.clone()),
+                    settings,
+                    c.approve_tools.clone(),
+                )
+                .await?
+            }
         };
+        // Approvals are clarifications (see `with_ssh`).
+        if let Some(clarify) = &self.clarify {
+            cloud.use_approvals(clarify.clone());
+        } else if cfg.clarify.table.is_some() {
+            cloud.use_approvals(Arc::new(self.clarify_service(cfg, false).await?));
+        }
         let cloud = Arc::new(cloud);
         self.registry.add_source(cloud.clone());
         let health = cloud.clone();
@@ -248,6 +261,9 @@ impl Toolset {
         #[cfg(feature = "ssh")]
         if let Some(run) = &self.ssh_run {
             run.use_approvals(clarify.clone());
+        }
+        if let Some(cloud) = &self.cloud {
+            cloud.use_approvals(clarify.clone());
         }
         self.registry
             .add(Arc::new(crate::tools::clarify::ClarifyTool::new(

@@ -368,3 +368,65 @@ fn an_approval_expires_and_bad_or_foreign_ids_are_refused_and_rules_apply_by_tag
     let r = ssh_run(&s3, json!({"server_name": "box", "command": "uptime"}));
     assert_eq!(r.status, 200, "untagged servers are not gated");
 }
+
+/// Cloud tools by name: a gated tool of the MCP reference server waits for
+/// a person; the approval binds the account, the tool and the arguments.
+#[test]
+fn a_gated_cloud_tool_runs_once_with_exactly_the_approved_arguments() {
+    let (_mcp, port) = toolgate_e2e::peer::everything();
+    let text =
+        format!("[clouds.demo]\nurl = \"http://127.0.0.1:{port}/mcp\"\napprove = [\"ech*\"]\n");
+    let (s, _cfg) = serve(&text, &[]);
+    let tools = s.get("/tools").json();
+    let schema = |name: &str| {
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["input_schema"].clone())
+            .unwrap_or_else(|| panic!("no {name} in {tools:#}"))
+    };
+    assert!(schema("demo__echo")["properties"]["toolgate_approval"].is_object());
+    let others: Vec<&Value> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("demo__") && t["name"] != "demo__echo")
+        .collect();
+    assert!(!others.is_empty());
+    assert!(others.iter().all(|t| {
+        t["input_schema"]["properties"]
+            .get("toolgate_approval")
+            .is_none()
+    }));
+
+    let call = |args: Value| s.post_json("/tools/demo__echo", &args);
+    let r = call(json!({"message": "hi"}));
+    let (status, code, msg) = error(&r);
+    assert_eq!((status, code.as_str()), (428, "approval_required"), "{msg}");
+    let id = r.json()["error"]["approval"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(&s, &id, 0);
+    let (status, _, msg) = error(&call(json!({"message": "bye", "toolgate_approval": id})));
+    assert_eq!(status, 403);
+    assert!(msg.contains("another command"), "{msg}");
+    // The same arguments in another order are the same call.
+    let r = call(json!({"toolgate_approval": id, "message": "hi"}));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.json().to_string().contains("hi"), "{}", r.json());
+    let (status, _, msg) = error(&call(json!({"message": "hi", "toolgate_approval": id})));
+    assert_eq!(status, 403);
+    assert!(msg.contains("already been used"), "{msg}");
+    let lines = audit(&s);
+    let ran = lines
+        .iter()
+        .find(|l| l["event"] == "cloud_call" && l["outcome"] == "approved")
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(ran["approval"], id);
+    assert_eq!(ran["account"], "demo");
+    assert_eq!(ran["arguments_sha256"], sha256(r#"{"message":"hi"}"#));
+    assert_eq!(ran["endpoint"], format!("http://127.0.0.1:{port}/mcp"));
+}

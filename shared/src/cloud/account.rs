@@ -23,6 +23,9 @@ pub struct Account {
     pub headers: BTreeMap<String, String>,
     /// Sent as `Authorization: Bearer`.
     pub token: Option<String>,
+    /// The account's own tool names (`*` matches any run) whose calls wait
+    /// for a person's approval (README, "Approvals and notifications").
+    pub approve: Vec<String>,
 }
 
 // Header values and tokens are credentials: never print them.
@@ -34,6 +37,7 @@ impl fmt::Debug for Account {
             .field("enabled", &self.enabled)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("approve", &self.approve)
             .finish()
     }
 }
@@ -101,6 +105,7 @@ mod tests {
             enabled: true,
             headers: [("X-Api-Key".to_owned(), "hunter2".to_owned())].into(),
             token: Some("s3cret".into()),
+            approve: Vec::new(),
         };
         let shown = format!("{a:?}");
         assert!(shown.contains("X-Api-Key") && shown.contains("<redacted>"));

@@ -41,9 +41,48 @@ pub fn with_hash(name: &str, original: &str) -> String {
     format!("{}_{:08x}", &name[..keep], fnv1a(original) as u32)
 }
 
+/// Whether `name` matches `pattern`, where `*` matches any run of
+/// characters (none included) and everything else itself.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let Some((first, rest)) = pattern.split_once('*') else {
+        return pattern == name;
+    };
+    let Some(mut tail) = name.strip_prefix(first) else {
+        return false;
+    };
+    let mut parts: Vec<&str> = rest.split('*').collect();
+    let last = parts.pop().unwrap_or_default();
+    for part in parts {
+        match tail.find(part) {
+            Some(i) => tail = &tail[i + part.len()..],
+            None => return false,
+        }
+    }
+    tail.len() >= last.len() && tail.ends_with(last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn globs_match_runs_and_nothing_else() {
+        for (p, n, m) in [
+            ("delete_*", "delete_bucket", true),
+            ("delete_*", "undelete_bucket", false),
+            ("*", "anything", true),
+            ("echo", "echo", true),
+            ("echo", "echo2", false),
+            ("*__terminate_*", "aws__terminate_instances", true),
+            ("*__terminate_*", "aws__list", false),
+            ("a*b*c", "abc", true),
+            ("a*b*c", "a-x-b-y-c", true),
+            ("a*b*c", "a-c-b", false),
+            ("ab*ba", "aba", false),
+        ] {
+            assert_eq!(glob_match(p, n), m, "{p} {n}");
+        }
+    }
 
     fn valid(n: &str) -> bool {
         (1..=NAME_MAX).contains(&n.len())

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderName, HeaderValue};
@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 
 use super::account::{Account, AccountSource};
 use super::names;
+use crate::clarify::Clarify;
+use crate::clarify::approval::{Binding, Receipt, sha256_hex};
 use crate::error::{ErrorCode, ToolError};
 use crate::registry::ToolSource;
 use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
@@ -41,10 +43,26 @@ pub struct CloudTools {
     upstreams: BTreeMap<String, Arc<Upstream>>,
     settings: CloudSettings,
     runtime: tokio::runtime::Handle,
+    gate: Arc<Gate>,
 }
+
+/// Which calls wait for a person's approval, and where approvals are kept.
+#[derive(Default)]
+struct Gate {
+    /// Exported names (`*` globs), on every account.
+    approve: Vec<String>,
+    /// clarify, once set up.
+    approvals: OnceLock<Arc<Clarify>>,
+}
+
+/// The arguments a gated tool takes besides its own: stripped before the
+/// call goes to the account.
+const APPROVAL_ARG: &str = "toolgate_approval";
+const WAIT_ARG: &str = "toolgate_wait";
 
 struct Upstream {
     account: Account,
+    gate: Arc<Gate>,
     settings: CloudSettings,
     session: tokio::sync::Mutex<Option<Arc<Client>>>,
     listing: RwLock<Listing>,
@@ -77,7 +95,12 @@ impl CloudTools {
     pub async fn start(
         source: &dyn AccountSource,
         settings: CloudSettings,
+        approve: Vec<String>,
     ) -> Result<Self, String> {
+        let gate = Arc::new(Gate {
+            approve,
+            approvals: OnceLock::new(),
+        });
         let accounts = source
             .load()
             .await
@@ -90,6 +113,7 @@ impl CloudTools {
             }
             let up = Arc::new(Upstream {
                 account,
+                gate: gate.clone(),
                 settings,
                 session: tokio::sync::Mutex::new(None),
                 listing: RwLock::new(Listing::default()),
@@ -104,6 +128,7 @@ impl CloudTools {
         }
         while first.join_next().await.is_some() {}
         Ok(Self {
+            gate,
             upstreams,
             settings,
             runtime: tokio::runtime::Handle::current(),
@@ -324,14 +349,30 @@ impl Upstream {
                 .or(t.title.as_deref())
                 .unwrap_or("")
                 .to_owned();
+            let gated = self
+                .account
+                .approve
+                .iter()
+                .any(|g| names::glob_match(g, &remote))
+                || self
+                    .gate
+                    .approve
+                    .iter()
+                    .any(|g| names::glob_match(g, &name));
+            let mut input_schema = Value::Object((*t.input_schema).clone());
+            if gated && let Some(props) = input_schema["properties"].as_object_mut() {
+                props.insert(APPROVAL_ARG.into(), json!({"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "This tool's calls need a person's approval: the id from the approval_required error, once approved. Used once, for exactly these arguments"}));
+                props.insert(WAIT_ARG.into(), json!({"type": "integer", "minimum": 0, "maximum": crate::clarify::MAX_WAIT_SECS, "description": "Seconds to wait for a person's approval before answering approval_required"}));
+            }
             out.push(Arc::new(ProxyTool {
                 spec: ToolSpec {
                     name,
                     description,
-                    input_schema: Value::Object((*t.input_schema).clone()),
+                    input_schema,
                     output_schema: result_schema(),
                 },
                 remote,
+                gated,
                 upstream: self.clone(),
             }));
         }
@@ -359,6 +400,8 @@ pub struct ProxyTool {
     spec: ToolSpec,
     /// The tool's own name on its server.
     remote: String,
+    /// Whether calls wait for a person's approval.
+    gated: bool,
     upstream: Arc<Upstream>,
 }
 
@@ -407,11 +450,154 @@ impl ProxyTool {
     }
 }
 
+impl ProxyTool {
+    /// A gated call: the approval it runs under (asked for, or used), its
+    /// audit line, then the call.
+    async fn gated_call(&self, mut args: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        let Some(obj) = args.as_object_mut() else {
+            return self.forward(args).await;
+        };
+        let approval = match obj.remove(APPROVAL_ARG) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(id),
+            Some(_) => {
+                return Err(ToolError::invalid_input(format!(
+                    "\"{APPROVAL_ARG}\" must be the id of an approval_required error"
+                )));
+            }
+        };
+        let wait = match obj.remove(WAIT_ARG) {
+            None | Some(Value::Null) => 0,
+            Some(v) => v
+                .as_u64()
+                .filter(|w| *w <= crate::clarify::MAX_WAIT_SECS)
+                .ok_or_else(|| {
+                    ToolError::invalid_input(format!(
+                        "\"{WAIT_ARG}\" must be a whole number of seconds, at most 25"
+                    ))
+                })?,
+        };
+        let up = &self.upstream;
+        let Some(clarify) = up.gate.approvals.get() else {
+            return Err(ToolError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{} needs a person's approval, and this deployment has no clarify service to ask one",
+                    self.spec.name
+                ),
+            ));
+        };
+        let arguments = canonical(&args);
+        let binding = Binding {
+            tool: self.spec.name.clone(),
+            server: up.account.id.clone(),
+            command_sha256: sha256_hex(&arguments),
+            host_key: up.account.url.clone(),
+            caller: ctx.caller.clone(),
+        };
+        let receipt = match &approval {
+            Some(id) => clarify.redeem(id, &binding).await,
+            None => {
+                let shown: String = arguments.chars().take(1_500).collect();
+                let question = format!(
+                    "Call {} on cloud account {} ({})?\n\nArguments: {shown}{}",
+                    self.spec.name,
+                    up.account.id,
+                    up.account.url,
+                    if shown.len() < arguments.len() {
+                        " …"
+                    } else {
+                        ""
+                    }
+                );
+                let why = format!("{} is marked for approval", self.spec.name);
+                clarify
+                    .request_approval(
+                        &binding,
+                        question,
+                        &why,
+                        std::time::Duration::from_secs(wait),
+                    )
+                    .await
+            }
+        };
+        audit(&self.spec.name, &up.account.id, ctx, &approval, &receipt);
+        receipt?;
+        self.forward(args).await
+    }
+}
+
+/// The audit line of a gated cloud call: its approval's receipt, or why it
+/// did not run.
+fn audit(
+    tool: &str,
+    account: &str,
+    ctx: &CallContext,
+    approval: &Option<String>,
+    receipt: &Result<Receipt, ToolError>,
+) {
+    let caller = ctx.caller.as_deref().unwrap_or("-");
+    match receipt {
+        Ok(r) => tracing::info!(
+            target: "toolgate::audit",
+            event = "cloud_call",
+            tool,
+            account,
+            caller,
+            outcome = "approved",
+            approval = %r.id,
+            approver = r.approver,
+            approved_at = %r.approved_at,
+            arguments_sha256 = %r.command_sha256,
+            endpoint = %r.host_key,
+            "audit"
+        ),
+        Err(e) => tracing::warn!(
+            target: "toolgate::audit",
+            event = "cloud_call",
+            tool,
+            account,
+            caller,
+            outcome = e.code.as_str(),
+            reason = %e.message,
+            approval = approval.as_deref(),
+            "audit"
+        ),
+    }
+}
+
+/// `v` as JSON with every object's keys sorted: the same arguments always
+/// hash the same.
+fn canonical(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => {
+                let m: BTreeMap<&String, Value> = o.iter().map(|(k, v)| (k, sorted(v))).collect();
+                json!(m)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v).to_string()
+}
+
 impl Tool for ProxyTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
-    fn call<'a>(&'a self, args: Value, _ctx: &'a CallContext) -> ToolFuture<'a> {
-        Box::pin(self.forward(args))
+    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
+        if self.gated {
+            Box::pin(self.gated_call(args, ctx))
+        } else {
+            Box::pin(self.forward(args))
+        }
+    }
+}
+
+impl CloudTools {
+    /// Asks and keeps approvals with `clarify` (set once).
+    pub fn use_approvals(&self, clarify: Arc<Clarify>) {
+        let _ = self.gate.approvals.set(clarify);
     }
 }

@@ -17,6 +17,8 @@ struct Document {
     #[serde(default)]
     headers: BTreeMap<String, String>,
     token_parameter: Option<String>,
+    #[serde(default)]
+    approve: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -85,6 +87,7 @@ impl SsmAccounts {
             enabled: doc.enabled,
             headers: doc.headers,
             token,
+            approve: doc.approve,
         })
     }
 }

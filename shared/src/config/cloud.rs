@@ -19,6 +19,9 @@ pub struct CloudConfig {
     pub ttl_secs: u64,
     /// Seconds allowed per request to an account (`TOOLGATE_CLOUD_TIMEOUT_SECS`, default 10).
     pub timeout_secs: u64,
+    /// Exported tool names (`*` matches any run) whose calls wait for a
+    /// person's approval, on every account (`TOOLGATE_CLOUD_APPROVE_TOOLS`).
+    pub approve_tools: Vec<String>,
 }
 
 impl Default for CloudConfig {
@@ -28,6 +31,7 @@ impl Default for CloudConfig {
             ssm_prefix: None,
             ttl_secs: 300,
             timeout_secs: 10,
+            approve_tools: Vec::new(),
         }
     }
 }
@@ -44,6 +48,9 @@ pub(super) struct FileCloud {
     /// The name of an environment variable holding the bearer token, so
     /// that the file itself holds no secret.
     token_env: Option<String>,
+    /// The account's tool names whose calls need approval.
+    #[serde(default)]
+    approve: Vec<String>,
 }
 
 fn enabled_by_default() -> bool {
@@ -88,9 +95,13 @@ impl CloudConfig {
                 enabled: table.enabled,
                 headers: table.headers,
                 token,
+                approve: table.approve,
             });
         }
         c.ssm_prefix = env.text("TOOLGATE_CLOUD_SSM_PREFIX");
+        if let Some(v) = env.list("TOOLGATE_CLOUD_APPROVE_TOOLS") {
+            c.approve_tools = v;
+        }
         let secs = "a whole number of seconds";
         set_number(env, &mut c.ttl_secs, "TOOLGATE_CLOUD_TTL_SECS", secs)?;
         set_number(
