@@ -224,6 +224,31 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
         "{msg}"
     );
     assert!(exists(&s, &f(1)));
+    // Each decision is audited when it is made, with what it was for.
+    let decisions: Vec<(String, String)> = audit(&s)
+        .iter()
+        .filter(|l| l["event"] == "approval")
+        .map(|l| {
+            (
+                l["approval"].as_str().unwrap().to_owned(),
+                l["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        decisions.contains(&(id.clone(), "approved".into())),
+        "{decisions:?}"
+    );
+    assert!(
+        decisions.contains(&(no.clone(), "rejected".into())),
+        "{decisions:?}"
+    );
+    let rejected = audit(&s)
+        .into_iter()
+        .find(|l| l["event"] == "approval" && l["approval"] == no)
+        .unwrap();
+    assert_eq!(rejected["command_sha256"], sha256(rm));
+    assert_eq!(rejected["server"], "box");
 
     // `wait`: the call blocks until a person approves, then runs.
     let approver = {
@@ -319,6 +344,12 @@ fn an_approval_expires_and_bad_or_foreign_ids_are_refused_and_rules_apply_by_tag
         &json!({"choice": 0}),
     );
     assert_eq!(r.status, 410, "too late to approve");
+    assert!(
+        audit(&s)
+            .iter()
+            .any(|l| l["event"] == "approval" && l["approval"] == id && l["decision"] == "expired"),
+        "the expiry is audited"
+    );
     let (status, _, msg) = error(&ssh_run(
         &s,
         json!({"server_name": "box", "command": "reboot --dry-run", "approval": id}),

@@ -114,6 +114,37 @@ impl Clarify {
         self.nap.clone()
     }
 
+    /// An approval's decision (approved, rejected, expired, withdrawn) as
+    /// an audit line, whether or not the call is ever repeated.
+    async fn audit_decision(&self, c: &Clarification) {
+        let Ok(Some((json, _))) = self.store.binding(&c.id).await else {
+            return;
+        };
+        let Ok(b) = serde_json::from_str::<approval::Binding>(&json) else {
+            return;
+        };
+        let decision = match c.status {
+            Status::Answered if c.choice == Some(0) => "approved",
+            Status::Answered => "rejected",
+            Status::Expired => "expired",
+            Status::Cancelled => "withdrawn",
+            Status::Pending => return,
+        };
+        tracing::info!(
+            target: "toolgate::audit",
+            event = "approval",
+            approval = %c.id,
+            decision,
+            approver = "link holder",
+            tool = %b.tool,
+            server = %b.server,
+            command_sha256 = %b.command_sha256,
+            host_key = %b.host_key,
+            caller = b.caller.as_deref().unwrap_or("-"),
+            "audit"
+        );
+    }
+
     /// Tells the channels that hear of `c`'s latest event, and records each
     /// outcome on `c`. Errors are logged and recorded, never returned.
     async fn announce(&self, c: &Clarification) {
@@ -299,6 +330,7 @@ impl Clarify {
         self.changed.notify_waiters();
         self.report(&current).await;
         self.announce(&current).await;
+        self.audit_decision(&current).await;
         Ok(Ok(current))
     }
 
@@ -316,6 +348,7 @@ impl Clarify {
                 done.status = Status::Expired;
                 self.report(&done).await;
                 self.announce(&done).await;
+                self.audit_decision(&done).await;
             }
             Ok(false) => {}
             Err(e) => {
