@@ -432,6 +432,27 @@ fn a_gated_cloud_tool_runs_once_with_exactly_the_approved_arguments() {
             .is_none()
     }));
 
+    // Over MCP the gate is a tool error whose text is the same body.
+    let over_mcp = s
+        .request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "demo__echo", "arguments": {"message": "hi"}}})
+            .to_string()
+            .as_bytes(),
+        )
+        .json();
+    assert_eq!(over_mcp["result"]["isError"], true, "{over_mcp}");
+    let text: Value =
+        serde_json::from_str(over_mcp["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["error"]["code"], "approval_required", "{text}");
+    assert_eq!(text["error"]["approval"]["status"], "pending", "{text}");
+
     let call = |args: Value| s.post_json("/tools/demo__echo", &args);
     let r = call(json!({"message": "hi"}));
     let (status, code, msg) = error(&r);

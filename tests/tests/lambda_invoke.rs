@@ -271,6 +271,55 @@ fn a_function_that_cannot_start_fails_its_invocation_with_the_reason() {
     );
 }
 
+/// The approval's id from an ApprovalRequired failure, checking the message
+/// carries the answer link.
+fn approval_id(e: &str, watch: &Peer) -> String {
+    assert!(e.contains("ApprovalRequired"), "{e}\n{}", watch.logs());
+    // cargo lambda wraps the message in a box: read it unwrapped.
+    let flat: String = e
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '│')
+        .collect();
+    let id = flat
+        .match_indices("Approval")
+        .map(|(at, w)| &flat[at + w.len()..])
+        .find_map(|rest| {
+            let id = rest.get(..40)?;
+            id.bytes()
+                .all(|b| b.is_ascii_hexdigit())
+                .then(|| id.to_owned())
+        })
+        .unwrap_or_else(|| panic!("no approval id in {flat}"));
+    assert!(
+        flat.contains(PUBLIC_URL) && flat.contains(&format!("clarifications/{id}/answer")),
+        "{flat}"
+    );
+    id
+}
+
+/// A person approves `id` through the clarify function's answer route.
+fn approve(port: u16, id: &str) {
+    let (status, body) = http(
+        "approve",
+        invoke_value(
+            port,
+            "clarify",
+            &answer_route_event("POST", id, Some(r#"{"choice": 0}"#)),
+        ),
+    );
+    assert_eq!(
+        (status, body["answer"].clone()),
+        (200, json!("Approve")),
+        "{body}"
+    );
+}
+
+/// Clarify's table, as the ssh and cloud functions keep approvals in it.
+const CLARIFY_TABLE: &str = "boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')";
+
+/// The API's address as the functions are told it (approval links).
+const PUBLIC_URL: &str = "https://abc123xyz.execute-api.us-east-1.amazonaws.com";
+
 #[test]
 fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
     let (_moto, endpoint) = moto();
@@ -286,12 +335,17 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
             .arg(&doc),
         "put the account into moto's SSM",
     );
+    boto(&endpoint, CLARIFY_TABLE, &[]);
     let (watch, port) = watch(&[
         ("AWS_ENDPOINT_URL", &endpoint),
         ("AWS_ACCESS_KEY_ID", "testing"),
         ("AWS_SECRET_ACCESS_KEY", "testing"),
         ("AWS_REGION", "us-east-1"),
         ("TOOLGATE_CLOUD_SSM_PREFIX", "/toolgate/clouds"),
+        ("TOOLGATE_CLOUD_APPROVE_TOOLS", "*__get-sum"),
+        ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
+        ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
+        ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
     ]);
     match invoke(port, "cloud", "direct_cloud_echo.json") {
         Outcome::Returned(v) => {
@@ -314,6 +368,40 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
         }
         Outcome::Returned(v) => panic!("bare arguments must fail, got {v}"),
     }
+
+    // A gated tool waits for a person, then runs once with exactly the
+    // approved arguments (their order aside).
+    let sum = |args: Value| {
+        invoke_value(
+            port,
+            "cloud",
+            &json!({"tool": "ref__get-sum", "arguments": args}),
+        )
+    };
+    let id = match sum(json!({"a": 2, "b": 40})) {
+        Outcome::Failed(e) => approval_id(&e, &watch),
+        Outcome::Returned(v) => panic!("a gated tool must wait, got {v}"),
+    };
+    approve(port, &id);
+    match sum(json!({"a": 2, "b": 41, "toolgate_approval": id})) {
+        Outcome::Failed(e) => assert!(e.contains("another command"), "{e}"),
+        Outcome::Returned(v) => panic!("changed arguments must be refused, got {v}"),
+    }
+    match sum(json!({"toolgate_approval": id, "b": 40, "a": 2})) {
+        Outcome::Returned(v) => assert!(v.to_string().contains("42"), "{v}"),
+        Outcome::Failed(e) => panic!("the approved call failed: {e}\n{}", watch.logs()),
+    }
+    match sum(json!({"a": 2, "b": 40, "toolgate_approval": id})) {
+        Outcome::Failed(e) => assert!(e.contains("already been used"), "{e}"),
+        Outcome::Returned(v) => panic!("an approval runs once, got {v}"),
+    }
+    let logs = watch.logs();
+    assert!(
+        logs.contains("\"event\":\"cloud_call\"")
+            && logs.contains(&format!("\"approval\":\"{id}\""))
+            && logs.contains("\"approver\":\"link holder\""),
+        "{logs}"
+    );
 }
 
 #[test]
@@ -329,11 +417,7 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     let key = std::fs::read_to_string(sshd.client_key_path()).unwrap();
     // Approvals live in clarify's table (the template gives the ssh
     // function its name), and are answered through the clarify function.
-    boto(
-        &endpoint,
-        "boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')",
-        &[],
-    );
+    boto(&endpoint, CLARIFY_TABLE, &[]);
     run_ok(
         Command::new(tools_dir().join("aws/bin/python"))
             .arg("-c")
@@ -351,10 +435,7 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
         ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
         ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
-        (
-            "TOOLGATE_PUBLIC_URL",
-            "https://abc123xyz.execute-api.us-east-1.amazonaws.com",
-        ),
+        ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
     ]);
     match invoke(port, "ssh", "direct_ssh_run.json") {
         Outcome::Returned(v) => {
@@ -382,8 +463,9 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     // A gated command: ApprovalRequired (a state machine can Catch it),
     // with the approval's id and link in the message.
     let dir = format!("/tmp/toolgate-approved-{}", std::process::id());
-    let gated = |approval: Option<&str>| {
-        let mut args = json!({"server_name": "box", "command": format!("mkdir -p {dir}")});
+    let mkdir = format!("mkdir -p {dir}");
+    let gated = |command: &str, approval: Option<&str>| {
+        let mut args = json!({"server_name": "box", "command": command});
         if let Some(id) = approval {
             args["approval"] = json!(id);
         }
@@ -393,48 +475,23 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
             &json!({"tool": "ssh_run", "arguments": args, "scope": {"servers": ["box"]}}),
         )
     };
-    let id = match gated(None) {
-        Outcome::Failed(e) => {
-            assert!(e.contains("ApprovalRequired"), "{e}\n{}", watch.logs());
-            // cargo lambda wraps the message in a box: read it unwrapped.
-            let flat: String = e
-                .chars()
-                .filter(|c| !c.is_whitespace() && *c != '│')
-                .collect();
-            let id = flat
-                .match_indices("Approval")
-                .map(|(at, w)| &flat[at + w.len()..])
-                .find_map(|rest| {
-                    let id = rest.get(..40)?;
-                    id.bytes()
-                        .all(|b| b.is_ascii_hexdigit())
-                        .then(|| id.to_owned())
-                })
-                .unwrap_or_else(|| panic!("no approval id in {flat}"));
-            assert!(
-                flat.contains("https://abc123xyz.execute-api.us-east-1.amazonaws.com/")
-                    && flat.contains(&format!("clarifications/{id}/answer")),
-                "{flat}"
-            );
-            id
-        }
+    let id = match gated(&mkdir, None) {
+        Outcome::Failed(e) => approval_id(&e, &watch),
         Outcome::Returned(v) => panic!("a gated command must wait, got {v}"),
     };
     // A person approves through the clarify function's answer route.
-    let (status, body) = http(
-        "approve",
-        invoke_value(
-            port,
-            "clarify",
-            &answer_route_event("POST", &id, Some(r#"{"choice": 0}"#)),
-        ),
-    );
-    assert_eq!(
-        (status, body["answer"].clone()),
-        (200, json!("Approve")),
-        "{body}"
-    );
-    match gated(Some(&id)) {
+    approve(port, &id);
+    // The approval is bound to the exact command: another one is refused,
+    // and the refusal does not use the approval up.
+    match gated(&format!("{mkdir}-other"), Some(&id)) {
+        Outcome::Failed(e) => assert!(e.contains("another command"), "{e}"),
+        Outcome::Returned(v) => panic!("a changed command must be refused, got {v}"),
+    }
+    match gated(&mkdir, Some(&"0".repeat(40))) {
+        Outcome::Failed(e) => assert!(e.contains("does not exist"), "{e}"),
+        Outcome::Returned(v) => panic!("an unknown approval must be refused, got {v}"),
+    }
+    match gated(&mkdir, Some(&id)) {
         Outcome::Returned(v) => {
             assert_eq!(
                 (v["exit_code"].clone(), v["approval"].clone()),
@@ -444,7 +501,7 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         }
         Outcome::Failed(e) => panic!("the approved command failed: {e}\n{}", watch.logs()),
     }
-    match gated(Some(&id)) {
+    match gated(&mkdir, Some(&id)) {
         Outcome::Failed(e) => assert!(e.contains("already been used"), "{e}"),
         Outcome::Returned(v) => panic!("an approval runs once, got {v}"),
     }
@@ -682,10 +739,7 @@ fn clarify_function_asks_directly_and_takes_the_answer_over_http() {
         ("AWS_REGION", "us-east-1"),
         ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
         ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
-        (
-            "TOOLGATE_PUBLIC_URL",
-            "https://abc123xyz.execute-api.us-east-1.amazonaws.com",
-        ),
+        ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
         ("TOOLGATE_CLARIFY_WEBHOOK_URL", &hook),
         ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", secret),
     ]);
@@ -839,10 +893,7 @@ for r in ev.list_rules()['Rules']:
         ("AWS_ENDPOINT_URL", endpoint.as_str()),
         ("TOOLGATE_CLARIFY_TABLE", table.as_str()),
         ("TOOLGATE_CLARIFY_EXPIRY_SECS", "2"),
-        (
-            "TOOLGATE_PUBLIC_URL",
-            "https://abc123xyz.execute-api.us-east-1.amazonaws.com",
-        ),
+        ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
     ]);
     let (watch, port) = watch(&env);
     let (execution, token) = start_waiting_execution(&endpoint, "swept");

@@ -210,7 +210,86 @@ impl Clarify {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(feature = "native")]
+    use std::sync::Arc;
+
     use super::*;
+
+    /// A clarify service on a SQLite file of its own (`test`), and an
+    /// approved approval bound to `caller`.
+    #[cfg(feature = "native")]
+    async fn approved(test: &str, caller: Option<&str>) -> (Arc<Clarify>, String, Binding) {
+        let dir =
+            std::env::temp_dir().join(format!("tg-approvals-unit-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = super::super::sqlite::SqliteStore::open(&dir.join("c.db")).unwrap();
+        let clarify = Arc::new(Clarify::new(
+            Arc::new(store),
+            None,
+            "http://127.0.0.1:1".into(),
+            Duration::from_secs(60),
+        ));
+        let binding = Binding {
+            tool: "ssh_run".into(),
+            server: "web-1".into(),
+            command_sha256: sha256_hex("systemctl restart nginx"),
+            host_key: "SHA256:abc".into(),
+            caller: caller.map(String::from),
+        };
+        let e = clarify
+            .request_approval(&binding, "Run it?".into(), "a test", Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ApprovalRequired, "{}", e.message);
+        let id = e.details.as_ref().unwrap()["approval"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        clarify
+            .answer(&id, OPTIONS[0].into(), Some(0))
+            .await
+            .unwrap()
+            .unwrap();
+        (clarify, id, binding)
+    }
+
+    #[cfg(feature = "native")]
+    #[tokio::test]
+    async fn an_approval_is_the_callers_own() {
+        let (clarify, id, binding) = approved("caller", Some("arn:aws:iam::1:user/alice")).await;
+        for other in [Some("arn:aws:iam::1:user/bob"), None] {
+            let want = Binding {
+                caller: other.map(String::from),
+                ..binding.clone()
+            };
+            let e = clarify.redeem(&id, &want).await.unwrap_err();
+            assert_eq!(e.code, ErrorCode::Forbidden);
+            assert!(e.message.contains("another caller"), "{}", e.message);
+        }
+        // Refusals do not use it up: its own caller still can, once.
+        let receipt = clarify.redeem(&id, &binding).await.unwrap();
+        assert_eq!(receipt.id, id);
+    }
+
+    #[cfg(feature = "native")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn racing_uses_of_one_approval_run_once() {
+        let (clarify, id, binding) = approved("race", None).await;
+        let tries: Vec<_> = (0..16)
+            .map(|_| {
+                let (clarify, id, binding) = (clarify.clone(), id.clone(), binding.clone());
+                tokio::spawn(async move { clarify.redeem(&id, &binding).await })
+            })
+            .collect();
+        let mut ran = 0;
+        for t in tries {
+            match t.await.unwrap() {
+                Ok(_) => ran += 1,
+                Err(e) => assert!(e.message.contains("already been used"), "{}", e.message),
+            }
+        }
+        assert_eq!(ran, 1, "sixteen racing uses of one approval");
+    }
 
     #[test]
     fn the_command_hash_is_sha256() {
