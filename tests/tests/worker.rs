@@ -860,6 +860,22 @@ fn worker_clarify_and_sessions_on_d1() {
         (404, json!("not_found"))
     );
 
+    // A state over 1 MB: its hex is over D1's 2,000,000-byte value limit,
+    // so it is read back in parts.
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": "new", "code": "big = bytes(range(256)) * 5000"}),
+    );
+    let big = r.json()["session"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(big.len(), 40, "{}", body(&r));
+    for _ in 0..2 {
+        let r = stack.post(
+            "/tools/python.execute",
+            &json!({"session": big, "code": "print(len(big), big[-1])"}),
+        );
+        assert_eq!(r.json()["stdout"], "1280000 255\n", "{}", body(&r));
+    }
+
     // D1 keeps them across a restart.
     stack.restart_dispatcher();
     let r = stack.request("GET", &format!("/clarifications/{id}"), &[], b"");

@@ -23,9 +23,17 @@ thread_local! {
     static READY: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Held rows, the state as hex.
-const HELD_HEX: &str =
-    "SELECT hex(state) AS state, files FROM sessions WHERE id = ?1 AND lease = ?2";
+/// A held row's files and state size.
+const HELD: &str = "SELECT length(state) AS size, files FROM sessions WHERE id = ?1 AND lease = ?2";
+
+/// Part of a held row's state, as hex (D1 hands BLOBs to JavaScript as
+/// arrays of numbers). In parts because D1 refuses any value over 2,000,000
+/// bytes (SQLITE_TOOBIG), and the hex of a state over 1 MB is one.
+const STATE_PART: &str =
+    "SELECT hex(substr(state, ?3, ?4)) AS part FROM sessions WHERE id = ?1 AND lease = ?2";
+
+/// Bytes of state per part: 1 MiB of hex, half the limit.
+const PART_BYTES: usize = 512 * 1024;
 
 pub struct D1Sessions {
     db: SendWrapper<D1Database>,
@@ -33,8 +41,13 @@ pub struct D1Sessions {
 
 #[derive(Deserialize)]
 struct Held {
-    state: String,
+    size: Option<f64>,
     files: String,
+}
+
+#[derive(Deserialize)]
+struct Part {
+    part: String,
 }
 
 #[derive(Deserialize)]
@@ -82,6 +95,50 @@ impl D1Sessions {
 
     async fn ready(&self) -> Result<(), String> {
         crate::d1::create_once(&self.db, sql::SCHEMA, &READY).await
+    }
+
+    /// The first row `query` answers, if any.
+    async fn first<T: serde::de::DeserializeOwned>(
+        &self,
+        query: &str,
+        args: &[JsValue],
+    ) -> Result<Option<T>, String> {
+        self.db
+            .prepare(query)
+            .bind(args)
+            .map_err(|e| e.to_string())?
+            .first(None)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// A row this call holds: its files, and its state read in parts.
+    async fn held(&self, id: &str, token: &str) -> Result<Record, String> {
+        let row: Held = self
+            .first(HELD, &[text(id), text(token)])
+            .await?
+            .ok_or("a held session vanished")?;
+        let size = row.size.unwrap_or(0.0) as usize;
+        let mut state = Vec::with_capacity(size);
+        // SQL's substr counts from 1.
+        for start in (0..size).step_by(PART_BYTES) {
+            let args = [
+                text(id),
+                text(token),
+                int(start as i64 + 1),
+                int(PART_BYTES as i64),
+            ];
+            let part: Part = self
+                .first(STATE_PART, &args)
+                .await?
+                .ok_or("a held session vanished")?;
+            state.extend(hex(&part.part)?);
+        }
+        let wire = serde_json::from_str(&row.files).map_err(|e| e.to_string())?;
+        Ok(Record {
+            state,
+            files: toolgate_shared::files::from_wire(wire, u64::MAX)?,
+        })
     }
 
     async fn changes(&self, query: &str, args: &[JsValue]) -> Result<usize, String> {
@@ -142,29 +199,19 @@ impl SessionStore for D1Sessions {
                 int(now),
             ];
             if self.changes(sql::CLAIM, &args).await? == 1 {
-                let row: Option<Held> = self
-                    .db
-                    .prepare(HELD_HEX)
-                    .bind(&[text(id), text(&lease.token)])
-                    .map_err(|e| e.to_string())?
-                    .first(None)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let row = row.ok_or("a held session vanished")?;
-                let wire = serde_json::from_str(&row.files).map_err(|e| e.to_string())?;
-                return Ok(Claim::Held(Record {
-                    state: hex(&row.state)?,
-                    files: toolgate_shared::files::from_wire(wire, u64::MAX)?,
-                }));
+                return match self.held(id, &lease.token).await {
+                    Ok(record) => Ok(Claim::Held(record)),
+                    // Not left held until the lease runs out: the next call
+                    // gets the same error at once, not "busy".
+                    Err(e) => {
+                        let _ = self
+                            .changes(sql::RELEASE, &[text(id), text(&lease.token)])
+                            .await;
+                        Err(e)
+                    }
+                };
             }
-            let peek: Option<Peek> = self
-                .db
-                .prepare(sql::PEEK)
-                .bind(&[text(id)])
-                .map_err(|e| e.to_string())?
-                .first(None)
-                .await
-                .map_err(|e| e.to_string())?;
+            let peek: Option<Peek> = self.first(sql::PEEK, &[text(id)]).await?;
             Ok(Claim::refused(
                 peek.as_ref()
                     .map(|p| (p.owner.as_str(), p.expires_at as i64)),
