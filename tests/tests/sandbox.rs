@@ -113,18 +113,45 @@ try:
 finally:
     print('finally ran')
 ";
-    let out = s.exec(bytecode);
-    assert_eq!(out["timed_out"], true, "{out}");
-    assert_eq!(out["exit_code"], -1);
-    assert_eq!(out["stdout"], "started\n", "nothing ran after the stop");
-    assert_eq!(out["stderr"], "[Execution timed out after 1s]");
+    // The in-VM stop has 20 ms to answer before the kill: on a host busy
+    // enough to starve the child that long it is killed instead, which
+    // stops it just as well. Up to three tries for the in-VM stop; the
+    // answer must be the same every time.
+    for attempt in 1..=3 {
+        let out = s.exec(bytecode);
+        assert_eq!(out["timed_out"], true, "{out}");
+        assert_eq!(out["exit_code"], -1);
+        assert_eq!(out["stdout"], "started\n", "nothing ran after the stop");
+        assert_eq!(out["stderr"], "[Execution timed out after 1s]");
+        // The log line follows the answer.
+        poll_until(Duration::from_secs(5), "the deadline stop logged", || {
+            (deadline_stops(&s).len() >= attempt).then_some(())
+        });
+        if deadline_stops(&s)
+            .last()
+            .is_some_and(|stop| stop == "in_vm")
+        {
+            break;
+        }
+    }
+    let stops = deadline_stops(&s);
+    assert_eq!(
+        stops.last().map(String::as_str),
+        Some("in_vm"),
+        "{}",
+        s.logs()
+    );
     let out = s.exec("result = sum(range(10**14))");
     assert_eq!(out["timed_out"], true, "{out}");
-    // The log line follows the answer; wait for it, then check both.
-    poll_until(Duration::from_secs(5), "two deadline stops logged", || {
-        (deadline_stops(&s).len() >= 2).then_some(())
+    poll_until(Duration::from_secs(5), "the kill logged", || {
+        (deadline_stops(&s).len() > stops.len()).then_some(())
     });
-    assert_eq!(deadline_stops(&s), ["in_vm", "killed"], "{}", s.logs());
+    assert_eq!(
+        deadline_stops(&s).last().map(String::as_str),
+        Some("killed"),
+        "native code reaches no bytecode boundary\n{}",
+        s.logs()
+    );
 }
 
 /// Eight concurrent calls; how long the slowest took.
