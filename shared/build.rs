@@ -1,8 +1,13 @@
 //! Records the stdlib's import graph (`sandbox::imports`) for the sandbox's
 //! module set: the binary holds only compiled code, so the graph is read
 //! from RustPython's `Lib` sources here, once, with Toolgate's own versions
-//! of some modules (`python/`) in place of RustPython's. Those versions are
-//! compiled here too, and frozen over RustPython's (`sandbox::overrides`).
+//! of some modules (`python/`) in place of RustPython's.
+//!
+//! For the process sandbox (feature `python`) it also freezes that `Lib`:
+//! every module but the excluded packages (`imports::EXCLUDED`), which no
+//! module set can hold whatever the allowlist, with the overrides in place.
+//! RustPython's own frozen stdlib is all of `Lib` (42% of it excluded
+//! packages: idlelib, asyncio, email, …), which only made the binary larger.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -31,9 +36,14 @@ fn main() {
             deps.dedup();
             let _ = writeln!(code, "    ({name:?}, &{deps:?}),");
         }
-        // The overrides, as the overlay above read them.
-        for (name, m) in lib.iter().filter(|(_, m)| m.file.starts_with(&overrides)) {
-            let source = std::fs::read_to_string(&m.file).expect("read an override");
+        let freeze_all = std::env::var_os("CARGO_FEATURE_PYTHON").is_some();
+        // Everything the overlay above read (the Worker freezes its own set,
+        // in its build.rs).
+        for (name, m) in lib
+            .iter()
+            .filter(|(_, m)| freeze_all || m.file.starts_with(&overrides))
+        {
+            let source = std::fs::read_to_string(&m.file).expect("read a module");
             // Compiled as rustpython-pylib's py_freeze! does: the module
             // name is the code's file name.
             let compiled = rustpython_compiler::compile(
@@ -42,7 +52,7 @@ fn main() {
                 name,
                 rustpython_compiler::CompileOpts::default(),
             )
-            .unwrap_or_else(|e| panic!("compiling shared/python/{name}: {e}"));
+            .unwrap_or_else(|e| panic!("compiling {}: {e}", m.file.display()));
             frozen.push((
                 name.clone(),
                 rustpython_compiler_core::frozen::FrozenModule {
@@ -57,5 +67,5 @@ fn main() {
     let lib = rustpython_compiler_core::frozen::FrozenLib::encode(
         frozen.iter().map(|(n, m)| (n.as_str(), m.clone())),
     );
-    std::fs::write(out_dir.join("overrides.bin"), &lib.bytes).expect("write the overrides");
+    std::fs::write(out_dir.join("stdlib.bin"), &lib.bytes).expect("write the frozen stdlib");
 }

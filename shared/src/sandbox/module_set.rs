@@ -63,4 +63,20 @@ mod tests {
             assert!(!set.contains(m), "{m} in the set");
         }
     }
+
+    /// What the process sandbox freezes is every module a set can hold
+    /// (the graph), each once, and none of the excluded packages.
+    #[cfg(feature = "python")]
+    #[test]
+    fn the_frozen_stdlib_is_every_module_a_set_can_hold() {
+        let mut frozen: Vec<&str> = super::super::vm::frozen_stdlib().map(|(n, _)| n).collect();
+        frozen.sort_unstable();
+        let mut graph: Vec<&str> = stdlib_modules().collect();
+        graph.sort_unstable();
+        assert_eq!(frozen, graph);
+        assert!(frozen.contains(&"encodings.gbk") && frozen.contains(&"csv"));
+        for m in ["asyncio", "email.message", "idlelib", "xml.dom"] {
+            assert!(!frozen.contains(&m), "{m} is frozen");
+        }
+    }
 }

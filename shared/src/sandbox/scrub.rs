@@ -145,7 +145,7 @@ mod tests {
         let defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
         let interp = builder
             .add_native_modules(&defs)
-            .add_frozen_modules(rustpython_pylib::FROZEN_STDLIB)
+            .add_frozen_modules(crate::sandbox::vm::frozen_stdlib())
             .build();
         interp.enter(|vm| {
             assert!(!verify(vm), "a fresh interpreter is not scrubbed");

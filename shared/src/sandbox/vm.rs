@@ -108,24 +108,25 @@ fn settings() -> rustpython_vm::Settings {
     s
 }
 
-/// `shared/python`'s modules, compiled (build.rs).
+/// The stdlib as the process sandbox freezes it: RustPython's `Lib` with
+/// `shared/python`'s versions of some modules, less the packages no module
+/// set can hold (build.rs).
 #[cfg(feature = "python")]
-static OVERRIDES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/overrides.bin"));
+static STDLIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/stdlib.bin"));
+
+/// [`STDLIB`], decoded.
+#[cfg(feature = "python")]
+pub fn frozen_stdlib() -> impl Iterator<Item = (&'static str, FrozenModule)> {
+    rustpython_vm::frozen::FrozenLib::from_ref(STDLIB).decode()
+}
 
 impl WarmVm {
-    /// Builds the interpreter on the whole frozen stdlib and warms it.
+    /// Builds the interpreter on the frozen stdlib and warms it.
     /// `allowed` is the full allowlist; a module that cannot be imported is
     /// an error naming it.
     #[cfg(feature = "python")]
     pub fn new(allowed: &[String]) -> Result<Self, String> {
-        // Toolgate's own versions of some modules come last: they replace
-        // RustPython's (shared/python, compiled by build.rs).
-        let overrides = rustpython_vm::frozen::FrozenLib::from_ref(OVERRIDES).decode();
-        Self::with_stdlib(
-            allowed,
-            rustpython_pylib::FROZEN_STDLIB.into_iter().chain(overrides),
-            |_| Ok(()),
-        )
+        Self::with_stdlib(allowed, frozen_stdlib(), |_| Ok(()))
     }
 
     /// Builds the interpreter on `stdlib` (the Worker freezes only what the
