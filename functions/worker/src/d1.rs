@@ -5,9 +5,10 @@
 use std::cell::Cell;
 
 use serde::Deserialize;
-use worker::D1Database;
+use serde::de::DeserializeOwned;
 use worker::send::{SendFuture, SendWrapper};
 use worker::wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement};
 
 use toolgate_shared::clarify::store::{ClarifyStore, Settlement, StoreFuture, sql};
 use toolgate_shared::clarify::{Clarification, Status};
@@ -62,7 +63,7 @@ struct Notice {
     outcome: String,
 }
 
-fn text(s: &str) -> JsValue {
+pub fn text(s: &str) -> JsValue {
     JsValue::from_str(s)
 }
 
@@ -71,8 +72,51 @@ fn opt_text(s: Option<&str>) -> JsValue {
 }
 
 /// Unix milliseconds are below 2^53, exact as JavaScript numbers.
-fn int(n: i64) -> JsValue {
+pub fn int(n: i64) -> JsValue {
     JsValue::from_f64(n as f64)
+}
+
+fn prepared(db: &D1Database, query: &str, args: &[JsValue]) -> Result<D1PreparedStatement, String> {
+    db.prepare(query).bind(args).map_err(|e| e.to_string())
+}
+
+/// Runs `query`: how many rows it changed.
+pub async fn run(db: &D1Database, query: &str, args: &[JsValue]) -> Result<usize, String> {
+    let result = prepared(db, query, args)?
+        .run()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(result
+        .meta()
+        .map_err(|e| e.to_string())?
+        .and_then(|m| m.changes)
+        .unwrap_or(0))
+}
+
+/// The first row `query` answers, if any.
+pub async fn first<T: DeserializeOwned>(
+    db: &D1Database,
+    query: &str,
+    args: &[JsValue],
+) -> Result<Option<T>, String> {
+    prepared(db, query, args)?
+        .first(None)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Every row `query` answers.
+pub async fn all<T: DeserializeOwned>(
+    db: &D1Database,
+    query: &str,
+    args: &[JsValue],
+) -> Result<Vec<T>, String> {
+    prepared(db, query, args)?
+        .all()
+        .await
+        .map_err(|e| e.to_string())?
+        .results()
+        .map_err(|e| e.to_string())
 }
 
 impl D1Store {
@@ -92,48 +136,26 @@ impl ClarifyStore for D1Store {
         Box::pin(SendFuture::new(async move {
             self.ready().await?;
             let options = serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into());
-            self.db
-                .prepare(sql::INSERT)
-                .bind(&[
-                    text(&c.id),
-                    text(&c.question),
-                    text(&options),
-                    int(c.created_at),
-                    int(c.expires_at),
-                    opt_text(c.task_token.as_deref()),
-                ])
-                .map_err(|e| e.to_string())?
-                .run()
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(())
+            let args = [
+                text(&c.id),
+                text(&c.question),
+                text(&options),
+                int(c.created_at),
+                int(c.expires_at),
+                opt_text(c.task_token.as_deref()),
+            ];
+            run(&self.db, sql::INSERT, &args).await.map(drop)
         }))
     }
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
         Box::pin(SendFuture::new(async move {
             self.ready().await?;
-            let row: Option<Row> = self
-                .db
-                .prepare(sql::GET)
-                .bind(&[text(id)])
-                .map_err(|e| e.to_string())?
-                .first(None)
-                .await
-                .map_err(|e| e.to_string())?;
+            let row: Option<Row> = first(&self.db, sql::GET, &[text(id)]).await?;
             let Some(mut c) = row.map(Clarification::from) else {
                 return Ok(None);
             };
-            let notices: Vec<Notice> = self
-                .db
-                .prepare(sql::NOTICES)
-                .bind(&[text(id)])
-                .map_err(|e| e.to_string())?
-                .all()
-                .await
-                .map_err(|e| e.to_string())?
-                .results()
-                .map_err(|e| e.to_string())?;
+            let notices: Vec<Notice> = all(&self.db, sql::NOTICES, &[text(id)]).await?;
             for n in notices {
                 c.notified
                     .entry(n.channel)
@@ -153,20 +175,14 @@ impl ClarifyStore for D1Store {
     ) -> StoreFuture<'a, ()> {
         Box::pin(SendFuture::new(async move {
             self.ready().await?;
-            self.db
-                .prepare(sql::NOTE)
-                .bind(&[
-                    text(id),
-                    text(channel),
-                    text(event),
-                    text(outcome),
-                    int(toolgate_shared::clarify::now_ms()),
-                ])
-                .map_err(|e| e.to_string())?
-                .run()
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(())
+            let args = [
+                text(id),
+                text(channel),
+                text(event),
+                text(outcome),
+                int(toolgate_shared::clarify::now_ms()),
+            ];
+            run(&self.db, sql::NOTE, &args).await.map(drop)
         }))
     }
 
@@ -174,43 +190,22 @@ impl ClarifyStore for D1Store {
         Box::pin(SendFuture::new(async move {
             self.ready().await?;
             let expiring = i64::from(s.status == Status::Expired);
-            let result = self
-                .db
-                .prepare(sql::SETTLE)
-                .bind(&[
-                    text(id),
-                    text(s.status.as_str()),
-                    opt_text(s.answer.as_deref()),
-                    s.choice.map_or(JsValue::NULL, |c| int(c as i64)),
-                    int(s.at),
-                    int(expiring),
-                ])
-                .map_err(|e| e.to_string())?
-                .run()
-                .await
-                .map_err(|e| e.to_string())?;
-            let changes = result
-                .meta()
-                .map_err(|e| e.to_string())?
-                .and_then(|m| m.changes)
-                .unwrap_or(0);
-            Ok(changes == 1)
+            let args = [
+                text(id),
+                text(s.status.as_str()),
+                opt_text(s.answer.as_deref()),
+                s.choice.map_or(JsValue::NULL, |c| int(c as i64)),
+                int(s.at),
+                int(expiring),
+            ];
+            Ok(run(&self.db, sql::SETTLE, &args).await? == 1)
         }))
     }
 
     fn due(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
         Box::pin(SendFuture::new(async move {
             self.ready().await?;
-            let rows: Vec<Row> = self
-                .db
-                .prepare(sql::EXPIRED_PENDING)
-                .bind(&[int(now)])
-                .map_err(|e| e.to_string())?
-                .all()
-                .await
-                .map_err(|e| e.to_string())?
-                .results()
-                .map_err(|e| e.to_string())?;
+            let rows: Vec<Row> = all(&self.db, sql::EXPIRED_PENDING, &[int(now)]).await?;
             Ok(rows.into_iter().map(Clarification::from).collect())
         }))
     }

@@ -11,6 +11,7 @@ use worker::js_sys::Uint8Array;
 use worker::send::{SendFuture, SendWrapper};
 use worker::wasm_bindgen::JsValue;
 
+use crate::d1::{first, int, run, text};
 use toolgate_shared::files::Files;
 use toolgate_shared::sessions::store::{Claim, Lease, Record, SessionStore, StoreFuture, sql};
 
@@ -56,15 +57,6 @@ struct Peek {
     expires_at: f64,
 }
 
-fn text(s: &str) -> JsValue {
-    JsValue::from_str(s)
-}
-
-/// Unix milliseconds are below 2^53, exact as JavaScript numbers.
-fn int(n: i64) -> JsValue {
-    JsValue::from_f64(n as f64)
-}
-
 fn hex(s: &str) -> Result<Vec<u8>, String> {
     let bytes = s.as_bytes();
     if !bytes.len().is_multiple_of(2) {
@@ -97,25 +89,9 @@ impl D1Sessions {
         crate::d1::create_once(&self.db, sql::SCHEMA, &READY).await
     }
 
-    /// The first row `query` answers, if any.
-    async fn first<T: serde::de::DeserializeOwned>(
-        &self,
-        query: &str,
-        args: &[JsValue],
-    ) -> Result<Option<T>, String> {
-        self.db
-            .prepare(query)
-            .bind(args)
-            .map_err(|e| e.to_string())?
-            .first(None)
-            .await
-            .map_err(|e| e.to_string())
-    }
-
     /// A row this call holds: its files, and its state read in parts.
     async fn held(&self, id: &str, token: &str) -> Result<Record, String> {
-        let row: Held = self
-            .first(HELD, &[text(id), text(token)])
+        let row: Held = first(&self.db, HELD, &[text(id), text(token)])
             .await?
             .ok_or("a held session vanished")?;
         let size = row.size.unwrap_or(0.0) as usize;
@@ -128,8 +104,7 @@ impl D1Sessions {
                 int(start as i64 + 1),
                 int(PART_BYTES as i64),
             ];
-            let part: Part = self
-                .first(STATE_PART, &args)
+            let part: Part = first(&self.db, STATE_PART, &args)
                 .await?
                 .ok_or("a held session vanished")?;
             state.extend(hex(&part.part)?);
@@ -143,19 +118,7 @@ impl D1Sessions {
 
     async fn changes(&self, query: &str, args: &[JsValue]) -> Result<usize, String> {
         self.ready().await?;
-        let result = self
-            .db
-            .prepare(query)
-            .bind(args)
-            .map_err(|e| e.to_string())?
-            .run()
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(result
-            .meta()
-            .map_err(|e| e.to_string())?
-            .and_then(|m| m.changes)
-            .unwrap_or(0))
+        run(&self.db, query, args).await
     }
 }
 
@@ -211,7 +174,7 @@ impl SessionStore for D1Sessions {
                     }
                 };
             }
-            let peek: Option<Peek> = self.first(sql::PEEK, &[text(id)]).await?;
+            let peek: Option<Peek> = first(&self.db, sql::PEEK, &[text(id)]).await?;
             Ok(Claim::refused(
                 peek.as_ref()
                     .map(|p| (p.owner.as_str(), p.expires_at as i64)),
