@@ -73,6 +73,20 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
+/// A contract error's status, code and message (empty strings when the
+/// body has none).
+pub fn error_of(r: &Response) -> (u16, String, String) {
+    let v = r.json();
+    (
+        r.status,
+        v["error"]["code"].as_str().unwrap_or_default().to_owned(),
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
 impl Response {
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolgate_e2e::peer::run_ok as run_tool;
 use toolgate_e2e::sshd::Sshd;
 use toolgate_e2e::webhook::{receiver, seen};
-use toolgate_e2e::{Response, Server, TempPath, temp_file};
+use toolgate_e2e::{Response, Server, TempPath, error_of as error, temp_file};
 
 const SECRET: &str = "a-webhook-secret-of-32-characters";
 
@@ -23,18 +23,6 @@ fn serve(text: &str, env: &[(&str, &str)]) -> (Server, TempPath) {
 
 fn ssh_run(s: &Server, args: Value) -> Response {
     s.post_json("/tools/ssh_run", &args)
-}
-
-fn error(r: &Response) -> (u16, String, String) {
-    let v = r.json();
-    (
-        r.status,
-        v["error"]["code"].as_str().unwrap_or_default().to_owned(),
-        v["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    )
 }
 
 /// Asks to run `command` on `server`; the pending approval's id.

@@ -2,19 +2,7 @@
 //! limits and logs, with hostile input as well as happy paths.
 
 use serde_json::{Value, json};
-use toolgate_e2e::{Server, toolgate_bin};
-
-fn error_of(r: &toolgate_e2e::Response) -> (u16, String, String) {
-    let v = r.json();
-    (
-        r.status,
-        v["error"]["code"].as_str().unwrap_or_default().to_owned(),
-        v["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    )
-}
+use toolgate_e2e::{Server, error_of, toolgate_bin};
 
 #[test]
 fn tools_are_listed_in_every_format() {
