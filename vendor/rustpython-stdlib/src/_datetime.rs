@@ -5,7 +5,10 @@
 // cspell:ignore ymd ordinal isocalendar ISO fromisoformat
 // cspell:ignore dnum zreplacement colonzreplacement zname freplacement somezreplacement
 // cspell:ignore tzoffset tzmicrosecond tzsign dtstr nogo dtobj tzusec timet
-pub(crate) use _datetime::{PyTzInfo, datetime_type, module_def, timedelta_from_seconds};
+pub(crate) use _datetime::module_def;
+// Toolgate (PATCHES.md, 4): only `_zoneinfo` uses them.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub(crate) use _datetime::{PyTzInfo, datetime_type, timedelta_from_seconds};
 
 #[pymodule]
 mod _datetime {
@@ -944,6 +947,7 @@ mod _datetime {
         PyDateTime::static_type()
     }
 
+    #[cfg_attr(all(target_arch = "wasm32", target_os = "unknown"), allow(dead_code))]
     pub(crate) fn timedelta_from_seconds(
         seconds: i64,
         vm: &VirtualMachine,

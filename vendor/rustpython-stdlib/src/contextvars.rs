@@ -1,3 +1,5 @@
+// Toolgate (PATCHES.md, 4): only `_asyncio` uses it.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub(crate) use _contextvars::PyContext;
 pub(crate) use _contextvars::module_def;
 

@@ -11,7 +11,11 @@ extern crate alloc;
 #[macro_use]
 pub(crate) mod macros;
 
+// Toolgate (PATCHES.md, 4): no allowlist on the Worker reaches it.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod _asyncio;
+// Toolgate (PATCHES.md, 4): no allowlist on the Worker reaches it.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod _remote_debugging;
 pub mod array;
 mod binascii;
@@ -22,6 +26,8 @@ mod cmath;
 mod compression; // internal module
 mod contextvars;
 mod csv;
+// Toolgate (PATCHES.md, 4): no allowlist on the Worker reaches it.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod elementtree;
 
 mod lzma;
@@ -56,9 +62,15 @@ mod mmap;
 
 mod _datetime;
 mod _heapq;
+// Toolgate (PATCHES.md, 4): no allowlist on the Worker reaches it.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod _queue;
+// Toolgate (PATCHES.md, 4): no allowlist on the Worker reaches it.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod _zoneinfo;
 mod pickle;
+// Toolgate (PATCHES.md, 4): no allowlist on the Worker reaches it.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod pyexpat;
 mod pystruct;
 mod random;
@@ -195,6 +207,7 @@ use crate::vm::{Context, builtins};
 /// allowing safe circular imports.
 pub fn stdlib_module_defs(ctx: &Context) -> Vec<&'static builtins::PyModuleDef> {
     vec![
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         _asyncio::module_def(ctx),
         cjkcodecs::_codecs_cn::module_def(ctx),
         cjkcodecs::_codecs_hk::module_def(ctx),
@@ -204,6 +217,7 @@ pub fn stdlib_module_defs(ctx: &Context) -> Vec<&'static builtins::PyModuleDef> 
         cjkcodecs::_codecs_tw::module_def(ctx),
         cjkcodecs::multibytecodec::module_def(ctx),
         _opcode::module_def(ctx),
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         _remote_debugging::module_def(ctx),
         array::module_def(ctx),
         binascii::module_def(ctx),
@@ -213,6 +227,7 @@ pub fn stdlib_module_defs(ctx: &Context) -> Vec<&'static builtins::PyModuleDef> 
         cmath::module_def(ctx),
         contextvars::module_def(ctx),
         csv::module_def(ctx),
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         elementtree::module_def(ctx),
         #[cfg(feature = "host_env")]
         faulthandler::module_def(ctx),
@@ -258,11 +273,14 @@ pub fn stdlib_module_defs(ctx: &Context) -> Vec<&'static builtins::PyModuleDef> 
         ))]
         posixshmem::module_def(ctx),
         pickle::module_def(ctx),
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         pyexpat::module_def(ctx),
         pystruct::module_def(ctx),
         _datetime::module_def(ctx),
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         _zoneinfo::module_def(ctx),
         _heapq::module_def(ctx),
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         _queue::module_def(ctx),
         random::module_def(ctx),
         #[cfg(all(feature = "host_env", unix, not(target_os = "redox")))]
