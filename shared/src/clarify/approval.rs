@@ -121,6 +121,25 @@ impl Clarify {
         Err(required(&c, &self.base_url(), why))
     }
 
+    /// The gate: a call that names approval `id` uses it ([`Self::redeem`]);
+    /// one that names none asks a person, with the question and the reason
+    /// `ask` gives, and waits up to `wait` ([`Self::request_approval`]).
+    pub async fn gate(
+        &self,
+        binding: &Binding,
+        id: Option<&str>,
+        ask: impl FnOnce() -> (String, String),
+        wait: Duration,
+    ) -> Result<Receipt, ToolError> {
+        match id {
+            Some(id) => self.redeem(id, binding).await,
+            None => {
+                let (question, why) = ask();
+                self.request_approval(binding, question, &why, wait).await
+            }
+        }
+    }
+
     /// Uses approval `id` for a call bound as `want`: `Ok` only if it was
     /// approved, is unexpired and unused, and matches exactly; it is then
     /// used. Anything else is refused with the reason (`approval_required`

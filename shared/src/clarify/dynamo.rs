@@ -47,19 +47,24 @@ fn n(v: i64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
-fn err(what: &str, e: impl std::fmt::Debug + std::fmt::Display) -> String {
-    format!("DynamoDB {what}: {e}")
+/// An SDK error with its whole chain of causes.
+fn err(what: &str, e: impl std::error::Error) -> String {
+    format!("DynamoDB {what}: {}", e)
+}
+
+type UpdateResult<T> = Result<
+    T,
+    aws_sdk_dynamodb::error::SdkError<aws_sdk_dynamodb::operation::update_item::UpdateItemError>,
+>;
+
+/// An unconditional UpdateItem's outcome (a condition that fails is an
+/// error here).
+fn updated<T>(out: UpdateResult<T>) -> Result<(), String> {
+    out.map(drop).map_err(|e| err("UpdateItem", e))
 }
 
 /// A conditional UpdateItem's outcome: whether its condition held.
-fn won<T>(
-    out: Result<
-        T,
-        aws_sdk_dynamodb::error::SdkError<
-            aws_sdk_dynamodb::operation::update_item::UpdateItemError,
-        >,
-    >,
-) -> Result<bool, String> {
+fn won<T>(out: UpdateResult<T>) -> Result<bool, String> {
     match out {
         Ok(_) => Ok(true),
         Err(e)
@@ -68,10 +73,7 @@ fn won<T>(
         {
             Ok(false)
         }
-        Err(e) => Err(err(
-            "UpdateItem",
-            aws_sdk_dynamodb::error::DisplayErrorContext(e),
-        )),
+        Err(e) => Err(err("UpdateItem", e)),
     }
 }
 
@@ -153,10 +155,11 @@ impl DynamoStore {
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| err("PutItem", aws_sdk_dynamodb::error::DisplayErrorContext(e)))
+            .map_err(|e| err("PutItem", e))
     }
 
-    async fn get_one(&self, id: &str) -> Result<Option<Clarification>, String> {
+    /// Item `id`, read consistently.
+    async fn item(&self, id: &str) -> Result<Option<HashMap<String, AttributeValue>>, String> {
         let out = self
             .client
             .get_item()
@@ -165,8 +168,12 @@ impl DynamoStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| err("GetItem", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
-        Ok(out.item().and_then(item_to))
+            .map_err(|e| err("GetItem", e))?;
+        Ok(out.item)
+    }
+
+    async fn get_one(&self, id: &str) -> Result<Option<Clarification>, String> {
+        Ok(self.item(id).await?.as_ref().and_then(item_to))
     }
 
     async fn settle_one(&self, id: &str, st: &Settlement) -> Result<bool, String> {
@@ -217,8 +224,7 @@ impl DynamoStore {
             .send();
         let mut out = Vec::new();
         while let Some(page) = pages.next().await {
-            let page =
-                page.map_err(|e| err("Query", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
+            let page = page.map_err(|e| err("Query", e))?;
             out.extend(page.items().iter().filter_map(item_to));
         }
         Ok(out)
@@ -231,7 +237,8 @@ impl DynamoStore {
         event: &str,
         outcome: &str,
     ) -> Result<(), String> {
-        self.client
+        let out = self
+            .client
             .update_item()
             .table_name(&self.table)
             .key("id", s(id))
@@ -240,18 +247,13 @@ impl DynamoStore {
             .expression_attribute_names("#n", format!("{NOTICE}{channel}:{event}"))
             .expression_attribute_values(":o", s(outcome))
             .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| {
-                err(
-                    "UpdateItem",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(e),
-                )
-            })
+            .await;
+        updated(out)
     }
 
     async fn bind_one(&self, id: &str, binding: &str) -> Result<(), String> {
-        self.client
+        let out = self
+            .client
             .update_item()
             .table_name(&self.table)
             .key("id", s(id))
@@ -259,27 +261,12 @@ impl DynamoStore {
             .condition_expression("attribute_exists(id) AND attribute_not_exists(approval)")
             .expression_attribute_values(":b", s(binding))
             .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| {
-                err(
-                    "UpdateItem",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(e),
-                )
-            })
+            .await;
+        updated(out)
     }
 
     async fn binding_one(&self, id: &str) -> Result<Option<(String, Option<i64>)>, String> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("id", s(id))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| err("GetItem", aws_sdk_dynamodb::error::DisplayErrorContext(e)))?;
-        Ok(out.item().and_then(|item| {
+        Ok(self.item(id).await?.and_then(|item| {
             let binding = item.get("approval")?.as_s().ok()?.clone();
             let used = item
                 .get("approval_used_at")
@@ -306,21 +293,16 @@ impl DynamoStore {
     }
 
     async fn reported_one(&self, id: &str) -> Result<(), String> {
-        self.client
+        let out = self
+            .client
             .update_item()
             .table_name(&self.table)
             .key("id", s(id))
             .update_expression("REMOVE awaiting, due_at")
             .condition_expression("attribute_exists(id)")
             .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| {
-                err(
-                    "UpdateItem",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(e),
-                )
-            })
+            .await;
+        updated(out)
     }
 }
 

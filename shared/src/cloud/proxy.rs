@@ -495,32 +495,26 @@ impl ProxyTool {
             host_key: up.account.url.clone(),
             caller: ctx.caller.clone(),
         };
-        let receipt = match &approval {
-            Some(id) => clarify.redeem(id, &binding).await,
-            None => {
-                let shown: String = arguments.chars().take(1_500).collect();
-                let question = format!(
-                    "Call {} on cloud account {} ({})?\n\nArguments: {shown}{}",
-                    self.spec.name,
-                    up.account.id,
-                    up.account.url,
-                    if shown.len() < arguments.len() {
-                        " …"
-                    } else {
-                        ""
-                    }
-                );
-                let why = format!("{} is marked for approval", self.spec.name);
-                clarify
-                    .request_approval(
-                        &binding,
-                        question,
-                        &why,
-                        std::time::Duration::from_secs(wait),
-                    )
-                    .await
-            }
+        let ask = || {
+            let shown: String = arguments.chars().take(1_500).collect();
+            let question = format!(
+                "Call {} on cloud account {} ({})?\n\nArguments: {shown}{}",
+                self.spec.name,
+                up.account.id,
+                up.account.url,
+                if shown.len() < arguments.len() {
+                    " …"
+                } else {
+                    ""
+                }
+            );
+            (
+                question,
+                format!("{} is marked for approval", self.spec.name),
+            )
         };
+        let wait = std::time::Duration::from_secs(wait);
+        let receipt = clarify.gate(&binding, approval.as_deref(), ask, wait).await;
         audit(&self.spec.name, &up.account.id, ctx, &approval, &receipt);
         receipt?;
         self.forward(args).await

@@ -210,38 +210,39 @@ impl SshRun {
             host_key: server.host_key.fingerprint(),
             caller: ctx.caller.clone(),
         };
-        if let Some(id) = &input.approval {
-            return clarify.redeem(id, &binding).await.map(Some);
-        }
-        let why = needs.unwrap_or_default();
-        let shown: String = input.command.chars().take(QUESTION_COMMAND_CHARS).collect();
-        let more = input
-            .command
-            .chars()
-            .count()
-            .saturating_sub(QUESTION_COMMAND_CHARS);
-        let question = format!(
-            "Run this command on {} ({}@{})?\n\n{shown}{}\n\nWhy: {}\nNeeds approval because {why}.\nHost key: {}",
-            server.name,
-            server.username,
-            server.host,
-            if more > 0 {
-                format!(
-                    "\n[… {more} more characters; SHA-256 {}]",
-                    binding.command_sha256
-                )
-            } else {
-                String::new()
-            },
-            if input.intent.is_empty() {
-                "(no intent given)"
-            } else {
-                &input.intent
-            },
-            binding.host_key,
-        );
+        let ask = || {
+            let why = needs.unwrap_or_default();
+            let shown: String = input.command.chars().take(QUESTION_COMMAND_CHARS).collect();
+            let more = input
+                .command
+                .chars()
+                .count()
+                .saturating_sub(QUESTION_COMMAND_CHARS);
+            let question = format!(
+                "Run this command on {} ({}@{})?\n\n{shown}{}\n\nWhy: {}\nNeeds approval because {why}.\nHost key: {}",
+                server.name,
+                server.username,
+                server.host,
+                if more > 0 {
+                    format!(
+                        "\n[… {more} more characters; SHA-256 {}]",
+                        binding.command_sha256
+                    )
+                } else {
+                    String::new()
+                },
+                if input.intent.is_empty() {
+                    "(no intent given)"
+                } else {
+                    &input.intent
+                },
+                binding.host_key,
+            );
+            (question, why)
+        };
+        let wait = Duration::from_secs(input.wait);
         clarify
-            .request_approval(&binding, question, &why, Duration::from_secs(input.wait))
+            .gate(&binding, input.approval.as_deref(), ask, wait)
             .await
             .map(Some)
     }
