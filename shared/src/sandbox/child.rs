@@ -77,9 +77,19 @@ fn send_and_wait(frame: &[u8]) -> ! {
 }
 
 fn report(r: &ChildReport) -> ! {
+    report_with(r, None)
+}
+
+/// A report, and a session's state as the frame after it (the report says
+/// one follows).
+fn report_with(r: &ChildReport, state: Option<&[u8]>) -> ! {
     let body = serde_json::to_vec(r).unwrap_or_default();
-    let mut frame = Vec::with_capacity(body.len() + 4);
+    let tail = state.map_or(0, |s| s.len() + 4);
+    let mut frame = Vec::with_capacity(body.len() + 4 + tail);
     let _ = proto::write_frame(&mut frame, &body);
+    if let Some(s) = state {
+        let _ = proto::write_frame(&mut frame, s);
+    }
     send_and_wait(&frame)
 }
 
@@ -314,6 +324,14 @@ pub(super) fn run(
     if let Err(message) = sealed {
         report(&ChildReport::Crashed { message });
     }
+    // A session's state is the next frame, raw.
+    let saved = match req.session.then(|| proto::read_frame(&mut *sock)) {
+        None => None,
+        Some(Ok(state)) => Some(state),
+        Some(Err(e)) => report(&ChildReport::Crashed {
+            message: format!("bad session state: {e}"),
+        }),
+    };
     SCRIPT_RUNNING.store(true, Ordering::Release);
     if let Some(w) = &watchdog {
         w.unpark();
@@ -324,9 +342,6 @@ pub(super) fn run(
     let mut buf = unsafe { OutBuf::from_raw(out) };
     let ran = catch_unwind(AssertUnwindSafe(|| {
         let files = crate::files::from_wire(req.files, u64::MAX).unwrap_or_default();
-        let saved = req
-            .session
-            .map(|s| crate::files::decode(&s).unwrap_or_default());
         let session = saved.as_deref().map(|state| Session {
             state,
             cap: state_cap,
@@ -340,13 +355,16 @@ pub(super) fn run(
         )
     }));
     let r = match ran {
-        Ok(o) => ChildReport::Done {
-            exit_code: o.exit_code,
-            result: o.result_json,
-            files: crate::files::to_wire(&o.files),
-            child_us: received.elapsed().as_micros() as u64,
-            state: o.state.map(|s| crate::files::encode(&s)),
-        },
+        Ok(o) => report_with(
+            &ChildReport::Done {
+                exit_code: o.exit_code,
+                result: o.result_json,
+                files: crate::files::to_wire(&o.files),
+                child_us: received.elapsed().as_micros() as u64,
+                state: o.state.is_some(),
+            },
+            o.state.as_deref(),
+        ),
         Err(payload) => {
             let message = payload
                 .downcast_ref::<String>()

@@ -25,10 +25,10 @@ pub struct ChildRequest {
     /// The call's files, base64 by name (`files::to_wire`).
     #[serde(default)]
     pub files: BTreeMap<String, String>,
-    /// A session's saved state, base64 (empty for a new session); absent
-    /// outside a session.
+    /// A session call: the saved state follows this frame as a frame of
+    /// its own, raw (empty for a new session).
     #[serde(default)]
-    pub session: Option<String>,
+    pub session: bool,
 }
 
 /// Child → server: how the script ended.
@@ -47,10 +47,11 @@ pub enum ChildReport {
         /// Microseconds from request received to report, measured in the child.
         #[serde(default)]
         child_us: u64,
-        /// A session's state after the script, base64, at most the
-        /// state cap; absent when not saved (stderr says why).
+        /// A session's state after the script follows this frame as a
+        /// frame of its own, raw, at most the state cap; false when not
+        /// saved (stderr says why).
         #[serde(default)]
-        state: Option<String>,
+        state: bool,
     },
     /// An allocation failed under the memory cap.
     OutOfMemory,
@@ -86,12 +87,12 @@ pub const MAX_FRAME: usize = 128 << 20;
 /// string (at most twice as long), plus a few fields, plus the files, at
 /// most `files_cap` bytes as base64 (4/3 as long) and up to
 /// `files::MAX_COUNT` names (each at most 255 bytes, up to 6 times as long
-/// escaped), plus a session's state, at most `state_cap` bytes as base64.
-/// A longer one is refused unread, so a child cannot make the server hold
-/// more.
-pub fn max_report(files_cap: u64, state_cap: u64) -> usize {
+/// escaped). A longer one is refused unread, so a child cannot make the
+/// server hold more. A session's state is a frame of its own, bounded by
+/// the state cap.
+pub fn max_report(files_cap: u64) -> usize {
     let names = crate::files::MAX_COUNT * crate::files::MAX_NAME_BYTES * 6;
-    (3 << 20) + (files_cap as usize).div_ceil(3) * 4 + names + (state_cap as usize).div_ceil(3) * 4
+    (3 << 20) + (files_cap as usize).div_ceil(3) * 4 + names
 }
 
 /// Writes one frame: `body`'s length (4 bytes, little-endian), then `body`.

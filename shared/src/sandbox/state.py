@@ -5,13 +5,21 @@
 # a source the session compiled (recompiled on restore, so no code object is
 # ever built from bytes), a class as its metaclass, bases and namespace.
 # Everything a module holds travels by name.
+#
+# A state is segments of pickles, each with its own memo. A call restores
+# nothing until the script first needs a value (the interpreter's
+# `lazy_globals`): until then each name holds a placeholder, and a call that
+# never needs one saves the old pickles again as they were, plus a segment
+# for what it defined. Names it rebound or deleted stay in their segment,
+# unbound, so that the memo stays whole, until a full save drops them.
 import _pickle
+from gc import disable as _gc_disable, enable as _gc_enable, isenabled as _gc_isenabled
 import builtins as _builtins
 import sys as _sys
 import types as _types
 from _io import BytesIO as _BytesIO
 
-_VERSION = 1
+_VERSION = 2  # 1: one segment, and no dead entries
 _FunctionType = _types.FunctionType
 _CellType = _types.CellType
 _ModuleType = _types.ModuleType
@@ -96,7 +104,26 @@ def _source_line(code, lineno):
     return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
 
 
+class _Unrestored:
+    # A saved value not restored yet; the interpreter restores every one
+    # when a script first reads one (or the whole namespace).
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<session value not restored>"
+
+
+# In a list: the interpreter treats any read of a name holding the
+# placeholder as a read of an unrestored value, this module's own included.
+_PENDING = [_Unrestored()]
+_lazy = [None]  # (body, segments, old sources): a state not restored yet
+# A full save once dead pickles outweigh live ones, or segments pile up.
+_SEGMENTS_MAX = 8
+_DEAD_MIN = 64 << 10
+
+
 def _start():
+    _lazy[0] = None
     del _sources[:], _roots[:]
     _index.clear()
     _indexed[0] = 0
@@ -289,6 +316,13 @@ def _set_class(cls, attrs):
     return cls
 
 
+def _used_index(i):
+    j = _used.get(i)
+    if j is None:
+        j = _used[i] = len(_used)
+    return j
+
+
 def _reduce_function(f):
     loc = _locate(f.__code__)
     if loc is None:
@@ -300,10 +334,7 @@ def _reduce_function(f):
                 "function %s was not compiled by the session" % f.__qualname__)
         code = (_module_code_of, where)
     else:
-        i = _used.get(loc[0])
-        if i is None:
-            i = _used[loc[0]] = len(_used)
-        code = (_code, (i, loc[1], f.__code__.co_qualname, f.__code__.co_firstlineno))
+        code = (_code, (_used_index(loc[0]), loc[1], f.__code__.co_qualname, f.__code__.co_firstlineno))
     state = {
         "__qualname__": f.__qualname__,
         "__module__": f.__module__,
@@ -442,16 +473,14 @@ def _dump_each(values):
     return buf.getvalue(), sizes
 
 
-def _save(globs):
-    # Returns (state bytes, [(name, why it was not carried)]).
-    _target[0] = globs
-    values = {k: v for k, v in globs.items() if type(k) is str and k not in _SKIP}
+def _dump_checked(values):
+    # (body, sizes, dropped): what cannot be carried is found one name at a
+    # time and dropped; the rest is carried.
     dropped = []
-    _used.clear()
+    mark = dict(_used)
     try:
         body, sizes = _dump_each(values)
     except BaseException:
-        # Find what cannot be carried, one name at a time; carry the rest.
         for k in list(values):
             try:
                 _Pickler(_BytesIO(), 4).dump(values[k])
@@ -459,23 +488,80 @@ def _save(globs):
                 dropped.append((k, _why(e)))
                 del values[k]
         _used.clear()
+        _used.update(mark)
         try:
             body, sizes = _dump_each(values)
         except BaseException as e:
             dropped.extend((k, _why(e)) for k in values)
-            values = {}
+            values.clear()
             _used.clear()
+            _used.update(mark)
             body, sizes = b"", []
+    return body, sizes, dropped
+
+
+def _head(sources, segments):
+    head = _BytesIO()
+    _pickle.Pickler(head, 4).dump((_VERSION, sources, segments))
+    head = head.getvalue()
+    return len(head).to_bytes(4, "little") + head
+
+
+def _should_compact():
+    # Whether a save that restored nothing must restore all first: its dead
+    # pickles would outweigh the live ones, or it would add one segment too
+    # many.
+    st = _lazy[0]
+    if st is None:
+        return False
+    globs = _target[0]
+    dead = live = 0
+    for seg in st[1]:
+        for name, size in seg:
+            if name is not None and globs.get(name) is _PENDING[0]:
+                live += size
+            else:
+                dead += size
+    return len(st[1]) >= _SEGMENTS_MAX or dead > max(live, _DEAD_MIN)
+
+
+def _save(globs):
+    # Returns (state bytes, [(name, why it was not carried)]).
+    _target[0] = globs
+    values = {k: v for k, v in globs.items()
+              if type(k) is str and k not in _SKIP and v is not _PENDING[0]}
+    _used.clear()
+    st = _lazy[0]
+    if st is not None:
+        # Nothing was restored: the old sources keep their places, the old
+        # pickles are kept as they are, and this call's values follow in a
+        # segment of their own (they cannot share an object with the old
+        # ones, which never existed in this process).
+        body, segments, old_sources = st
+        for i in range(old_sources):
+            _used[i] = i
+    body_new, sizes, dropped = _dump_checked(values)
     _own_globals.clear()
     del _keep_alive[:]
     sources = [None] * len(_used)
     for i, j in _used.items():
         sources[j] = _sources[i]
     _used.clear()
-    head = _BytesIO()
-    _pickle.Pickler(head, 4).dump((_VERSION, sources, list(zip(values, sizes))))
-    head = head.getvalue()
-    return len(head).to_bytes(4, "little") + head + body, dropped
+    if st is None:
+        return _head(sources, [list(zip(values, sizes))]) + body_new, dropped
+    kept, parts, at = [], [], 0
+    for seg in segments:
+        size = sum(n for _, n in seg)
+        entries = [(name if name is not None and globs.get(name) is _PENDING[0] else None, n)
+                   for name, n in seg]
+        if any(name is not None for name, _ in entries):
+            kept.append(entries)
+            parts.append(body[at:at + size])
+        at += size
+    if values:
+        kept.append(list(zip(values, sizes)))
+        parts.append(body_new)
+    return _head(sources, kept) + b"".join(parts), dropped
 
 
 class _PlainUnpickler(_pickle.Unpickler):
@@ -484,14 +570,21 @@ class _PlainUnpickler(_pickle.Unpickler):
         raise _pickle.UnpicklingError("refused global %s.%s" % (module, name))
 
 
-def _load(globs, blob):
-    # Fills `globs` from a saved state; returns [(name, why it was not
-    # restored)]. A state that cannot be read at all raises.
+def _load(globs, blob, lazy):
+    # Starts a call from a saved state: registers its sources, then either
+    # fills `globs` (returns [(name, why it was not restored)]) or, when
+    # `lazy` and no name is a dunder the interpreter itself reads, binds
+    # each name to the placeholder (returns None). A state that cannot be
+    # read at all raises.
     _target[0] = globs
     n = int.from_bytes(blob[:4], "little")
-    version, sources, names = _PlainUnpickler(_BytesIO(blob[4:4 + n])).load()
-    if version != _VERSION:
+    version, sources, segments = _PlainUnpickler(_BytesIO(blob[4:4 + n])).load()
+    if version == 1:
+        segments = [segments]
+    elif version != _VERSION:
         raise ValueError("it was saved by another version of Toolgate")
+    if type(sources) is not list or type(segments) is not list:
+        raise ValueError("its header is not one")
     for s in sources:
         if type(s) is not list or len(s) != 5:
             raise ValueError("it names a source that is not one")
@@ -501,26 +594,88 @@ def _load(globs, blob):
                 or type(flags) is not int or type(optimize) is not int):
             raise ValueError("it names a source that is not one")
         _register(src, filename, mode, None, flags, optimize)
-    f = _BytesIO(blob[4 + n:])
-    u = _Unpickler(f)
+    names = []
+    total = 0
+    for seg in segments:
+        if type(seg) is not list:
+            raise ValueError("its header is not one")
+        for e in seg:
+            if (type(e) is not tuple or len(e) != 2 or type(e[1]) is not int or e[1] < 0
+                    or (e[0] is not None and type(e[0]) is not str)):
+                raise ValueError("its header is not one")
+            total += e[1]
+            if e[0] is not None:
+                names.append(e[0])
+    body = blob[4 + n:]
+    if total != len(body):
+        raise ValueError("its pickles are not the length its header gives")
+    if lazy and not any(k[:2] == "__" and k[-2:] == "__" for k in names):
+        p = _PENDING[0]
+        for k in names:
+            globs[k] = p
+        _lazy[0] = (body, segments, len(sources))
+        return None
+    return _load_segments(globs, body, segments, None)
+
+
+def _materialize():
+    # Restores every name that still holds the placeholder, in place (the
+    # namespace keeps its order); returns [(name, why it was not restored)].
+    st = _lazy[0]
+    if st is None:
+        return []
+    globs = _target[0]
+    p = _PENDING[0]
+    bind = {k for k, v in globs.items() if v is p}
+    lost = _load_segments(globs, st[0], st[1], bind)
+    _lazy[0] = None
+    for k in bind:
+        if globs.get(k) is p:
+            del globs[k]
+    return lost
+
+
+def _load_segments(globs, body, segments, bind):
+    # Loads every segment, binding its names (those in `bind`, unless None).
+    # Without the collector: a restore makes many containers and no garbage,
+    # and a collection midway would walk them all for nothing.
+    collecting = _gc_isenabled()
+    _gc_disable()
+    try:
+        return _load_all(globs, body, segments, bind)
+    finally:
+        if collecting:
+            _gc_enable()
+
+
+def _load_all(globs, body, segments, bind):
     lost = []
     at = 0
-    failed = None
-    for name, size in names:
-        if failed is not None:
-            # Names share one memo, numbered as they were saved: after a
-            # failure the numbering is off, and a later value could silently
-            # come back as the wrong objects. Not restoring it is honest.
-            lost.append((name, "it was saved after %r, which could not be restored" % (failed,)))
-            continue
-        f.seek(at)
-        at += size
-        try:
-            v = u.load()
-        except BaseException as e:
-            lost.append((name, _why(e)))
-            failed = name
-            continue
-        if type(name) is str:
-            globs[name] = v
+    for seg in segments:
+        f = _BytesIO(body[at:at + sum(n for _, n in seg)])
+        at += sum(n for _, n in seg)
+        u = _Unpickler(f)
+        pos = 0
+        failed = None
+        for name, size in seg:
+            wanted = name is not None and (bind is None or name in bind)
+            if failed is not None:
+                # Names share one memo per segment, numbered as they were
+                # saved: after a failure the numbering is off, and a later
+                # value could silently come back as the wrong objects. Not
+                # restoring it is honest.
+                if wanted:
+                    lost.append((name, "it was saved after %s, which could not be restored" % failed))
+                continue
+            f.seek(pos)
+            pos += size
+            try:
+                v = u.load()
+            except BaseException as e:
+                failed = repr(name) if name is not None else "a value since replaced"
+                if wanted:
+                    lost.append((name, _why(e)))
+                continue
+            if wanted:
+                globs[name] = v
     return lost

@@ -16,6 +16,7 @@ use rustpython_vm::{
     builtins::{PyBytes, PyCode, PyDictRef, PyList, PyStr, PyTuple},
     compiler::Mode,
     function::FuncArgs,
+    lazy_globals,
     scope::Scope,
 };
 
@@ -43,6 +44,10 @@ pub(super) struct StateCarrier {
     start: PyObjectRef,
     save: PyObjectRef,
     load: PyObjectRef,
+    should_compact: PyObjectRef,
+    /// What an unrestored name holds, and the hook that restores them all.
+    placeholder: PyObjectRef,
+    restore: PyObjectRef,
 }
 
 fn arg(args: &FuncArgs, pos: usize, name: &str) -> Option<PyObjectRef> {
@@ -72,11 +77,25 @@ impl StateCarrier {
         vm.run_code_obj(code, Scope::with_builtins(None, ns.clone(), vm))?;
         let register = ns.get_item("_register", vm)?;
         wrap_compilers(vm, &register)?;
+        let materialize = ns.get_item("_materialize", vm)?;
+        let restore = vm.new_function(
+            "_toolgate_restore",
+            move |vm: &VirtualMachine| -> PyResult<()> {
+                let lost = materialize.call((), vm)?;
+                for note in lost_notes(vm, &lost) {
+                    super::vm::emit(super::vm::Stream::Stderr, &note);
+                }
+                Ok(())
+            },
+        );
         Ok(Self {
             register_script: ns.get_item("_register_script", vm)?,
             start: ns.get_item("_start", vm)?,
             save: ns.get_item("_save", vm)?,
             load: ns.get_item("_load", vm)?,
+            should_compact: ns.get_item("_should_compact", vm)?,
+            placeholder: ns.get_item("_PENDING", vm)?.get_item(&0, vm)?,
+            restore: restore.into(),
         })
     }
 
@@ -99,10 +118,20 @@ impl StateCarrier {
             .map(drop)
     }
 
-    /// Starts a session call: fills `globals` from `blob` (empty: a new
-    /// session) and records the script's own source. Returns notes for
-    /// stderr: what could not be restored, or that nothing could.
-    pub fn begin(&self, vm: &VirtualMachine, globals: &PyDictRef, blob: &[u8]) -> Vec<String> {
+    /// Starts a session call from `blob` (empty: a new session) and
+    /// records the script's own source. The names are bound to a
+    /// placeholder, restored all at once when the script first needs one
+    /// (`lazy_globals`); with `lazy` false, or when the state holds a dunder
+    /// the interpreter reads itself, they are restored now. Returns notes
+    /// for stderr: what could not be restored, or that nothing could.
+    pub fn begin(
+        &self,
+        vm: &VirtualMachine,
+        globals: &PyDictRef,
+        blob: &[u8],
+        lazy: bool,
+    ) -> Vec<String> {
+        lazy_globals::clear();
         RECORDING.with(|r| r.set(true));
         let _ = self.start.call((), vm);
         if blob.is_empty() {
@@ -110,14 +139,13 @@ impl StateCarrier {
         }
         match self
             .load
-            .call((globals.clone(), vm.ctx.new_bytes(blob.to_vec())), vm)
+            .call((globals.clone(), vm.ctx.new_bytes(blob.to_vec()), lazy), vm)
         {
-            Ok(lost) => pairs(vm, &lost)
-                .into_iter()
-                .map(|(name, why)| {
-                    format!("[session: {name:?} could not be restored, and is gone: {why}]\n")
-                })
-                .collect(),
+            Ok(lost) if vm.is_none(&lost) => {
+                lazy_globals::install(self.placeholder.clone(), self.restore.clone());
+                Vec::new()
+            }
+            Ok(lost) => lost_notes(vm, &lost),
             Err(e) => vec![format!(
                 "[session: the saved state could not be restored ({}); this call started without it]\n",
                 super::vm::describe(vm, &e)
@@ -141,6 +169,15 @@ impl StateCarrier {
     /// Ends a session call: saves `globals`. `Err` when the state could not
     /// be written at all (the session then keeps its state from before).
     pub fn end(&self, vm: &VirtualMachine, globals: &PyDictRef) -> Result<Saved, String> {
+        if lazy_globals::active()
+            && self
+                .should_compact
+                .call((), vm)
+                .is_ok_and(|c| c.try_to_bool(vm).unwrap_or(true))
+        {
+            let _ = lazy_globals::materialize(vm);
+        }
+        lazy_globals::clear();
         RECORDING.with(|r| r.set(false));
         let out = self
             .save
@@ -161,6 +198,16 @@ impl StateCarrier {
             dropped: pairs(vm, &t.as_slice()[1]),
         })
     }
+}
+
+/// What a restore lost, as notes for stderr.
+fn lost_notes(vm: &VirtualMachine, lost: &PyObjectRef) -> Vec<String> {
+    pairs(vm, lost)
+        .into_iter()
+        .map(|(name, why)| {
+            format!("[session: {name:?} could not be restored, and is gone: {why}]\n")
+        })
+        .collect()
 }
 
 /// A Python list of (str, str) pairs; anything else in it is skipped.

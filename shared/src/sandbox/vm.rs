@@ -95,6 +95,12 @@ print("warm", len(_f(3)), {"k": 1.5}, end="")
 result = {"a": [1, 2.5, "s", None, True], "b": _f(2)}
 "#;
 
+const PREFAULT_SESSION_PY: &str = r#"
+def _f(n):
+    return n
+_s = [{"k": _f(1), "v": 2.5, "s": "x"}, (None, True)]
+"#;
+
 fn settings() -> rustpython_vm::Settings {
     let mut s = rustpython_vm::Settings::default();
     s.install_signal_handlers = false;
@@ -289,6 +295,25 @@ impl WarmVm {
     /// namespace is dropped, and the script changes no shared object.
     pub fn prefault(&self) {
         let _ = self.run(PREFAULT_PY, &Files::new(), 0, None, |_, _| {});
+        // A session's save, restore and lazy save touch pages of their own.
+        let session = |state| {
+            Some(Session {
+                state,
+                cap: u64::MAX,
+            })
+        };
+        let first = self.run(
+            PREFAULT_SESSION_PY,
+            &Files::new(),
+            0,
+            session(&[]),
+            |_, _| {},
+        );
+        if let Some(state) = first.state {
+            for script in ["_n = 1", "_n = _s"] {
+                let _ = self.run(script, &Files::new(), 0, session(&state), |_, _| {});
+            }
+        }
     }
 
     /// A handle that interrupts a running script: `f` sent through it runs
@@ -438,7 +463,7 @@ fn run_in(
     let _ = globals.set_item("__name__", vm.ctx.new_str("__main__").into(), vm);
     let scope = Scope::with_builtins(None, globals.clone(), vm);
     if let Some((carrier, s)) = session {
-        for note in carrier.begin(vm, &globals, s.state) {
+        for note in carrier.begin(vm, &globals, s.state, true) {
             emit(Stream::Stderr, &note);
         }
     }
@@ -456,7 +481,14 @@ fn run_in(
         Ok(_) => 0,
         Err(exc) => traceback::exit_code_for(vm, &exc, source),
     };
-    let result_json = match globals.get_item_opt("result", vm) {
+    let mut result = globals.get_item_opt("result", vm);
+    // A `result` the script never read is restored here (with the rest).
+    if let Ok(Some(v)) = &result
+        && rustpython_vm::lazy_globals::resolve(v, vm.ctx.intern_str("result"), vm).unwrap_or(false)
+    {
+        result = globals.get_item_opt("result", vm);
+    }
+    let result_json = match result {
         Ok(Some(v)) if !vm.is_none(&v) => Some(result::to_json(vm, &v, dumps, |note| {
             emit(Stream::Stderr, note)
         })),

@@ -76,10 +76,20 @@ fn a_syntax_error_shows_its_line_once_as_for_a_file() {
 
 /// Runs each script in a fresh warm VM (as each call is a fresh process),
 /// the state saved by one given to the next; (exit, stdout, stderr) each.
-fn session(codes: &[&str], cap: u64) -> Vec<(i64, String, String)> {
+fn session(codes: &[&str], cap: u64) -> Vec<Out> {
+    session_states(codes, cap).0
+}
+
+/// A call's exit code, stdout and stderr.
+type Out = (i64, String, String);
+
+/// As [`session`], with the size of the state after each call and each
+/// call's `result`.
+fn session_states(codes: &[&str], cap: u64) -> (Vec<Out>, Vec<usize>, Vec<Option<String>>) {
     let allowed: Vec<String> = crate::allowlist::DEFAULT_MODULES.map(String::from).to_vec();
     let mut state = Vec::new();
     let mut outs = Vec::new();
+    let (mut sizes, mut results) = (Vec::new(), Vec::new());
     for code in codes {
         let vm = WarmVm::new(&allowed).expect("warm");
         let out = Arc::new(Mutex::new((String::new(), String::new())));
@@ -95,10 +105,12 @@ fn session(codes: &[&str], cap: u64) -> Vec<(i64, String, String)> {
         if let Some(s) = o.state {
             state = s;
         }
+        sizes.push(state.len());
+        results.push(o.result_json);
         let (so, se) = out.lock().unwrap().clone();
         outs.push((o.exit_code, so, se));
     }
-    outs
+    (outs, sizes, results)
 }
 
 #[test]
@@ -322,4 +334,108 @@ fn retired_frozen_code_is_unreachable_and_its_modules_still_import() {
         "{err}"
     );
     assert!(vm.retire_imported(["re"]).is_err(), "retired twice");
+}
+
+/// A call restores the state only when the script first needs it; calls
+/// that never do carry it on unchanged, and every way of reading the
+/// namespace sees it whole, in its order, with what two names share still
+/// shared: as one interpreter would.
+#[test]
+fn a_state_is_restored_when_first_needed_and_carried_unchanged_until_then() {
+    let first = "shared = [1]\nn = 5\npair = {'a': shared, 'b': shared}\ngone = 1\nredone = 1\n\
+                 def twice():\n    return n * 2\nresult = [n]\n";
+    let untouched = [
+        "x = 1\n",
+        "del gone\nredone = 'new'\nx = 2\ndef later():\n    return n + x\n",
+        "y = [i for i in range(3)]\n",
+    ];
+    let readers = [
+        "print(pair['a'] is pair['b'] is shared, twice(), later())",
+        "print([k for k in globals() if not k.startswith('__')])",
+        "print(sorted(k for k in vars() if not k.startswith('__')) == sorted(k for k in dir() if not k.startswith('__')))",
+        "print(locals()['n'], eval('n + 1'))",
+        "exec('print(n * 3)')",
+        "print(later.__globals__['n'])",
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    print(e.__traceback__.tb_frame.f_globals['n'], e.__traceback__.tb_frame.f_locals['n'])",
+        "class K:\n    v = n\nprint(K.v)",
+        "def f():\n    global n\n    n += 1\n    return n\nprint(f(), n)",
+        "print(type(globals()['n']).__name__, repr(twice)[:18])",
+        "print(redone, 'gone' in globals())",
+        "try:\n    twice.__globals__ = {}\nexcept AttributeError as e:\n    print(e)",
+        "try:\n    gone\nexcept NameError as e:\n    print(e)",
+    ];
+    for reader in readers {
+        let mut codes = vec![first];
+        codes.extend(untouched);
+        codes.push(reader);
+        let (out, _, results) = session_states(&codes, 1 << 20);
+        for (i, o) in out.iter().enumerate() {
+            assert_eq!(o.0, 0, "{reader}: call {i}: {o:?}");
+            assert_eq!(o.2, "", "{reader}: call {i}");
+        }
+        let last = &out.last().unwrap().1;
+        let want = match reader {
+            r if r.starts_with("print(pair") => "True 10 7\n",
+            r if r.contains("globals() if") => {
+                "['shared', 'n', 'pair', 'redone', 'twice', 'result', 'x', 'later', 'y']\n"
+            }
+            r if r.contains("vars()") => "True\n",
+            r if r.contains("locals()") => "5 6\n",
+            r if r.starts_with("exec") => "15\n",
+            r if r.contains("= {}") => "readonly attribute\n",
+            r if r.contains("__globals__") => "5\n",
+            r if r.contains("tb_frame") => "5 5\n",
+            r if r.starts_with("class K") => "5\n",
+            r if r.starts_with("def f") => "6 6\n",
+            r if r.contains("type(") => "int <function twice at\n",
+            r if r.starts_with("print(redone") => "new False\n",
+            _ => "name 'gone' is not defined\n",
+        };
+        assert_eq!(last, want, "{reader}");
+        // A `result` no call since has set is still the script's `result`.
+        assert_eq!(results[1].as_deref(), Some("[5]"), "{reader}");
+        assert_eq!(results.last().unwrap().as_deref(), Some("[5]"), "{reader}");
+    }
+}
+
+/// Calls that never restore the state but rebind a name keep the old
+/// pickle unbound (the memo needs it) only until it outweighs the rest:
+/// then the state is restored and saved whole, so it stays bounded.
+#[test]
+fn rebinding_without_restoring_keeps_the_state_bounded() {
+    let mut codes = vec!["keep = list(range(50))\nbig = 'a' * 20000\n"];
+    codes.extend(std::iter::repeat_n("big = 'b' * 20000\n", 12));
+    codes.push("print(len(keep), big[:1], len(big))");
+    let (out, sizes, _) = session_states(&codes, 1 << 20);
+    assert!(out.iter().all(|o| o.0 == 0 && o.2.is_empty()), "{out:?}");
+    assert_eq!(out.last().unwrap().1, "50 b 20000\n");
+    let most = *sizes.iter().max().unwrap();
+    assert!(
+        most < 5 * 20000,
+        "the state grew to {most} bytes: {sizes:?}"
+    );
+    // The rebinding calls did keep the old pickle for a while (else this
+    // test would not test the bound).
+    assert!(sizes[2] > sizes[0] + 15000, "{sizes:?}");
+}
+
+/// A value that fails to restore when the script first needs the state
+/// is named on stderr then, and the rest is there.
+#[test]
+fn a_value_that_fails_to_restore_late_is_named_and_the_rest_kept() {
+    let out = session(
+        &[
+            "ok = 5\nclass Bad:\n    def __setstate__(self, s):\n        raise ValueError('no')\nbad = Bad()\nbad.x = 1\n",
+            "other = 1\n",
+            "print(ok, 'bad' in globals())",
+        ],
+        1 << 20,
+    );
+    assert_eq!(out[1], (0, String::new(), String::new()));
+    assert_eq!(out[2].0, 0, "{:?}", out[2]);
+    assert_eq!(out[2].1, "5 False\n");
+    assert_eq!(
+        out[2].2,
+        "[session: \"bad\" could not be restored, and is gone: no]\n"
+    );
 }

@@ -5148,7 +5148,13 @@ impl ExecutingFrame<'_> {
             }
             Instruction::LoadName { namei: idx } => {
                 let name = self.code.names[idx.get(arg) as usize];
-                let result = self.locals.mapping(vm).subscript(name, vm);
+                let mut result = self.locals.mapping(vm).subscript(name, vm);
+                // Toolgate (PATCHES.md 12): a placeholder is restored, then read again.
+                if let Ok(x) = &result
+                    && crate::lazy_globals::resolve(x, name, vm)?
+                {
+                    result = self.locals.mapping(vm).subscript(name, vm);
+                }
                 match result {
                     Ok(x) => self.push_value(x),
                     Err(e) if e.fast_isinstance(vm.ctx.exceptions.key_error) => {
@@ -7940,6 +7946,8 @@ impl ExecutingFrame<'_> {
                     && let Some(x) = self
                         .globals
                         .get_item_by_index_and_keys_version(cached_version, cached_index)
+                    // Toolgate (PATCHES.md 12): a placeholder takes the slow path.
+                    && !crate::lazy_globals::resolve(&x, self.code.names[(oparg >> 1) as usize], vm)?
                 {
                     self.push_value(x);
                     if (oparg & 1) != 0 {
@@ -8432,6 +8440,16 @@ impl ExecutingFrame<'_> {
 
     #[inline]
     fn load_global_or_builtin(&self, name: &Py<PyStr>, vm: &VirtualMachine) -> PyResult {
+        let x = self.load_global_or_builtin_inner(name, vm)?;
+        // Toolgate (PATCHES.md 12): a placeholder is restored, then read again.
+        if crate::lazy_globals::resolve(&x, name, vm)? {
+            return self.load_global_or_builtin_inner(name, vm);
+        }
+        Ok(x)
+    }
+
+    #[inline]
+    fn load_global_or_builtin_inner(&self, name: &Py<PyStr>, vm: &VirtualMachine) -> PyResult {
         if let Some(builtins_dict) = self.builtins_dict {
             // Fast path: both globals and builtins are exact dicts
             // SAFETY: builtins_dict is only set when globals is also exact dict

@@ -77,9 +77,12 @@ async fn session_series(
 }
 
 /// Session overhead by state size: the state is rows of a table (dicts of
-/// an int, a string and a float), as an agent's loaded CSV would be.
+/// an int, a string and a float), as an agent's loaded CSV would be. A call
+/// that never reads the state (`n = 1`) restores none of it; one that reads
+/// it (`n = len(rows)`) restores all of it.
 async fn sessions_bench(sandbox: &Sandbox, n: usize) -> serde_json::Value {
     let call = "n = 1";
+    let read = "n = len(rows)";
     let (stateless, _) = api_series(sandbox, call, n, GAP).await;
     let mut rows = serde_json::Map::new();
     for (label, count) in [("1KB", 24), ("64KB", 2_200), ("1MB", 36_000)] {
@@ -88,6 +91,7 @@ async fn sessions_bench(sandbox: &Sandbox, n: usize) -> serde_json::Value {
         );
         let (_, state) = session_series(sandbox, &make, &[], 1, Duration::ZERO).await;
         let (ms, after) = session_series(sandbox, call, &state, n, GAP).await;
+        let (read_ms, _) = session_series(sandbox, read, &state, n, GAP).await;
         rows.insert(
             label.into(),
             json!({
@@ -95,6 +99,8 @@ async fn sessions_bench(sandbox: &Sandbox, n: usize) -> serde_json::Value {
                 "session_ms": ms,
                 "stateless_ms": stateless,
                 "overhead_ms": ms - stateless,
+                "reading_ms": read_ms,
+                "reading_overhead_ms": read_ms - stateless,
             }),
         );
     }

@@ -68,7 +68,7 @@ pub(super) async fn drive(
     }
     let deadline = tokio::time::Instant::now() + timeout;
     let report = tokio::select! {
-        r = read_report(&mut sock, proto::max_report(limits.files_cap, limits.state_cap)) => Some(r),
+        r = read_report(&mut sock, proto::max_report(limits.files_cap), limits.state_cap) => Some(r),
         _ = tokio::time::sleep_until(deadline) => None,
     };
 
@@ -87,20 +87,20 @@ pub(super) async fn drive(
     // its result must be the contract's JSON; anything else is the script's
     // failure, never the server's.
     let death = match report {
-        Some(Ok(ChildReport::Done {
-            exit_code,
-            result,
-            files,
-            child_us,
+        Some(Ok((
+            ChildReport::Done {
+                exit_code,
+                result,
+                files,
+                child_us,
+                state: _,
+            },
             state,
-        })) => match (
+        ))) => match (
             result.as_deref().map(parse_result).transpose(),
             crate::files::from_wire(files, limits.files_cap),
-            state
-                .map(|s| decode_state(&s, limits.state_cap))
-                .transpose(),
         ) {
-            (Ok(result), Ok(files), Ok(state)) => {
+            (Ok(result), Ok(files)) => {
                 tracing::debug!(child_us, "child finished");
                 out.child_us = child_us;
                 out.exit_code = exit_code;
@@ -109,11 +109,10 @@ pub(super) async fn drive(
                 out.state = state;
                 None
             }
-            (Err(why), _, _) => Some(Death::invalid_report(&format!("its result {why}"))),
-            (_, Err(why), _) => Some(Death::invalid_report(&format!("its files: {why}"))),
-            (_, _, Err(why)) => Some(Death::invalid_report(&format!("its session state {why}"))),
+            (Err(why), _) => Some(Death::invalid_report(&format!("its result {why}"))),
+            (_, Err(why)) => Some(Death::invalid_report(&format!("its files: {why}"))),
         },
-        Some(Ok(other)) => Some(Death::from_report(other, memory_mb)),
+        Some(Ok((other, _))) => Some(Death::from_report(other, memory_mb)),
         Some(Err(NoReport::Invalid(why))) => Some(Death::invalid_report(&why)),
         None => {
             stop_at_deadline(&mut sock, timeout).await;
@@ -157,8 +156,8 @@ async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) {
     let stop = if sock.write_all(&[proto::STOP]).await.is_err() {
         "killed"
     } else {
-        match tokio::time::timeout(STOP_GRACE, read_report(sock, proto::max_report(0, 0))).await {
-            Ok(Ok(ChildReport::Stopped)) => "in_vm",
+        match tokio::time::timeout(STOP_GRACE, read_report(sock, proto::max_report(0), 0)).await {
+            Ok(Ok((ChildReport::Stopped, _))) => "in_vm",
             // It finished as the deadline passed; still a timeout.
             Ok(Ok(_)) => "finished_at_deadline",
             Ok(Err(_)) | Err(_) => "killed",
@@ -182,17 +181,43 @@ enum NoReport {
 }
 
 /// `proto::read_frame`'s format, read without blocking the runtime and
-/// bounded by `max` (`proto::max_report`) instead of the request's limit.
-async fn read_report(sock: &mut UnixStream, max: usize) -> Result<ChildReport, NoReport> {
+/// bounded by `max` (`proto::max_report`) instead of the request's limit;
+/// with a session's state after it when the report says one follows, at
+/// most `state_cap` bytes.
+async fn read_report(
+    sock: &mut UnixStream,
+    max: usize,
+    state_cap: u64,
+) -> Result<(ChildReport, Option<Vec<u8>>), NoReport> {
+    let body = read_frame(sock, max, true).await?;
+    let report: ChildReport = serde_json::from_slice(&body)
+        .map_err(|e| NoReport::Invalid(format!("not a report: {e}")))?;
+    let state = match report {
+        ChildReport::Done { state: true, .. } => {
+            let cap = usize::try_from(state_cap).unwrap_or(usize::MAX);
+            let state = read_frame(sock, cap, false).await.map_err(|e| match e {
+                NoReport::Invalid(why) => NoReport::Invalid(format!("its session state: {why}")),
+                closed => closed,
+            })?;
+            Some(state)
+        }
+        _ => None,
+    };
+    Ok((report, state))
+}
+
+/// One frame of at most `max` bytes. `first`: the socket closing before it
+/// begins is the child's death, not a report cut short.
+async fn read_frame(sock: &mut UnixStream, max: usize, first: bool) -> Result<Vec<u8>, NoReport> {
     let mut len = [0u8; 4];
     let mut got = 0;
     while got < len.len() {
         match sock.read(&mut len[got..]).await {
-            Ok(0) if got == 0 => return Err(NoReport::Closed),
+            Ok(0) if got == 0 && first => return Err(NoReport::Closed),
             Ok(0) => return Err(NoReport::Invalid("a report cut short".into())),
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) if got == 0 => return Err(NoReport::Closed),
+            Err(_) if got == 0 && first => return Err(NoReport::Closed),
             Err(e) => return Err(NoReport::Invalid(format!("a report cut short: {e}"))),
         }
     }
@@ -206,14 +231,5 @@ async fn read_report(sock: &mut UnixStream, max: usize) -> Result<ChildReport, N
     if sock.read_exact(&mut body).await.is_err() {
         return Err(NoReport::Invalid("a report cut short".into()));
     }
-    serde_json::from_slice(&body).map_err(|e| NoReport::Invalid(format!("not a report: {e}")))
-}
-
-/// A session state as a child reports it: base64, at most `cap` bytes.
-fn decode_state(b64: &str, cap: u64) -> Result<Vec<u8>, String> {
-    let s = crate::files::decode(b64).map_err(|e| format!("is not base64: {e}"))?;
-    if s.len() as u64 > cap {
-        return Err(format!("is over the limit of {cap} bytes"));
-    }
-    Ok(s)
+    Ok(body)
 }

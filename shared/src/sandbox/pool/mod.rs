@@ -140,11 +140,15 @@ impl Sandbox {
         let body = serde_json::to_vec(&ChildRequest {
             code: code.to_owned(),
             files: crate::files::to_wire(files),
-            session: session.map(crate::files::encode),
+            session: session.is_some(),
         })
         .map_err(|e| SandboxError::Child(e.into()))?;
-        let mut frame = Vec::with_capacity(body.len() + 4);
+        let tail = session.map_or(0, |s| s.len() + 4);
+        let mut frame = Vec::with_capacity(body.len() + 4 + tail);
         proto::write_frame(&mut frame, &body).map_err(SandboxError::Child)?;
+        if let Some(state) = session {
+            proto::write_frame(&mut frame, state).map_err(SandboxError::Child)?;
+        }
 
         let call = self.calls.call_started();
         // A spare may have died with an earlier zygote; try a few.

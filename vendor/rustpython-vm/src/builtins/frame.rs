@@ -580,6 +580,8 @@ impl Py<FrameObject> {
 
     #[pygetset]
     pub fn f_locals(&self, vm: &VirtualMachine) -> PyResult {
+        // Toolgate (PATCHES.md 12): the namespace is whole before it is handed out.
+        crate::lazy_globals::materialize(vm)?;
         if self.uses_locals_proxy(vm)? {
             let proxy = crate::builtins::FrameLocalsProxy::new(self.to_owned());
             Ok(proxy.into_ref(&vm.ctx).into())
@@ -668,8 +670,10 @@ impl Py<FrameObject> {
     }
 
     #[pygetset]
-    pub fn f_globals(&self) -> PyDictRef {
-        self.iframe().globals().to_owned()
+    pub fn f_globals(&self, vm: &VirtualMachine) -> PyResult<PyDictRef> {
+        // Toolgate (PATCHES.md 12): the namespace is whole before it is handed out.
+        crate::lazy_globals::materialize(vm)?;
+        Ok(self.iframe().globals().to_owned())
     }
 
     #[pygetset]

@@ -65,7 +65,7 @@ fn format_missing_args(
 #[derive(Debug)]
 pub struct PyFunction {
     pub(crate) code: PyAtomicRef<PyCode>,
-    #[pymember(name = "__globals__")]
+    // Toolgate (PATCHES.md 12): read through `__globals__` below.
     pub(crate) globals: PyDictRef,
     #[pymember(name = "__builtins__")]
     pub(crate) builtins: PyObjectRef,
@@ -1005,6 +1005,18 @@ impl PyPayload for PyFunction {
     flags(HAS_DICT, HAS_WEAKREF, METHOD_DESCRIPTOR)
 )]
 impl Py<PyFunction> {
+    // Toolgate (PATCHES.md 12): a getset instead of a member, so that the
+    // namespace is whole before it is handed out; read-only as the member was.
+    #[pygetset]
+    fn __globals__(&self, vm: &VirtualMachine) -> PyResult<PyDictRef> {
+        crate::lazy_globals::materialize(vm)?;
+        Ok(self.globals.clone())
+    }
+    #[pygetset(setter)]
+    fn set___globals__(&self, _value: PySetterValue, vm: &VirtualMachine) -> PyResult<()> {
+        Err(vm.new_attribute_error("readonly attribute"))
+    }
+
     #[pygetset]
     fn __code__(&self) -> PyRef<PyCode> {
         (*self.code).to_owned()

@@ -388,6 +388,10 @@ mod builtins {
 
     #[pyfunction]
     fn dir(obj: OptionalArg<PyObjectRef>, vm: &VirtualMachine) -> PyResult<PyList> {
+        // Toolgate (PATCHES.md 12): the namespace is whole before it is listed.
+        if obj.is_missing() {
+            crate::lazy_globals::materialize(vm)?;
+        }
         vm.dir(obj.into_option())
     }
 
@@ -451,7 +455,11 @@ mod builtins {
                     )
                 }
                 None => (
-                    vm.current_globals(),
+                    // Toolgate (PATCHES.md 12): the namespace is whole before it is used.
+                    {
+                        crate::lazy_globals::materialize(vm)?;
+                        vm.current_globals()
+                    },
                     if let Some(locals) = self.locals {
                         locals
                     } else {
@@ -700,8 +708,10 @@ mod builtins {
     }
 
     #[pyfunction]
-    fn globals(vm: &VirtualMachine) -> PyDictRef {
-        vm.current_globals()
+    fn globals(vm: &VirtualMachine) -> PyResult<PyDictRef> {
+        // Toolgate (PATCHES.md 12): the namespace is whole before it is handed out.
+        crate::lazy_globals::materialize(vm)?;
+        Ok(vm.current_globals())
     }
 
     #[pyfunction]
@@ -912,6 +922,8 @@ mod builtins {
 
     #[pyfunction]
     fn locals(vm: &VirtualMachine) -> PyResult<ArgMapping> {
+        // Toolgate (PATCHES.md 12): the namespace is whole before it is handed out.
+        crate::lazy_globals::materialize(vm)?;
         vm.current_locals()
     }
 
@@ -1276,6 +1288,8 @@ mod builtins {
             obj.get_attr(identifier!(vm, __dict__), vm)
                 .map_err(|_| vm.new_type_error("vars() argument must have __dict__ attribute"))
         } else {
+            // Toolgate (PATCHES.md 12): the namespace is whole before it is handed out.
+            crate::lazy_globals::materialize(vm)?;
             Ok(vm.current_locals()?.into())
         }
     }
