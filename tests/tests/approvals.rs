@@ -75,6 +75,19 @@ fn audit(s: &Server) -> Vec<Value> {
         .collect()
 }
 
+/// The audit lines once one matches `want`, or after 5 s: the server may
+/// write a call's audit line after the call's answer reached the test.
+fn audit_once(s: &Server, want: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let lines = audit(s);
+        if lines.iter().any(&want) || std::time::Instant::now() > until {
+            return lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 fn sha256(text: &str) -> String {
     run_tool(
         Command::new("python3").args([
@@ -179,7 +192,7 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
     assert!(msg.contains("already been used"), "{msg}");
 
     // The receipt: the run's audit line has every field.
-    let lines = audit(&s);
+    let lines = audit_once(&s, |l| l["outcome"] == "ran" && l["command"] == cmd);
     let ran = lines
         .iter()
         .find(|l| l["outcome"] == "ran" && l["command"] == cmd)
@@ -213,16 +226,18 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
     );
     assert!(exists(&s, &f(1)));
     // Each decision is audited when it is made, with what it was for.
-    let decisions: Vec<(String, String)> = audit(&s)
-        .iter()
-        .filter(|l| l["event"] == "approval")
-        .map(|l| {
-            (
-                l["approval"].as_str().unwrap().to_owned(),
-                l["decision"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let decisions: Vec<(String, String)> = audit_once(&s, |l| {
+        l["approval"] == no.as_str() && l["decision"] == "rejected"
+    })
+    .iter()
+    .filter(|l| l["event"] == "approval")
+    .map(|l| {
+        (
+            l["approval"].as_str().unwrap().to_owned(),
+            l["decision"].as_str().unwrap().to_owned(),
+        )
+    })
+    .collect();
     assert!(
         decisions.contains(&(id.clone(), "approved".into())),
         "{decisions:?}"
@@ -332,10 +347,11 @@ fn an_approval_expires_and_bad_or_foreign_ids_are_refused_and_rules_apply_by_tag
         &json!({"choice": 0}),
     );
     assert_eq!(r.status, 410, "too late to approve");
+    let expired = |l: &Value| {
+        l["event"] == "approval" && l["approval"] == id.as_str() && l["decision"] == "expired"
+    };
     assert!(
-        audit(&s)
-            .iter()
-            .any(|l| l["event"] == "approval" && l["approval"] == id && l["decision"] == "expired"),
+        audit_once(&s, expired).iter().any(expired),
         "the expiry is audited"
     );
     let (status, _, msg) = error(&ssh_run(
@@ -460,10 +476,11 @@ fn a_gated_cloud_tool_runs_once_with_exactly_the_approved_arguments() {
     let (status, _, msg) = error(&call(json!({"message": "hi", "toolgate_approval": id})));
     assert_eq!(status, 403);
     assert!(msg.contains("already been used"), "{msg}");
-    let lines = audit(&s);
+    let approved = |l: &Value| l["event"] == "cloud_call" && l["outcome"] == "approved";
+    let lines = audit_once(&s, approved);
     let ran = lines
         .iter()
-        .find(|l| l["event"] == "cloud_call" && l["outcome"] == "approved")
+        .find(|l| approved(l))
         .unwrap_or_else(|| panic!("{lines:#?}"));
     assert_eq!(ran["approval"], id);
     assert_eq!(ran["account"], "demo");

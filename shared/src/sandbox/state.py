@@ -116,10 +116,23 @@ class _Unrestored:
 # In a list: the interpreter treats any read of a name holding the
 # placeholder as a read of an unrestored value, this module's own included.
 _PENDING = [_Unrestored()]
-_lazy = [None]  # (body, segments, old sources): a state not restored yet
-# A full save once dead pickles outweigh live ones, or segments pile up.
+_lazy = [None]  # the _Unread state of this call, until it is restored
+# A full save once dead pickles (or the sources added since the last full
+# save) outweigh live ones, or segments pile up.
 _SEGMENTS_MAX = 8
 _DEAD_MIN = 64 << 10
+# Dunders the interpreter reads from a namespace itself (imports, warnings):
+# a state that holds one is restored before the script.
+_EAGER = frozenset(("__warningregistry__", "__package__", "__spec__", "__loader__",
+                    "__file__", "__path__", "__cached__"))
+_PLAIN = frozenset((dict, list, tuple, set, frozenset, str, bytes, bytearray,
+                    int, float, complex, bool, type(None)))
+_impure = [False]  # a value being saved runs the script's code when restored
+
+
+class _Unread:
+    # A saved state this call has not restored (all or part of it).
+    __slots__ = ("body", "segments", "starts", "status", "where", "bind", "base", "old_sources")
 
 
 def _start():
@@ -395,6 +408,11 @@ def _reduce_class(cls):
 class _Pickler(_pickle.Pickler):
     def reducer_override(self, obj):
         t = type(obj)
+        if t not in _PLAIN and (getattr(t, "__module__", None) == "__main__"
+                                or getattr(obj, "__module__", None) == "__main__" and isinstance(obj, type)):
+            # Restoring it runs the script's code: its class's __setstate__,
+            # __reduce__, metaclass or __init_subclass__.
+            _impure[0] = True
         if t is _FunctionType:
             if id(obj) in _OWN:
                 return NotImplemented
@@ -468,8 +486,9 @@ def _dump_each(values):
     sizes = []
     for v in values.values():
         start = buf.tell()
+        _impure[0] = False
         p.dump(v)
-        sizes.append(buf.tell() - start)
+        sizes.append((buf.tell() - start, not _impure[0]))
     return buf.getvalue(), sizes
 
 
@@ -500,36 +519,47 @@ def _dump_checked(values):
     return body, sizes, dropped
 
 
-def _head(sources, segments):
+def _head(sources, segments, base):
     head = _BytesIO()
-    _pickle.Pickler(head, 4).dump((_VERSION, sources, segments))
+    _pickle.Pickler(head, 4).dump((_VERSION, sources, segments, base))
     head = head.getvalue()
     return len(head).to_bytes(4, "little") + head
 
 
+def _entries(values, sizes):
+    return [(k, n, pure) for k, (n, pure) in zip(values, sizes)]
+
+
 def _should_compact():
-    # Whether a save that restored nothing must restore all first: its dead
-    # pickles would outweigh the live ones, or it would add one segment too
-    # many.
+    # Whether a save that restored nothing must restore all first: a value
+    # it leaves dead would run the script's code when loaded for the memo,
+    # its dead pickles (or the sources added since the last full save)
+    # would outweigh the live ones, or it would add one segment too many.
     st = _lazy[0]
     if st is None:
         return False
     globs = _target[0]
+    p = _PENDING[0]
     dead = live = 0
-    for seg in st[1]:
-        for name, size in seg:
-            if name is not None and globs.get(name) is _PENDING[0]:
+    for seg in st.segments:
+        for name, size, pure in seg:
+            if name is not None and globs.get(name) is p:
                 live += size
+            elif not pure:
+                return True
             else:
                 dead += size
-    return len(st[1]) >= _SEGMENTS_MAX or dead > max(live, _DEAD_MIN)
+    fresh = sum(len(s[0]) for s in _sources[st.base:])
+    return (len(st.segments) >= _SEGMENTS_MAX
+            or dead > max(live, _DEAD_MIN) or fresh > max(live, _DEAD_MIN))
 
 
 def _save(globs):
     # Returns (state bytes, [(name, why it was not carried)]).
     _target[0] = globs
+    p = _PENDING[0]
     values = {k: v for k, v in globs.items()
-              if type(k) is str and k not in _SKIP and v is not _PENDING[0]}
+              if type(k) is str and k not in _SKIP and v is not p}
     _used.clear()
     st = _lazy[0]
     if st is not None:
@@ -537,8 +567,7 @@ def _save(globs):
         # pickles are kept as they are, and this call's values follow in a
         # segment of their own (they cannot share an object with the old
         # ones, which never existed in this process).
-        body, segments, old_sources = st
-        for i in range(old_sources):
+        for i in range(st.old_sources):
             _used[i] = i
     body_new, sizes, dropped = _dump_checked(values)
     _own_globals.clear()
@@ -548,20 +577,18 @@ def _save(globs):
         sources[j] = _sources[i]
     _used.clear()
     if st is None:
-        return _head(sources, [list(zip(values, sizes))]) + body_new, dropped
-    kept, parts, at = [], [], 0
-    for seg in segments:
-        size = sum(n for _, n in seg)
-        entries = [(name if name is not None and globs.get(name) is _PENDING[0] else None, n)
-                   for name, n in seg]
-        if any(name is not None for name, _ in entries):
+        return _head(sources, [_entries(values, sizes)], len(sources)) + body_new, dropped
+    kept, parts = [], []
+    for i, seg in enumerate(st.segments):
+        entries = [(name if name is not None and globs.get(name) is p else None, n, pure)
+                   for name, n, pure in seg]
+        if any(name is not None for name, _, _ in entries):
             kept.append(entries)
-            parts.append(body[at:at + size])
-        at += size
+            parts.append(st.body[st.starts[i]:st.starts[i + 1]])
     if values:
-        kept.append(list(zip(values, sizes)))
+        kept.append(_entries(values, sizes))
         parts.append(body_new)
-    return _head(sources, kept) + b"".join(parts), dropped
+    return _head(sources, kept, st.base) + b"".join(parts), dropped
 
 
 class _PlainUnpickler(_pickle.Unpickler):
@@ -570,20 +597,24 @@ class _PlainUnpickler(_pickle.Unpickler):
         raise _pickle.UnpicklingError("refused global %s.%s" % (module, name))
 
 
-def _load(globs, blob, lazy):
-    # Starts a call from a saved state: registers its sources, then either
-    # fills `globs` (returns [(name, why it was not restored)]) or, when
-    # `lazy` and no name is a dunder the interpreter itself reads, binds
-    # each name to the placeholder (returns None). A state that cannot be
-    # read at all raises.
-    _target[0] = globs
+def _read_head(blob):
+    # (sources, segments, base) of a saved state, checked: it is untrusted.
     n = int.from_bytes(blob[:4], "little")
-    version, sources, segments = _PlainUnpickler(_BytesIO(blob[4:4 + n])).load()
-    if version == 1:
-        segments = [segments]
-    elif version != _VERSION:
+    head = _PlainUnpickler(_BytesIO(blob[4:4 + n])).load()
+    if type(head) is not tuple or not head:
+        raise ValueError("its header is not one")
+    if head[0] == 1 and len(head) == 3:
+        # One segment of (name, size), every value taken as impure.
+        _, sources, names = head
+        if type(names) is not list:
+            raise ValueError("its header is not one")
+        segments = [[e + (False,) if type(e) is tuple else e for e in names]]
+        base = len(sources) if type(sources) is list else 0
+    elif head[0] == _VERSION and len(head) == 4:
+        _, sources, segments, base = head
+    else:
         raise ValueError("it was saved by another version of Toolgate")
-    if type(sources) is not list or type(segments) is not list:
+    if type(sources) is not list or type(segments) is not list or type(base) is not int:
         raise ValueError("its header is not one")
     for s in sources:
         if type(s) is not list or len(s) != 5:
@@ -593,72 +624,106 @@ def _load(globs, blob, lazy):
                 or mode not in ("exec", "eval", "single")
                 or type(flags) is not int or type(optimize) is not int):
             raise ValueError("it names a source that is not one")
-        _register(src, filename, mode, None, flags, optimize)
-    names = []
-    total = 0
+    if not 0 <= base <= len(sources):
+        raise ValueError("its header is not one")
     for seg in segments:
         if type(seg) is not list:
             raise ValueError("its header is not one")
         for e in seg:
-            if (type(e) is not tuple or len(e) != 2 or type(e[1]) is not int or e[1] < 0
-                    or (e[0] is not None and type(e[0]) is not str)):
+            if (type(e) is not tuple or len(e) != 3 or type(e[1]) is not int or e[1] < 0
+                    or (e[0] is not None and type(e[0]) is not str) or type(e[2]) is not bool):
                 raise ValueError("its header is not one")
-            total += e[1]
-            if e[0] is not None:
-                names.append(e[0])
-    body = blob[4 + n:]
-    if total != len(body):
+    return sources, segments, base, blob[4 + n:]
+
+
+def _load(globs, blob, lazy):
+    # Starts a call from a saved state: registers its sources, then either
+    # fills `globs` (returns [(name, why it was not restored)]) or, when
+    # `lazy` and no name is a dunder the interpreter itself reads, binds
+    # each name to the placeholder (returns None). A state that cannot be
+    # read at all raises.
+    _target[0] = globs
+    sources, segments, base, body = _read_head(blob)
+    st = _Unread()
+    st.starts = [0]
+    for seg in segments:
+        st.starts.append(st.starts[-1] + sum(e[1] for e in seg))
+    if st.starts[-1] != len(body):
         raise ValueError("its pickles are not the length its header gives")
-    if lazy and not any(k[:2] == "__" and k[-2:] == "__" for k in names):
+    for s in sources:
+        # Outside `_register`'s cap: the saved indices must stay in place.
+        _recorded[0] += len(s[0])
+        _sources.append(s)
+        _roots.append(None)
+    st.body, st.segments, st.base, st.old_sources = body, segments, base, len(sources)
+    st.status = [0] * len(segments)
+    st.where = {}
+    for i, seg in enumerate(segments):
+        for name, _, _ in seg:
+            if name is not None:
+                st.where[name] = i
+    st.bind = None
+    _lazy[0] = st
+    if lazy and _EAGER.isdisjoint(st.where):
         p = _PENDING[0]
-        for k in names:
+        for k in st.where:
             globs[k] = p
-        _lazy[0] = (body, segments, len(sources))
         return None
-    return _load_segments(globs, body, segments, None)
+    st.bind = set(st.where)
+    return _materialize()[0]
 
 
-def _materialize():
-    # Restores every name that still holds the placeholder, in place (the
-    # namespace keeps its order); returns [(name, why it was not restored)].
+def _materialize(name=None):
+    # Restores, in place (the namespace keeps its order), every name that
+    # still holds the placeholder; with `name`, while a restore runs (code
+    # it runs read that name), only the segment that holds it. Returns
+    # ([(name, why it was not restored)], whether `name` has its value).
     st = _lazy[0]
     if st is None:
-        return []
+        return [], True
     globs = _target[0]
     p = _PENDING[0]
-    bind = {k for k, v in globs.items() if v is p}
-    lost = _load_segments(globs, st[0], st[1], bind)
-    _lazy[0] = None
-    for k in bind:
-        if globs.get(k) is p:
-            del globs[k]
-    return lost
-
-
-def _load_segments(globs, body, segments, bind):
-    # Loads every segment, binding its names (those in `bind`, unless None).
+    if st.bind is None:
+        st.bind = {k for k, v in globs.items() if v is p}
+    lost = []
     # Without the collector: a restore makes many containers and no garbage,
     # and a collection midway would walk them all for nothing.
     collecting = _gc_isenabled()
     _gc_disable()
     try:
-        return _load_all(globs, body, segments, bind)
+        if name is not None:
+            i = st.where.get(name)
+            if i is not None and st.status[i] == 0:
+                _load_segment(st, i, globs, lost)
+            return lost, globs.get(name) is not p
+        for i in range(len(st.segments)):
+            if st.status[i] == 0:
+                _load_segment(st, i, globs, lost)
     finally:
         if collecting:
             _gc_enable()
+    if all(s == 2 for s in st.status):
+        _lazy[0] = None
+        for k in st.bind:
+            if globs.get(k) is p:
+                del globs[k]
+    return lost, True
 
 
-def _load_all(globs, body, segments, bind):
-    lost = []
-    at = 0
-    for seg in segments:
-        f = _BytesIO(body[at:at + sum(n for _, n in seg)])
-        at += sum(n for _, n in seg)
-        u = _Unpickler(f)
-        pos = 0
-        failed = None
-        for name, size in seg:
-            wanted = name is not None and (bind is None or name in bind)
+def _load_segment(st, i, globs, lost):
+    # Loads segment `i`, binding its names that are in `st.bind`. Should
+    # anything raise out of it, its names hold the placeholder again and
+    # it can be loaded later.
+    st.status[i] = 1
+    p = _PENDING[0]
+    f = _BytesIO(st.body[st.starts[i]:st.starts[i + 1]])
+    u = _Unpickler(f)
+    pos = 0
+    failed = None
+    bound = []
+    try:
+        for name, size, _ in st.segments[i]:
+            wanted = name is not None and name in st.bind
             if failed is not None:
                 # Names share one memo per segment, numbered as they were
                 # saved: after a failure the numbering is off, and a later
@@ -678,4 +743,10 @@ def _load_all(globs, body, segments, bind):
                 continue
             if wanted:
                 globs[name] = v
-    return lost
+                bound.append(name)
+    except BaseException:
+        st.status[i] = 0
+        for k in bound:
+            globs[k] = p
+        raise
+    st.status[i] = 2

@@ -78,14 +78,20 @@ impl StateCarrier {
         let register = ns.get_item("_register", vm)?;
         wrap_compilers(vm, &register)?;
         let materialize = ns.get_item("_materialize", vm)?;
+        // `lazy_globals`'s hook: restores all (None) or, during a restore,
+        // what holds one name; says whether that name has its value.
         let restore = vm.new_function(
             "_toolgate_restore",
-            move |vm: &VirtualMachine| -> PyResult<()> {
-                let lost = materialize.call((), vm)?;
-                for note in lost_notes(vm, &lost) {
+            move |name: PyObjectRef, vm: &VirtualMachine| -> PyResult<bool> {
+                let out = materialize.call((name,), vm)?;
+                let out = out
+                    .downcast_ref::<PyTuple>()
+                    .filter(|t| t.len() == 2)
+                    .ok_or_else(|| vm.new_type_error("the restore returned no pair"))?;
+                for note in lost_notes(vm, &out.as_slice()[0]) {
                     super::vm::emit(super::vm::Stream::Stderr, &note);
                 }
-                Ok(())
+                out.as_slice()[1].clone().try_to_bool(vm)
             },
         );
         Ok(Self {
@@ -142,7 +148,12 @@ impl StateCarrier {
             .call((globals.clone(), vm.ctx.new_bytes(blob.to_vec()), lazy), vm)
         {
             Ok(lost) if vm.is_none(&lost) => {
-                lazy_globals::install(self.placeholder.clone(), self.restore.clone());
+                // The import guard reads no namespace; a script's own `__import__` would.
+                let import = vm
+                    .builtins
+                    .get_attr("__import__", vm)
+                    .unwrap_or_else(|_| vm.ctx.none());
+                lazy_globals::install(self.placeholder.clone(), self.restore.clone(), import);
                 Vec::new()
             }
             Ok(lost) => lost_notes(vm, &lost),

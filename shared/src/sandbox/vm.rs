@@ -481,13 +481,18 @@ fn run_in(
         Ok(_) => 0,
         Err(exc) => traceback::exit_code_for(vm, &exc, source),
     };
-    let mut result = globals.get_item_opt("result", vm);
-    // A `result` the script never read is restored here (with the rest).
-    if let Ok(Some(v)) = &result
-        && rustpython_vm::lazy_globals::resolve(v, vm.ctx.intern_str("result"), vm).unwrap_or(false)
-    {
-        result = globals.get_item_opt("result", vm);
-    }
+    // A `result` the script never read is restored here (with the rest);
+    // one that cannot be is no result.
+    let result = match globals.get_item_opt("result", vm) {
+        Ok(Some(v)) => {
+            match rustpython_vm::lazy_globals::resolve(&v, vm.ctx.intern_str("result"), vm) {
+                Ok(false) => Ok(Some(v)),
+                Ok(true) => globals.get_item_opt("result", vm),
+                Err(_) => Ok(None),
+            }
+        }
+        other => other,
+    };
     let result_json = match result {
         Ok(Some(v)) if !vm.is_none(&v) => Some(result::to_json(vm, &v, dumps, |note| {
             emit(Stream::Stderr, note)

@@ -363,6 +363,7 @@ fn a_state_is_restored_when_first_needed_and_carried_unchanged_until_then() {
         "print(redone, 'gone' in globals())",
         "try:\n    twice.__globals__ = {}\nexcept AttributeError as e:\n    print(e)",
         "try:\n    gone\nexcept NameError as e:\n    print(e)",
+        "o = __builtins__.__import__\ndef imp(name, g=None, *a):\n    print(g['n'])\n    return o(name, g, *a)\n__builtins__.__import__ = imp\nimport json\n__builtins__.__import__ = o\ndel o, imp",
     ];
     for reader in readers {
         let mut codes = vec![first];
@@ -389,6 +390,7 @@ fn a_state_is_restored_when_first_needed_and_carried_unchanged_until_then() {
             r if r.starts_with("def f") => "6 6\n",
             r if r.contains("type(") => "int <function twice at\n",
             r if r.starts_with("print(redone") => "new False\n",
+            r if r.contains("def imp") => "5\n",
             _ => "name 'gone' is not defined\n",
         };
         assert_eq!(last, want, "{reader}");
@@ -437,5 +439,59 @@ fn a_value_that_fails_to_restore_late_is_named_and_the_rest_kept() {
     assert_eq!(
         out[2].2,
         "[session: \"bad\" could not be restored, and is gone: no]\n"
+    );
+}
+
+/// Code a restore runs (here `__setstate__`) reading a global sees what one
+/// interpreter would: a name a later call rebound without reading it has
+/// its new value, though that value is saved in a later segment.
+#[test]
+fn code_a_restore_runs_sees_names_rebound_since() {
+    let first = "VERSION = 1\nclass Rec:\n    def __setstate__(self, s):\n        self.__dict__.update(s)\n        self.v = VERSION\nr = Rec()\nr.x = 1\ndata = [1, 2]\n";
+    let out = session(&[first, "VERSION = 2\n", "print(r.v, r.x, data)"], 1 << 20);
+    assert_eq!(out[2], (0, "2 1 [1, 2]\n".into(), String::new()), "{out:?}");
+    // A rebound value whose restore runs the script's code is not kept
+    // unbound: that code would run again.
+    let out = session(
+        &[first, "del r\n", "print(data, 'r' in globals())"],
+        1 << 20,
+    );
+    assert_eq!(
+        out[2],
+        (0, "[1, 2] False\n".into(), String::new()),
+        "{out:?}"
+    );
+}
+
+/// A script deep in a recursion when it first needs the state still gets
+/// it: the restore does not spend the script's frame budget.
+#[test]
+fn a_restore_deep_in_a_recursion_restores() {
+    let out = session(
+        &[
+            "def f():\n    return 1\n",
+            "def probe(n):\n    try:\n        return probe(n + 1)\n    except RecursionError:\n        return f\nprint(probe(0)())",
+        ],
+        1 << 20,
+    );
+    assert_eq!(out[1], (0, "1\n".into(), String::new()), "{out:?}");
+}
+
+/// Calls that define functions again without reading the state add their
+/// source each time; the sources added since the last full save count
+/// towards restoring and saving all, so the state stays bounded.
+#[test]
+fn sources_added_without_restoring_stay_bounded() {
+    let script = format!("# {}\ndef helper():\n    return 7\n", "x".repeat(30_000));
+    let mut codes = vec!["keep = 1\n"];
+    codes.extend(std::iter::repeat_n(script.as_str(), 10));
+    codes.push("print(helper(), keep)");
+    let (out, sizes, _) = session_states(&codes, 1 << 20);
+    assert!(out.iter().all(|o| o.0 == 0 && o.2.is_empty()), "{out:?}");
+    assert_eq!(out.last().unwrap().1, "7 1\n");
+    let most = *sizes.iter().max().unwrap();
+    assert!(
+        most < 4 * 30_000,
+        "the state grew to {most} bytes: {sizes:?}"
     );
 }

@@ -2470,6 +2470,11 @@ impl VirtualMachine {
         self.recursion_depth.get()
     }
 
+    /// Toolgate (PATCHES.md 12): `lazy_globals` runs its restore at depth 0.
+    pub(crate) fn set_recursion_depth(&self, depth: usize) {
+        self.recursion_depth.set(depth);
+    }
+
     /// Stack margin bytes (like _PyOS_STACK_MARGIN_BYTES).
     /// The margin is doubled for debug/sanitized builds because frame
     /// evaluation consumes more native stack in those configurations.
@@ -3188,6 +3193,8 @@ impl VirtualMachine {
             }
         };
 
+        // Toolgate (PATCHES.md 12): a script's own `__import__` gets the namespace whole.
+        crate::lazy_globals::before_import(&import_func, self)?;
         let (locals, globals) = if let Some(globals) = crate::frame::current_globals() {
             // Locals fallback: use the heavy frame if available, otherwise
             // use globals as locals (light frame locals are on the data stack).
