@@ -12,7 +12,11 @@
 # never needs one saves the old pickles again as they were, plus a segment
 # for what it defined. Names it rebound or deleted stay in their segment,
 # unbound, so that the memo stays whole, until a full save drops them.
+# Only a state whose restore runs none of the script's code is restored
+# lazily (each pickle records whether it does): otherwise when the restore
+# ran, and what the script changed first, would show.
 import _pickle
+from copyreg import dispatch_table as _dispatch_table
 from gc import disable as _gc_disable, enable as _gc_enable, isenabled as _gc_isenabled
 import builtins as _builtins
 import sys as _sys
@@ -405,14 +409,45 @@ def _reduce_class(cls):
             attrs, None, None, _set_class)
 
 
+# What the script may have made restoring run: a class's own hooks, and
+# an instance's own reducers.
+_HOOKS = ("__reduce_ex__", "__reduce__", "__getstate__", "__setstate__", "__getnewargs_ex__",
+          "__getnewargs__", "__new__", "__init__", "__set_name__", "__init_subclass__")
+_script_types = {}  # id(type) -> whether restoring its instances may run the script's code
+
+
+def _script_made(f):
+    return getattr(f, "__module__", None) == "__main__" or type(f) is _FunctionType and _locate(f.__code__) is not None
+
+
+def _runs_script_code(obj, t):
+    # Whether restoring `obj` may run code the script wrote: a class carried
+    # by value (its metaclass, `__init_subclass__`, `__set_name__` run), an
+    # instance of one, of a class whose restoring hooks the script set, or
+    # with reducers of its own. Functions carried by value only compile.
+    if isinstance(obj, type):
+        return obj not in _PLAIN and _by_name(obj) is None
+    if t in (_FunctionType, _CellType, _ModuleType, classmethod, staticmethod, property,
+             _types.MethodType, _types.MappingProxyType) or t in _BuiltinTypes:
+        return False
+    r = _script_types.get(id(t))
+    if r is None:
+        r = _by_name(t) is None or any(_script_made(getattr(t, h, None)) for h in _HOOKS)
+        _script_types[id(t)] = r
+        _keep_alive.append(t)
+    if r:
+        return True
+    d = getattr(obj, "__dict__", None)
+    return type(d) is dict and ("__reduce_ex__" in d or "__reduce__" in d)
+
+
 class _Pickler(_pickle.Pickler):
     def reducer_override(self, obj):
         t = type(obj)
-        if t not in _PLAIN and (getattr(t, "__module__", None) == "__main__"
-                                or getattr(obj, "__module__", None) == "__main__" and isinstance(obj, type)):
-            # Restoring it runs the script's code: its class's __setstate__,
-            # __reduce__, metaclass or __init_subclass__.
+        if t not in _PLAIN and not _impure[0] and _runs_script_code(obj, t):
             _impure[0] = True
+        if t is _Unrestored:
+            raise _pickle.PicklingError("a session value that was not restored")
         if t is _FunctionType:
             if id(obj) in _OWN:
                 return NotImplemented
@@ -473,8 +508,13 @@ _OWN = frozenset(id(f) for f in _RESTORERS.values())
 
 
 def _why(e):
-    text = str(e) or type(e).__name__
-    return text.splitlines()[0][:200] if text else type(e).__name__
+    try:
+        text = str(e)
+    except BaseException:
+        text = ""
+    if type(text) is not str or not text:
+        return type(e).__name__
+    return text.splitlines()[0][:200]
 
 
 def _dump_each(values):
@@ -549,18 +589,20 @@ def _should_compact():
                 return True
             else:
                 dead += size
-    fresh = sum(len(s[0]) for s in _sources[st.base:])
+    # Saved sources added since the last full save (this call's come next time).
+    fresh = sum(len(s[0]) for s in _sources[st.base:st.old_sources])
     return (len(st.segments) >= _SEGMENTS_MAX
             or dead > max(live, _DEAD_MIN) or fresh > max(live, _DEAD_MIN))
 
 
 def _save(globs):
-    # Returns (state bytes, [(name, why it was not carried)]).
+    # Returns (state bytes, [(name, why it was not carried)]). Runs with
+    # the restore hook still installed: a `__getstate__` may read a name
+    # not restored yet.
     _target[0] = globs
     p = _PENDING[0]
-    values = {k: v for k, v in globs.items()
-              if type(k) is str and k not in _SKIP and v is not p}
     _used.clear()
+    _script_types.clear()
     st = _lazy[0]
     if st is not None:
         # Nothing was restored: the old sources keep their places, the old
@@ -569,7 +611,19 @@ def _save(globs):
         # ones, which never existed in this process).
         for i in range(st.old_sources):
             _used[i] = i
+    values = {k: v for k, v in globs.items()
+              if type(k) is str and k not in _SKIP and v is not p}
     body_new, sizes, dropped = _dump_checked(values)
+    if st is not None and _lazy[0] is None:
+        # Saving this call's values restored the state: save it all.
+        st = None
+        _used.clear()
+        values = {k: v for k, v in globs.items() if type(k) is str and k not in _SKIP}
+        body_new, sizes, dropped = _dump_checked(values)
+    if _dispatch_table and any(_script_made(f) for f in list(_dispatch_table.values())):
+        # Reducers the script registered may run its code at restore.
+        sizes = [(n, False) for n, _ in sizes]
+    _script_types.clear()
     _own_globals.clear()
     del _keep_alive[:]
     sources = [None] * len(_used)
@@ -631,7 +685,8 @@ def _read_head(blob):
             raise ValueError("its header is not one")
         for e in seg:
             if (type(e) is not tuple or len(e) != 3 or type(e[1]) is not int or e[1] < 0
-                    or (e[0] is not None and type(e[0]) is not str) or type(e[2]) is not bool):
+                    or (e[0] is not None and (type(e[0]) is not str or e[0] in _SKIP))
+                    or type(e[2]) is not bool):
                 raise ValueError("its header is not one")
     return sources, segments, base, blob[4 + n:]
 
@@ -664,7 +719,9 @@ def _load(globs, blob, lazy):
                 st.where[name] = i
     st.bind = None
     _lazy[0] = st
-    if lazy and _EAGER.isdisjoint(st.where):
+    # Lazily only when restoring runs none of the script's code: then when
+    # it runs, and what the script changed before, make no difference.
+    if lazy and _EAGER.isdisjoint(st.where) and all(e[2] for seg in segments for e in seg):
         p = _PENDING[0]
         for k in st.where:
             globs[k] = p

@@ -188,12 +188,11 @@ impl StateCarrier {
         {
             let _ = lazy_globals::materialize(vm);
         }
-        lazy_globals::clear();
         RECORDING.with(|r| r.set(false));
-        let out = self
-            .save
-            .call((globals.clone(),), vm)
-            .map_err(|e| super::vm::describe(vm, &e))?;
+        // The hook stays while saving: code the save runs may read a name.
+        let out = self.save.call((globals.clone(),), vm);
+        lazy_globals::clear();
+        let out = out.map_err(|e| super::vm::describe(vm, &e))?;
         let _ = self.start.call((), vm);
         let t = out
             .downcast_ref::<PyTuple>()

@@ -405,46 +405,44 @@ fn a_state_is_restored_when_first_needed_and_carried_unchanged_until_then() {
 /// then the state is restored and saved whole, so it stays bounded.
 #[test]
 fn rebinding_without_restoring_keeps_the_state_bounded() {
-    let mut codes = vec!["keep = list(range(50))\nbig = 'a' * 20000\n"];
-    codes.extend(std::iter::repeat_n("big = 'b' * 20000\n", 12));
-    codes.push("print(len(keep), big[:1], len(big))");
-    let (out, sizes, _) = session_states(&codes, 1 << 20);
-    assert!(out.iter().all(|o| o.0 == 0 && o.2.is_empty()), "{out:?}");
-    assert_eq!(out.last().unwrap().1, "50 b 20000\n");
-    let most = *sizes.iter().max().unwrap();
-    assert!(
-        most < 5 * 20000,
-        "the state grew to {most} bytes: {sizes:?}"
+    let sizes = stays_bounded(
+        "keep = list(range(50))\nbig = 'a' * 20000\n",
+        "big = 'b' * 20000\n",
+        12,
+        ("print(len(keep), big[:1], len(big))", "50 b 20000\n"),
+        5 * 20000,
     );
     // The rebinding calls did keep the old pickle for a while (else this
     // test would not test the bound).
     assert!(sizes[2] > sizes[0] + 15000, "{sizes:?}");
 }
 
-/// A value that fails to restore when the script first needs the state
-/// is named on stderr then, and the rest is there.
+/// A value that fails to restore is named, and the rest is there: its
+/// restore runs the script's code (`__setstate__`), so the state is
+/// restored before the script, as it always was.
 #[test]
-fn a_value_that_fails_to_restore_late_is_named_and_the_rest_kept() {
+fn a_value_that_fails_to_restore_is_named_and_the_rest_kept() {
     let out = session(
         &[
             "ok = 5\nclass Bad:\n    def __setstate__(self, s):\n        raise ValueError('no')\nbad = Bad()\nbad.x = 1\n",
             "other = 1\n",
-            "print(ok, 'bad' in globals())",
+            "print(ok, other, 'bad' in globals())",
         ],
         1 << 20,
     );
-    assert_eq!(out[1], (0, String::new(), String::new()));
-    assert_eq!(out[2].0, 0, "{:?}", out[2]);
-    assert_eq!(out[2].1, "5 False\n");
     assert_eq!(
-        out[2].2,
-        "[session: \"bad\" could not be restored, and is gone: no]\n"
+        out[1],
+        (
+            0,
+            String::new(),
+            "[session: \"bad\" could not be restored, and is gone: no]\n".into()
+        )
     );
+    assert_eq!(out[2], (0, "5 1 False\n".into(), String::new()), "{out:?}");
 }
 
 /// Code a restore runs (here `__setstate__`) reading a global sees what one
-/// interpreter would: a name a later call rebound without reading it has
-/// its new value, though that value is saved in a later segment.
+/// interpreter would: a name a later call rebound has its new value.
 #[test]
 fn code_a_restore_runs_sees_names_rebound_since() {
     let first = "VERSION = 1\nclass Rec:\n    def __setstate__(self, s):\n        self.__dict__.update(s)\n        self.v = VERSION\nr = Rec()\nr.x = 1\ndata = [1, 2]\n";
@@ -483,15 +481,73 @@ fn a_restore_deep_in_a_recursion_restores() {
 #[test]
 fn sources_added_without_restoring_stay_bounded() {
     let script = format!("# {}\ndef helper():\n    return 7\n", "x".repeat(30_000));
-    let mut codes = vec!["keep = 1\n"];
-    codes.extend(std::iter::repeat_n(script.as_str(), 10));
-    codes.push("print(helper(), keep)");
+    stays_bounded(
+        "keep = 1\n",
+        &script,
+        10,
+        ("print(helper(), keep)", "7 1\n"),
+        4 * 30_000,
+    );
+}
+
+/// Runs `first`, `again` `times` over, then `last.0`, which must print
+/// `last.1`; every call clean, and the state never `bound` bytes or more.
+/// The state's size after each call.
+fn stays_bounded(
+    first: &str,
+    again: &str,
+    times: usize,
+    last: (&str, &str),
+    bound: usize,
+) -> Vec<usize> {
+    let mut codes = vec![first];
+    codes.extend(std::iter::repeat_n(again, times));
+    codes.push(last.0);
     let (out, sizes, _) = session_states(&codes, 1 << 20);
     assert!(out.iter().all(|o| o.0 == 0 && o.2.is_empty()), "{out:?}");
-    assert_eq!(out.last().unwrap().1, "7 1\n");
+    assert_eq!(out.last().unwrap().1, last.1);
     let most = *sizes.iter().max().unwrap();
-    assert!(
-        most < 4 * 30_000,
-        "the state grew to {most} bytes: {sizes:?}"
+    assert!(most < bound, "the state grew to {most} bytes: {sizes:?}");
+    sizes
+}
+
+/// A `__getstate__` that reads a name no call has restored, while the
+/// state is saved, gets its value: the save restores the state then.
+#[test]
+fn code_a_save_runs_reads_names_not_restored() {
+    let out = session(
+        &[
+            "CFG = {'v': 1}\n",
+            "class D:\n    def __getstate__(self):\n        return {'cfg': CFG}\n    def __setstate__(self, s):\n        self.__dict__.update(s)\nd = D()\n",
+            "print(d.cfg, CFG)",
+        ],
+        1 << 20,
+    );
+    assert_eq!(
+        out[2],
+        (0, "{'v': 1} {'v': 1}\n".into(), String::new()),
+        "{out:?}"
+    );
+}
+
+/// A state whose restore runs the script's code (a `__setstate__`) is
+/// restored before the script, as it always was: what that code sees and
+/// does cannot depend on what the script did first.
+#[test]
+fn a_state_whose_restore_runs_script_code_is_restored_first() {
+    let first = "n = 0\nclass C:\n    def __setstate__(self, s):\n        global n\n        n += 1\n        self.__dict__.update(s)\nc = C()\nc.v = 1\ndef helper(s):\n    return s\ndata = [1, 2, 3]\n";
+    let out = session(
+        &[
+            first,
+            "n = 100\nc = None\ndel helper\n",
+            "print(n, c, data)",
+        ],
+        1 << 20,
+    );
+    assert_eq!(out[1], (0, String::new(), String::new()), "{out:?}");
+    assert_eq!(
+        out[2],
+        (0, "100 None [1, 2, 3]\n".into(), String::new()),
+        "{out:?}"
     );
 }
