@@ -10,7 +10,9 @@ Usage: bench/sessions_http.py BASE_URL [--token TOKEN] [--n N]
   BASE_URL: where /tools/python.execute is, e.g. http://127.0.0.1:8080 or
   http://127.0.0.1:9000/lambda-url/python-execute
 
-Prints JSON medians (ms), calls 20 ms apart on one kept-alive connection.
+Prints JSON medians (ms), calls 20 ms apart on one kept-alive connection:
+a session call that does not read the state (`n = 1`: nothing is restored)
+and one that does (`n = len(rows)`).
 """
 
 import argparse
@@ -75,11 +77,15 @@ def main():
         _, first = api.call({"code": make, "session": "new"})
         session = first["session"]
         ms = api.series({"code": "n = 1", "session": session}, a.n)
+        # A call that reads the state restores all of it.
+        read = api.series({"code": "n = len(rows)", "session": session}, a.n)
         rows[label] = {
             "rows": count,
             "session_ms": round(ms, 2),
             "stateless_ms": round(stateless, 2),
             "overhead_ms": round(ms - stateless, 2),
+            "reading_ms": round(read, 2),
+            "reading_overhead_ms": round(read - stateless, 2),
         }
     print(json.dumps({"sessions": rows, "n": a.n, "gap_ms": GAP * 1e3, "base_url": a.base_url}))
 
