@@ -611,14 +611,16 @@ def _save(globs):
         # ones, which never existed in this process).
         for i in range(st.old_sources):
             _used[i] = i
-    values = {k: v for k, v in globs.items()
-              if type(k) is str and k not in _SKIP and v is not p}
+    def carried():
+        return {k: v for k, v in globs.items() if type(k) is str and k not in _SKIP and v is not p}
+
+    values = carried()
     body_new, sizes, dropped = _dump_checked(values)
     if st is not None and _lazy[0] is None:
         # Saving this call's values restored the state: save it all.
         st = None
         _used.clear()
-        values = {k: v for k, v in globs.items() if type(k) is str and k not in _SKIP}
+        values = carried()
         body_new, sizes, dropped = _dump_checked(values)
     if _dispatch_table and any(_script_made(f) for f in list(_dispatch_table.values())):
         # Reducers the script registered may run its code at restore.
@@ -691,12 +693,11 @@ def _read_head(blob):
     return sources, segments, base, blob[4 + n:]
 
 
-def _load(globs, blob, lazy):
+def _load(globs, blob):
     # Starts a call from a saved state: registers its sources, then either
-    # fills `globs` (returns [(name, why it was not restored)]) or, when
-    # `lazy` and no name is a dunder the interpreter itself reads, binds
-    # each name to the placeholder (returns None). A state that cannot be
-    # read at all raises.
+    # binds each name to the placeholder (returns None) or, when restoring
+    # would show (see below), fills `globs` (returns [(name, why it was not
+    # restored)]). A state that cannot be read at all raises.
     _target[0] = globs
     sources, segments, base, body = _read_head(blob)
     st = _Unread()
@@ -721,7 +722,7 @@ def _load(globs, blob, lazy):
     _lazy[0] = st
     # Lazily only when restoring runs none of the script's code: then when
     # it runs, and what the script changed before, make no difference.
-    if lazy and _EAGER.isdisjoint(st.where) and all(e[2] for seg in segments for e in seg):
+    if _EAGER.isdisjoint(st.where) and all(e[2] for seg in segments for e in seg):
         p = _PENDING[0]
         for k in st.where:
             globs[k] = p

@@ -127,16 +127,11 @@ impl StateCarrier {
     /// Starts a session call from `blob` (empty: a new session) and
     /// records the script's own source. The names are bound to a
     /// placeholder, restored all at once when the script first needs one
-    /// (`lazy_globals`); with `lazy` false, or when the state holds a dunder
-    /// the interpreter reads itself, they are restored now. Returns notes
-    /// for stderr: what could not be restored, or that nothing could.
-    pub fn begin(
-        &self,
-        vm: &VirtualMachine,
-        globals: &PyDictRef,
-        blob: &[u8],
-        lazy: bool,
-    ) -> Vec<String> {
+    /// (`lazy_globals`); when restoring would run the script's code, or the
+    /// state holds a dunder the interpreter reads itself, they are restored
+    /// now. Returns notes for stderr: what could not be restored, or that
+    /// nothing could.
+    pub fn begin(&self, vm: &VirtualMachine, globals: &PyDictRef, blob: &[u8]) -> Vec<String> {
         lazy_globals::clear();
         RECORDING.with(|r| r.set(true));
         let _ = self.start.call((), vm);
@@ -145,7 +140,7 @@ impl StateCarrier {
         }
         match self
             .load
-            .call((globals.clone(), vm.ctx.new_bytes(blob.to_vec()), lazy), vm)
+            .call((globals.clone(), vm.ctx.new_bytes(blob.to_vec())), vm)
         {
             Ok(lost) if vm.is_none(&lost) => {
                 // The import guard reads no namespace; a script's own `__import__` would.

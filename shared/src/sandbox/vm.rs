@@ -463,7 +463,7 @@ fn run_in(
     let _ = globals.set_item("__name__", vm.ctx.new_str("__main__").into(), vm);
     let scope = Scope::with_builtins(None, globals.clone(), vm);
     if let Some((carrier, s)) = session {
-        for note in carrier.begin(vm, &globals, s.state, true) {
+        for note in carrier.begin(vm, &globals, s.state) {
             emit(Stream::Stderr, &note);
         }
     }
