@@ -197,6 +197,18 @@ impl Server {
             .collect()
     }
 
+    /// The JSON log lines once `done` holds for them, or after `within`
+    /// (the caller's assertions then say what is missing). The server writes
+    /// a call's log lines as its answer goes out, so they may reach the test
+    /// after the answer.
+    pub fn json_logs_when(&self, within: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        timing::poll(within, || {
+            let lines = self.json_logs();
+            done(&lines).then_some(lines)
+        })
+        .unwrap_or_else(|| self.json_logs())
+    }
+
     pub fn request(
         &self,
         method: &str,

@@ -109,6 +109,17 @@ impl Peer {
         self.logs.lock().unwrap().clone()
     }
 
+    /// The output once `done` holds for it, or after `within` (the caller's
+    /// assertions then say what is missing): a process may log a call's
+    /// lines after its answer reached the test.
+    pub fn logs_when(&self, within: Duration, done: impl Fn(&str) -> bool) -> String {
+        crate::timing::poll(within, || {
+            let logs = self.logs();
+            done(&logs).then_some(logs)
+        })
+        .unwrap_or_else(|| self.logs())
+    }
+
     /// Waits until `port` on loopback accepts connections.
     pub fn wait_for_port(&mut self, port: u16, within: Duration) {
         self.wait_until(&format!("listen on {port}"), within, || {

@@ -78,14 +78,13 @@ fn audit(s: &Server) -> Vec<Value> {
 /// The audit lines once one matches `want`, or after 5 s: the server may
 /// write a call's audit line after the call's answer reached the test.
 fn audit_once(s: &Server, want: impl Fn(&Value) -> bool) -> Vec<Value> {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let lines = audit(s);
-        if lines.iter().any(&want) || std::time::Instant::now() > until {
-            return lines;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    s.json_logs_when(std::time::Duration::from_secs(5), |ls| {
+        ls.iter()
+            .any(|l| l["target"] == "toolgate::audit" && want(l))
+    })
+    .into_iter()
+    .filter(|l| l["target"] == "toolgate::audit")
+    .collect()
 }
 
 fn sha256(text: &str) -> String {

@@ -172,12 +172,12 @@ async fn every_transport_answers_the_same_calls_with_the_same_codes() {
 
     // One line per call on serve, with the canonical name and the transport,
     // whichever name was sent; an unknown name is logged as sent.
-    let lines = s.json_logs();
-    let calls: Vec<&Value> = lines
-        .iter()
-        .filter(|l| l["message"] == "tool call")
-        .collect();
     let sent = CASES.iter().filter(|(n, _, _)| !n.is_empty()).count() + CASES.len();
+    let is_call = |l: &Value| l["message"] == "tool call";
+    let lines = s.json_logs_when(std::time::Duration::from_secs(5), |ls| {
+        ls.iter().filter(|l| is_call(l)).count() >= sent
+    });
+    let calls: Vec<&Value> = lines.iter().filter(|l| is_call(l)).collect();
     assert_eq!(calls.len(), sent, "{calls:#?}");
     for transport in ["http", "mcp"] {
         let mine: Vec<&&Value> = calls

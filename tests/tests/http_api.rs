@@ -255,19 +255,15 @@ fn every_call_logs_tool_duration_and_outcome_as_json() {
     s.exec("print('hi')");
     let _ = s.post_json("/tools/python.execute", &json!({"code": ""}));
     // The line is written as the answer goes out; wait for both.
-    let tool_calls = || -> Vec<Value> {
-        s.json_logs()
-            .into_iter()
-            .filter(|v| v["message"] == "tool call")
-            .collect()
-    };
-    toolgate_e2e::timing::poll_until(
-        std::time::Duration::from_secs(5),
-        "two tool-call lines",
-        || (tool_calls().len() >= 2).then_some(()),
-    );
+    let is_call = |v: &Value| v["message"] == "tool call";
+    let lines: Vec<Value> = s
+        .json_logs_when(std::time::Duration::from_secs(5), |ls| {
+            ls.iter().filter(|v| is_call(v)).count() >= 2
+        })
+        .into_iter()
+        .filter(is_call)
+        .collect();
     let logs = s.logs();
-    let lines = tool_calls();
     assert_eq!(lines.len(), 2, "logs:\n{logs}");
     assert_eq!(lines[0]["tool"], "python.execute");
     assert_eq!(lines[0]["outcome"], "ok");

@@ -395,7 +395,11 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
         Outcome::Failed(e) => assert!(e.contains("already been used"), "{e}"),
         Outcome::Returned(v) => panic!("an approval runs once, got {v}"),
     }
-    let logs = watch.logs();
+    let logs = watch.logs_when(Duration::from_secs(10), |logs| {
+        logs.contains("\"event\":\"cloud_call\"")
+            && logs.contains(&format!("\"approval\":\"{id}\""))
+            && logs.contains("\"approver\":\"link holder\"")
+    });
     assert!(
         logs.contains("\"event\":\"cloud_call\"")
             && logs.contains(&format!("\"approval\":\"{id}\""))
@@ -454,11 +458,11 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         Outcome::Returned(v) => panic!("out of scope must fail, got {v}"),
     }
     // The audit line went to the function's log, as JSON.
-    let logs = watch.logs();
-    assert!(
-        logs.contains("\"target\":\"toolgate::audit\"") && logs.contains("workflow step"),
-        "{logs}"
-    );
+    let audited = |logs: &str| {
+        logs.contains("\"target\":\"toolgate::audit\"") && logs.contains("workflow step")
+    };
+    let logs = watch.logs_when(Duration::from_secs(10), audited);
+    assert!(audited(&logs), "{logs}");
 
     // A gated command: ApprovalRequired (a state machine can Catch it),
     // with the approval's id and link in the message.
@@ -508,12 +512,12 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     // sshd is on loopback: the approved command's folder is on this machine.
     assert!(std::path::Path::new(&dir).is_dir(), "{dir}");
     let _ = std::fs::remove_dir(&dir);
-    let logs = watch.logs();
-    assert!(
+    let approved = |logs: &str| {
         logs.contains(&format!("\"approval\":\"{id}\""))
-            && logs.contains("\"approver\":\"link holder\""),
-        "{logs}"
-    );
+            && logs.contains("\"approver\":\"link holder\"")
+    };
+    let logs = watch.logs_when(Duration::from_secs(10), approved);
+    assert!(approved(&logs), "{logs}");
 }
 
 #[test]

@@ -84,12 +84,12 @@ fn runs_a_command_with_streams_and_exit_code_apart_and_audits_it() {
 
     // The audit line: server, command, intent, caller, exit code, bytes,
     // duration; and never the key.
+    let is_audit = |l: &Value| l["target"] == "toolgate::audit";
+    let lines = s.json_logs_when(Duration::from_secs(5), |ls| {
+        ls.iter().filter(|l| is_audit(l)).count() >= 2
+    });
     let logs = s.logs();
-    let audit: Vec<Value> = s
-        .json_logs()
-        .into_iter()
-        .filter(|l| l["target"] == "toolgate::audit")
-        .collect();
+    let audit: Vec<&Value> = lines.iter().filter(|l| is_audit(l)).collect();
     assert_eq!(audit.len(), 2, "{logs}");
     let a = &audit[0];
     assert_eq!(a["server"], "box");
