@@ -551,3 +551,62 @@ fn a_state_whose_restore_runs_script_code_is_restored_first() {
         "{out:?}"
     );
 }
+
+/// Frozen code keeps no table of locations (vendored rustpython-vm, PATCHES.md
+/// 13): an instruction's location, decoded when asked for, is the one
+/// marshal decoded for it before, in every code object of every frozen module.
+#[test]
+fn frozen_code_decodes_each_location_as_marshal_did() {
+    use rustpython_vm::builtins::{PyCode, PyTuple};
+    use rustpython_vm::bytecode::{BasicBag, CodeObject, ConstantData};
+    use rustpython_vm::{AsObject, Py};
+
+    fn compare(
+        vm: &rustpython_vm::VirtualMachine,
+        eager: &CodeObject,
+        lazy: &Py<PyCode>,
+        name: &str,
+        counts: &mut (usize, usize),
+    ) {
+        assert!(lazy.code.locations.is_empty(), "{name}: a table was kept");
+        let n = eager.locations.len();
+        assert_eq!(n, lazy.instructions.len(), "{name}");
+        assert_eq!(&*lazy.locations(), &*eager.locations, "{name}");
+        // One index at a time decodes from the start: a sample, and the ends.
+        for i in (0..n).step_by(37).chain(n.checked_sub(1)) {
+            assert_eq!(lazy.location(i), Some(eager.locations[i]), "{name} @{i}");
+        }
+        assert_eq!(lazy.location(n), None, "{name}: past the end");
+        *counts = (counts.0 + 1, counts.1 + n);
+        let consts = lazy.as_object().get_attr("co_consts", vm).unwrap();
+        let consts = consts.downcast_ref::<PyTuple>().unwrap();
+        let lazy_nested = consts.iter().filter_map(|c| c.downcast_ref::<PyCode>());
+        let eager_nested = eager.constants.iter().filter_map(|c| match c {
+            ConstantData::Code { code } => Some(&**code),
+            _ => None,
+        });
+        let mut pairs = 0;
+        for (e, l) in eager_nested.zip(lazy_nested) {
+            compare(vm, e, l, &format!("{name}.{}", e.obj_name), counts);
+            pairs += 1;
+        }
+        let nested = eager.constants.iter();
+        let want = nested
+            .filter(|c| matches!(c, ConstantData::Code { .. }))
+            .count();
+        assert_eq!(pairs, want, "{name}: nested code objects");
+    }
+
+    let warm = WarmVm::new(&[]).expect("warm");
+    warm.interp.enter(|vm| {
+        let mut counts = (0, 0);
+        for (name, module) in frozen_stdlib() {
+            let eager: CodeObject = module.code.decode(BasicBag);
+            let lazy = PyCode::new_ref_from_frozen(vm, module.code);
+            compare(vm, &eager, &lazy, name, &mut counts);
+        }
+        // The whole frozen stdlib, not a few modules.
+        eprintln!("frozen code objects and instructions: {counts:?}");
+        assert!(counts.0 > 5_000 && counts.1 > 500_000, "{counts:?}");
+    });
+}

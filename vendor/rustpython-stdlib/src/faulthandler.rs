@@ -152,11 +152,10 @@ mod decl {
             code.first_line_number.map_or(1, |n| n.get()) as u32
         } else {
             let idx = (lasti as usize).saturating_sub(1);
-            if idx < code.locations.len() {
-                code.locations[idx].0.line.get() as u32
-            } else {
-                code.first_line_number.map_or(0, |n| n.get()) as u32
-            }
+            code.location(idx).map_or_else(
+                || code.first_line_number.map_or(0, |n| n.get()) as u32,
+                |(loc, _)| loc.line.get() as u32,
+            )
         };
 
         puts(fd, "  File \"");

@@ -349,7 +349,8 @@ impl ConstantBag for PyObjBag<'_> {
     }
 
     fn make_code(&self, code: CodeObject) -> Self::Constant {
-        Literal(self.0.new_code(code).into())
+        // Only marshal's decoder makes code through a bag.
+        Literal(self.0.new_code(without_locations(code)).into())
     }
 }
 
@@ -430,7 +431,8 @@ impl ConstantBag for PyVmBag<'_> {
     }
 
     fn make_code(&self, code: CodeObject) -> Self::Constant {
-        Literal(PyCode::new_ref_with_bag(self.0, code).into())
+        // Only marshal's decoder makes code through a bag.
+        Literal(PyCode::new_ref_with_bag(self.0, without_locations(code)).into())
     }
 }
 
@@ -454,7 +456,7 @@ impl IntoCodeObject for bytecode::CodeObject {
 
 impl<B: AsRef<[u8]>> IntoCodeObject for frozen::FrozenCodeObject<B> {
     fn into_code_object(self, ctx: &Context) -> CodeObject {
-        self.decode(ctx)
+        without_locations(self.decode(ctx))
     }
 }
 
@@ -672,7 +674,7 @@ impl PyCode {
         vm: &VirtualMachine,
         code: frozen::FrozenCodeObject<B>,
     ) -> PyRef<Self> {
-        let py_code = Self::new_ref_with_bag(vm, code.decode(PyVmBag(vm)));
+        let py_code = Self::new_ref_with_bag(vm, without_locations(code.decode(PyVmBag(vm))));
         apply_frozen_co_filename(&py_code, vm);
         py_code
     }
@@ -760,7 +762,50 @@ impl fmt::Debug for PyCode {
     }
 }
 
+/// Code decoded from marshal data (the frozen stdlib, `marshal.loads`) keeps
+/// no `locations` table: decoding made it from the linetable, which the code
+/// keeps, so `PyCode::location` decodes it again when asked (a traceback, a
+/// line number) instead of holding 16 bytes per instruction in memory
+/// (PATCHES.md 13). Compiled code keeps its table: the compiler's is the
+/// source of its linetable, not the other way round.
+fn without_locations(mut code: CodeObject) -> CodeObject {
+    code.locations = Box::default();
+    code
+}
+
+type Location = (
+    rustpython_compiler_core::SourceLocation,
+    rustpython_compiler_core::SourceLocation,
+);
+
 impl PyCode {
+    /// The start and end of instruction `idx`, as `locations[idx]` was.
+    pub fn location(&self, idx: usize) -> Option<Location> {
+        if !self.code.locations.is_empty() || idx >= self.code.instructions.len() {
+            return self.code.locations.get(idx).copied();
+        }
+        self.decoded_locations(idx + 1).get(idx).copied()
+    }
+
+    /// Every instruction's location (see `location`).
+    pub fn locations(&self) -> alloc::borrow::Cow<'_, [Location]> {
+        if !self.code.locations.is_empty() {
+            return alloc::borrow::Cow::Borrowed(&self.code.locations);
+        }
+        alloc::borrow::Cow::Owned(self.decoded_locations(self.code.instructions.len()).into())
+    }
+
+    /// The first `n` locations, decoded as marshal decodes them.
+    fn decoded_locations(&self, n: usize) -> Box<[Location]> {
+        // marshal passes the stored first line, 0 when there was none.
+        let first_line = self.code.first_line_number.map_or(0, |l| l.get() as i32);
+        rustpython_compiler_core::marshal::linetable_to_locations(
+            &self.code.linetable,
+            first_line,
+            n,
+        )
+    }
+
     /// Line number for a byte offset, or -1 when the linetable has no line.
     pub fn addr2line(&self, lasti_bytes: i32) -> i32 {
         if lasti_bytes < 0 {

@@ -398,12 +398,12 @@ pub(crate) mod stack_analysis {
 
     /// Build a mapping from instruction index to line number.
     /// Returns -1 for indices with no line start.
-    pub(crate) fn mark_lines<C: Constant>(code: &bytecode::CodeObject<C>) -> Vec<i32> {
+    pub(crate) fn mark_lines(code: &PyCode) -> Vec<i32> {
         let len = code.instructions.len();
         let mut line_starts = vec![-1i32; len];
         let mut last_line: i32 = -1;
 
-        for (i, (loc, _)) in code.locations.iter().enumerate() {
+        for (i, (loc, _)) in code.locations().iter().enumerate() {
             if i >= len {
                 break;
             }
@@ -767,7 +767,7 @@ impl Py<FrameObject> {
 
         let py_code: &Py<PyCode> = self.iframe().code();
         let code = &py_code.code;
-        let lines = mark_lines(code);
+        let lines = mark_lines(py_code);
 
         // Find the first line >= target that has actual code
         let new_lineno = first_line_not_before(&lines, l_new_lineno);
