@@ -93,6 +93,17 @@ impl OwnedHeadTail {
     }
 }
 
+/// A stored character; storage an untrusted process wrote may hold invalid
+/// scalars, which become U+FFFD.
+fn decode(v: &u32) -> char {
+    char::from_u32(*v).unwrap_or('\u{FFFD}')
+}
+
+/// A stream that was never cut: all its characters are in the head.
+pub fn decode_all(head: &[u32]) -> String {
+    head.iter().map(decode).collect()
+}
+
 impl<'a> HeadTail<'a> {
     /// Wraps existing storage; `head` and `ring` must each hold [`LIMIT`] slots.
     pub fn new(total: &'a mut u64, head: &'a mut [u32], ring: &'a mut [u32]) -> Self {
@@ -123,9 +134,8 @@ impl<'a> HeadTail<'a> {
     /// process is decoded defensively: invalid scalars become U+FFFD.
     pub fn render(&self) -> String {
         let total = *self.total;
-        let decode = |v: &u32| char::from_u32(*v).unwrap_or('\u{FFFD}');
         if total <= LIMIT as u64 {
-            return self.head[..total as usize].iter().map(decode).collect();
+            return decode_all(&self.head[..total as usize]);
         }
         let (mark, half) = marker_and_half(total);
         let mut out = String::with_capacity(LIMIT + 8);
