@@ -152,10 +152,12 @@ mod decl {
             code.first_line_number.map_or(1, |n| n.get()) as u32
         } else {
             let idx = (lasti as usize).saturating_sub(1);
-            code.location(idx).map_or_else(
-                || code.first_line_number.map_or(0, |n| n.get()) as u32,
-                |(loc, _)| loc.line.get() as u32,
-            )
+            // From the linetable, without allocating (a signal handler):
+            // frozen code keeps no table of locations.
+            match code.addr2line(idx as i32 * 2) {
+                line if line > 0 => line as u32,
+                _ => code.first_line_number.map_or(0, |n| n.get()) as u32,
+            }
         };
 
         puts(fd, "  File \"");

@@ -8024,7 +8024,7 @@ impl ExecutingFrame<'_> {
             Instruction::InstrumentedResume | Instruction::InstrumentedLine
         ) {
             let idx = self.lasti() as usize - 1;
-            if let Some((loc, _)) = self.code.location(idx) {
+            if let Some((loc, _)) = self.code.locations().get(idx) {
                 self.prev_line.set(loc.line.get() as u32);
             }
         }
@@ -8341,7 +8341,7 @@ impl ExecutingFrame<'_> {
                 );
 
                 // Fire LINE event only if line changed
-                if let Some((loc, _)) = self.code.location(idx) {
+                if let Some((loc, _)) = self.code.locations().get(idx) {
                     let line = loc.line.get() as u32;
                     if line != self.prev_line.get() && line > 0 {
                         self.prev_line.set(line);

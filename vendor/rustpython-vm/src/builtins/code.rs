@@ -502,6 +502,9 @@ pub struct PyCode {
     /// this code cannot leave the slot unbalanced, so `with_frame` skips the
     /// exc_info save/restore. Computed once by scanning the instruction stream.
     pub has_exc_handling: bool,
+    /// The locations table decoded for a per-instruction reader, when the
+    /// code keeps none (`locations`).
+    decoded: std::sync::OnceLock<Box<[Location]>>,
 }
 
 impl Deref for PyCode {
@@ -639,6 +642,7 @@ impl PyCode {
             monitoring_data: PyMutex::new(None),
             quickened: core::sync::atomic::AtomicBool::new(false),
             has_exc_handling,
+            decoded: std::sync::OnceLock::new(),
         }
     }
 
@@ -762,12 +766,13 @@ impl fmt::Debug for PyCode {
     }
 }
 
-/// Code decoded from marshal data (the frozen stdlib, `marshal.loads`) keeps
-/// no `locations` table: decoding made it from the linetable, which the code
-/// keeps, so `PyCode::location` decodes it again when asked (a traceback, a
-/// line number) instead of holding 16 bytes per instruction in memory
-/// (PATCHES.md 13). Compiled code keeps its table: the compiler's is the
-/// source of its linetable, not the other way round.
+/// Code the frozen stdlib's decoding makes (`PyCode::new_ref_from_frozen`
+/// and the code nested in it) keeps no `locations` table: decoding made it
+/// from the linetable, which the code keeps, so `PyCode::location` decodes
+/// it again when asked (a traceback, a line number) instead of holding 16
+/// bytes per instruction in memory (PATCHES.md 13). Compiled code keeps its
+/// table: the compiler's is the source of its linetable, not the other way
+/// round.
 fn without_locations(mut code: CodeObject) -> CodeObject {
     code.locations = Box::default();
     code
@@ -780,19 +785,34 @@ type Location = (
 
 impl PyCode {
     /// The start and end of instruction `idx`, as `locations[idx]` was.
+    /// Decodes the linetable up to `idx` when the table was dropped: for a
+    /// traceback entry (once per exception and frame, as CPython scans its
+    /// linetable), without keeping the table.
     pub fn location(&self, idx: usize) -> Option<Location> {
-        if !self.code.locations.is_empty() || idx >= self.code.instructions.len() {
-            return self.code.locations.get(idx).copied();
+        if let Some(table) = self.kept_locations() {
+            return table.get(idx).copied();
+        }
+        if idx >= self.code.instructions.len() {
+            return None;
         }
         self.decoded_locations(idx + 1).get(idx).copied()
     }
 
-    /// Every instruction's location (see `location`).
-    pub fn locations(&self) -> alloc::borrow::Cow<'_, [Location]> {
-        if !self.code.locations.is_empty() {
-            return alloc::borrow::Cow::Borrowed(&self.code.locations);
+    /// Every instruction's location, for readers that ask per instruction
+    /// (`sys.monitoring`'s line events, `f_lineno`'s jump table): decoded
+    /// once and kept from then on.
+    pub fn locations(&self) -> &[Location] {
+        self.kept_locations().unwrap_or_else(|| {
+            self.decoded
+                .get_or_init(|| self.decoded_locations(self.code.instructions.len()))
+        })
+    }
+
+    fn kept_locations(&self) -> Option<&[Location]> {
+        if !self.code.locations.is_empty() || self.code.instructions.is_empty() {
+            return Some(&self.code.locations);
         }
-        alloc::borrow::Cow::Owned(self.decoded_locations(self.code.instructions.len()).into())
+        self.decoded.get().map(|t| &**t)
     }
 
     /// The first `n` locations, decoded as marshal decodes them.
