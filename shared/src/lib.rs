@@ -20,7 +20,7 @@ pub mod invoke;
 pub mod lambda;
 #[cfg(feature = "native")]
 pub mod logging;
-#[cfg(feature = "native")]
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod openapi;
 pub mod outcome;

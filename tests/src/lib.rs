@@ -17,6 +17,7 @@ pub mod exhaustion;
 pub mod fidelity;
 pub mod hostile;
 pub mod lambda_events;
+pub mod mcp;
 pub mod peer;
 pub mod sshd;
 pub mod stepfunctions;

@@ -7,32 +7,14 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use rmcp::{
-    ServiceExt,
-    model::CallToolRequestParams,
-    transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
-    },
-};
+use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use toolgate_e2e::Server;
+use toolgate_e2e::mcp::rmcp_client as mcp_client;
 use toolgate_e2e::peer::{run_ok, tools_dir};
 
 fn args(map: Value) -> Option<serde_json::Map<String, Value>> {
     map.as_object().cloned()
-}
-
-async fn mcp_client(
-    url: String,
-    token: Option<&str>,
-) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, String> {
-    let mut cfg = StreamableHttpClientTransportConfig::with_uri(url);
-    if let Some(t) = token {
-        cfg = cfg.auth_header(t.to_owned());
-    }
-    ().serve(StreamableHttpClientTransport::from_config(cfg))
-        .await
-        .map_err(|e| e.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,21 +127,7 @@ fn mcp_refuses_foreign_host_names_on_loopback() {
 }
 
 fn inspector(s: &Server, extra: &[&str]) -> Value {
-    let bin = tools_dir().join("node_modules/.bin/mcp-inspector");
-    let stdout = run_ok(
-        Command::new(&bin)
-            .arg("--cli")
-            .arg(format!("http://{}/mcp", s.addr))
-            .args(["--transport", "http"])
-            .args(extra)
-            .env(
-                "MCP_CATALOG_PATH",
-                std::env::temp_dir().join(format!("mcp-catalog-{}.json", std::process::id())),
-            ),
-        "the MCP Inspector",
-    );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("inspector output is not JSON ({e}): {stdout}"))
+    toolgate_e2e::mcp::inspector(&format!("http://{}/mcp", s.addr), extra)
 }
 
 #[test]

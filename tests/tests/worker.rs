@@ -178,7 +178,7 @@ fn worker_passes_the_conformance_cases() {
     assert!(ran >= 150, "ran {ran}");
     conformance::assert_no_failures(&failures);
     // Without the token every route but /healthz is refused, as on serve:
-    // the tools, their description, and /mcp (not served here, 401 first).
+    // the tools, their description, and /mcp.
     for (method, path) in [
         ("GET", "/tools"),
         ("GET", "/openapi.json"),
@@ -542,12 +542,9 @@ open('nope')","files":{"in/a.csv":"x,y
     for (i, (method, path, headers, b)) in requests.iter().enumerate() {
         let w = stack.request(method, path, headers, b);
         let l = local.request(method, path, headers, b);
-        // The one difference by design: the Worker serves no /mcp, and its
-        // list of endpoints does not name it.
-        let native = body(&l).replace(", POST /mcp", "");
         assert_eq!(
             (w.status, body(&w)),
-            (l.status, native),
+            (l.status, body(&l)),
             "request {i}, {method} {path}: the Worker and toolgate serve differ; dispatcher log:\n{}",
             stack.dispatcher.as_ref().unwrap().logs()
         );
@@ -557,6 +554,138 @@ open('nope')","files":{"in/a.csv":"x,y
             "{method} {path}"
         );
     }
+    // /mcp: serve answers with rmcp's server, the Worker without it
+    // (`mcp::stateless`); the same requests get the same bytes. Both
+    // lifecycles: initialize (2025-06-18) and per-request (2026-07-28).
+    let accept = ("Accept", "application/json, text/event-stream");
+    let rpc = |method: &str, params: Value| {
+        json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params})
+            .to_string()
+            .into_bytes()
+    };
+    let mcp = |extra: &[(&'static str, &'static str)], b: Vec<u8>| -> Req {
+        let mut h = vec![json_ct, accept, ("Authorization", auth.as_str())];
+        h.extend_from_slice(extra);
+        ("POST", "/mcp".into(), h, b)
+    };
+    let v2025 = [("MCP-Protocol-Version", "2025-06-18")];
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let modern = |method: &'static str, name: Option<&'static str>| {
+        let mut h = vec![
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ];
+        h.extend(name.map(|n| ("Mcp-Name", n)));
+        h
+    };
+    let mcp_requests: Vec<Req> = vec![
+        mcp(
+            &[],
+            rpc(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}),
+            ),
+        ),
+        mcp(
+            &v2025,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec(),
+        ),
+        mcp(&v2025, rpc("tools/list", json!({}))),
+        mcp(
+            &v2025,
+            rpc(
+                "tools/call",
+                json!({"name": "python.execute", "arguments": {"code": "print('hi')\nresult = [1, 'x']"}}),
+            ),
+        ),
+        mcp(
+            &v2025,
+            rpc(
+                "tools/call",
+                json!({"name": "python__execute", "arguments": {"code": "open('f.txt', 'w').write('x')", "files": {"in": "y"}}}),
+            ),
+        ),
+        mcp(
+            &v2025,
+            rpc(
+                "tools/call",
+                json!({"name": "python.execute", "arguments": {"code": ""}}),
+            ),
+        ),
+        mcp(
+            &v2025,
+            rpc("tools/call", json!({"name": "nope", "arguments": {}})),
+        ),
+        mcp(&v2025, rpc("prompts/list", json!({}))),
+        mcp(
+            &modern("server/discover", None),
+            rpc("server/discover", json!({"_meta": meta})),
+        ),
+        mcp(
+            &modern("tools/call", Some("python.execute")),
+            rpc(
+                "tools/call",
+                json!({"name": "python.execute", "arguments": {"code": "result = 6 * 7"}, "_meta": meta}),
+            ),
+        ),
+        mcp(
+            &modern("tools/call", None),
+            rpc(
+                "tools/call",
+                json!({"name": "python.execute", "arguments": {"code": "1"}, "_meta": meta}),
+            ),
+        ),
+        mcp(
+            &[("MCP-Protocol-Version", "1999-01-01")],
+            rpc("ping", json!({})),
+        ),
+        mcp(&[], b"{not json".to_vec()),
+        (
+            "POST",
+            "/mcp".into(),
+            vec![
+                json_ct,
+                ("Accept", "application/json"),
+                ("Authorization", &auth),
+            ],
+            rpc("ping", json!({})),
+        ),
+        (
+            "GET",
+            "/mcp".into(),
+            vec![accept, ("Authorization", &auth)],
+            vec![],
+        ),
+        (
+            "POST",
+            "/mcp".into(),
+            vec![json_ct, accept],
+            rpc("ping", json!({})),
+        ),
+    ];
+    for (i, (method, path, headers, b)) in mcp_requests.iter().enumerate() {
+        let w = stack.request(method, path, headers, b);
+        let l = local.request(method, path, headers, b);
+        assert_eq!(
+            (w.status, w.header("content-type"), body(&w)),
+            (l.status, l.header("content-type"), body(&l)),
+            "/mcp request {i}: the Worker and toolgate serve differ"
+        );
+    }
+    // The Worker's /mcp is not all refusals: a call ran there.
+    let ran = stack.request("POST", "/mcp", &mcp_requests[3].2, &mcp_requests[3].3);
+    assert_eq!(
+        ran.json()["result"]["structuredContent"]["result"],
+        json!([1, "x"]),
+        "{}",
+        body(&ran)
+    );
+
     // The tool specs the Worker lists are toolgate serve's, in every format.
     for format in ["native", "openai", "anthropic", "mcp"] {
         let path = format!("/tools?format={format}");
@@ -642,6 +771,35 @@ open('nope')","files":{"in/a.csv":"x,y
     stack.restart_dispatcher();
     let r = print_1(&stack);
     assert_eq!((r.status, r.json()["stdout"].clone()), (200, json!("1\n")));
+
+    // MCP clients we did not write connect to the Worker's /mcp: rmcp's
+    // (which opens with server/discover) and the MCP Inspector's.
+    let url = format!("http://{}/mcp", stack.addr());
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let client = toolgate_e2e::mcp::rmcp_client(url.clone(), None)
+            .await
+            .unwrap();
+        let tools = client.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["python.execute", "clarify"]);
+        let mut call = rmcp::model::CallToolRequestParams::new("python.execute");
+        call.arguments = json!({"code": "result = 6 * 7"}).as_object().cloned();
+        let r = client.call_tool(call).await.unwrap();
+        assert_eq!(r.structured_content.unwrap()["result"], 42);
+        client.cancel().await.unwrap();
+    });
+    let called = toolgate_e2e::mcp::inspector(
+        &url,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "python.execute",
+            "--tool-arg",
+            "code=print(2 ** 10)",
+        ],
+    );
+    assert_eq!(called["structuredContent"]["stdout"], "1024\n", "{called}");
 }
 
 /// The clarify lifecycle through D1: ask, read (JSON and the page), answer,

@@ -23,9 +23,9 @@ use crate::registry::Registry;
 use crate::spec_export::{Format, export};
 use crate::tool::CallContext;
 
-/// Whether this build serves `/mcp`: rmcp's server needs tokio's runtime,
-/// which the Worker does not have.
-pub const SERVES_MCP: bool = cfg!(feature = "native");
+/// Whether this build serves `/mcp` (every runtime does; a build without the
+/// `mcp` feature has no router users).
+pub const SERVES_MCP: bool = cfg!(feature = "mcp");
 
 /// `/healthz`'s extra fields, asked for on each request: a runtime may
 /// have to ask another process (the Worker asks its sandbox Worker).
@@ -63,15 +63,26 @@ pub fn router(state: AppState) -> Router {
         .route("/tools/{name}", post(call_tool))
         .route("/healthz", get(healthz))
         .route("/openapi.json", get(openapi));
-    // rmcp's server needs tokio's runtime; the Worker serves the rest.
+    // rmcp's server needs tokio's runtime; the Worker answers the same way
+    // without it.
     #[cfg(feature = "native")]
     let router = router.nest_service("/mcp", crate::mcp::service(state.registry.clone()));
+    #[cfg(all(feature = "mcp", not(feature = "native")))]
+    let router = router.nest_service(
+        "/mcp",
+        axum::routing::any(mcp_stateless).with_state(state.clone()),
+    );
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .with_state(state)
+}
+
+#[cfg(all(feature = "mcp", not(feature = "native")))]
+async fn mcp_stateless(State(state): State<AppState>, req: Request) -> Response {
+    crate::mcp::stateless::handle(state.registry.clone(), req).await
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,1085 @@
+//! `/mcp` without rmcp's service loop, for the Worker: rmcp's server spawns
+//! tokio tasks and sets tokio timers, and wasm32 has no tokio runtime.
+//!
+//! This is the path rmcp 3.11.0's `StreamableHttpService` takes with the
+//! settings `server::service` uses (stateless, JSON responses, any host):
+//! `handle` and `handle_post` in `transport/streamable_http_server/tower.rs`,
+//! then its `ServerHandler` dispatch (`handler/server.rs`) for a server whose
+//! only capability is tools, on rmcp's own message types. Each check keeps
+//! rmcp's order and its words. `tests::answers_as_rmcp_does` sends the same
+//! requests to both and compares status, content type and body; when rmcp is
+//! upgraded, that test says what moved.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, StatusCode, header, request::Parts};
+use axum::response::Response;
+use rmcp::ErrorData;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, DiscoverResult, ErrorCode, GetMeta, JsonRpcError,
+    JsonRpcRequest, PingRequestMethod, ProtocolVersion, RequestId, ServerJsonRpcMessage,
+    ServerResult,
+};
+
+use crate::registry::Registry;
+use crate::tool::CallContext;
+
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
+const PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
+const MCP_METHOD: &str = "Mcp-Method";
+const MCP_NAME: &str = "Mcp-Name";
+
+/// A refusal is boxed: the common path returns small.
+type Answer = Result<Response, Box<Response>>;
+
+/// Answers one `/mcp` request.
+pub async fn handle(registry: Arc<Registry>, req: axum::extract::Request) -> Response {
+    match respond(&registry, req).await {
+        Ok(r) => r,
+        Err(r) => *r,
+    }
+}
+
+async fn respond(registry: &Registry, req: axum::extract::Request) -> Answer {
+    let (parts, body) = req.into_parts();
+    host(&parts)?;
+    if parts.method != Method::POST {
+        return Err(Box::new(
+            response(StatusCode::METHOD_NOT_ALLOWED)
+                .header(header::ALLOW, "POST")
+                .body(Body::from("Method Not Allowed"))
+                .expect("a static response"),
+        ));
+    }
+    let (mut json, mut sse) = (false, false);
+    for essence in accepted_media_types(&parts.headers) {
+        json |= essence.eq_ignore_ascii_case(JSON);
+        sse |= essence.eq_ignore_ascii_case(EVENT_STREAM);
+    }
+    if !json || !sse {
+        return Err(Box::new(text(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: Client must accept both application/json and text/event-stream",
+        )));
+    }
+    let is_json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| {
+            let essence = h.split_once(';').map_or(h, |(e, _)| e);
+            essence.trim().eq_ignore_ascii_case(JSON)
+        });
+    if !is_json {
+        return Err(Box::new(text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type: Content-Type must be application/json",
+        )));
+    }
+    let message = read_message(body, registry.max_body_bytes()).await?;
+    let headers = &parts.headers;
+    let per_request = per_request_version(&message);
+    match &message {
+        ClientJsonRpcMessage::Request(r) => match &r.request {
+            ClientRequest::InitializeRequest(init) => {
+                header_matches_init_body(headers, init.params.protocol_version.as_str(), &r.id)?
+            }
+            _ => protocol_version_header(headers, per_request)?,
+        },
+        _ => protocol_version_header(headers, per_request)?,
+    }
+    standard_headers(headers, &message)?;
+    request_version_meta(headers, &message)?;
+    match message {
+        ClientJsonRpcMessage::Request(request) => {
+            let negotiated =
+                per_request || matches!(request.request, ClientRequest::DiscoverRequest(_));
+            let malformed = !request
+                .request
+                .get_meta()
+                .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                .is_empty();
+            let reply = dispatch(registry, request, &parts).await;
+            let status = if negotiated {
+                jsonrpc_http_status(&reply, malformed)
+            } else {
+                StatusCode::OK
+            };
+            Ok(json_body(status, &reply))
+        }
+        ClientJsonRpcMessage::Notification(_) => Ok(response(StatusCode::ACCEPTED)
+            .body(Body::empty())
+            .expect("a static response")),
+        ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_) => {
+            Err(Box::new(invalid_request(
+                None,
+                "stateless server does not accept JSON-RPC responses".into(),
+            )))
+        }
+    }
+}
+
+/// One request to its reply: rmcp's `ServerHandler::handle_request` for a
+/// server with tools only, and the stateless service's negotiation.
+async fn dispatch(
+    registry: &Registry,
+    request: JsonRpcRequest<ClientRequest>,
+    parts: &Parts,
+) -> ServerJsonRpcMessage {
+    let id = request.id.clone();
+    // The version the handler sees: initialize's own, else the header's,
+    // else 2025-03-26 (tower.rs `peer_info_for_stateless_request`).
+    let version = match &request.request {
+        ClientRequest::InitializeRequest(init) => init.params.protocol_version.clone(),
+        _ => parts
+            .headers
+            .get(PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| serde_json::from_value(serde_json::Value::String(s.to_owned())).ok())
+            .unwrap_or(ProtocolVersion::V_2025_03_26),
+    };
+    match answer(registry, request.request, &version, parts).await {
+        Ok(result) => ServerJsonRpcMessage::response(result, id),
+        Err(e) => ServerJsonRpcMessage::error(e, Some(id)),
+    }
+}
+
+async fn answer(
+    registry: &Registry,
+    request: ClientRequest,
+    version: &ProtocolVersion,
+    parts: &Parts,
+) -> Result<ServerResult, ErrorData> {
+    let v2026 = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+    let supported = super::supported_versions();
+    let meta = request.get_meta();
+    let requested = meta.protocol_version();
+    let inline = !matches!(request, ClientRequest::InitializeRequest(_));
+    if inline
+        && let Some(requested) = &requested
+        && !supported.contains(requested)
+    {
+        return Err(ErrorData::unsupported_protocol_version(
+            requested.clone(),
+            supported,
+        ));
+    }
+    let needs_meta = inline
+        && (matches!(request, ClientRequest::DiscoverRequest(_))
+            || requested
+                .as_ref()
+                .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()));
+    if needs_meta {
+        let missing = meta.missing_required_keys(&ProtocolVersion::V_2026_07_28);
+        if !missing.is_empty() {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "request _meta is missing or has malformed required fields: {}",
+                    missing.join(", ")
+                ),
+                None,
+            ));
+        }
+    }
+    let legacy = !needs_meta && version.has_initialize();
+    let mut result = match request {
+        ClientRequest::InitializeRequest(init) => {
+            let mut info = super::server_info();
+            // Negotiated twice in rmcp (the handler, then the stateless
+            // wrapper); the second pass keeps the first's answer.
+            info.protocol_version = negotiate(
+                &init.params.protocol_version,
+                std::mem::take(&mut info.protocol_version),
+            )?;
+            ServerResult::InitializeResult(info)
+        }
+        ClientRequest::DiscoverRequest(_) => ServerResult::DiscoverResult(
+            DiscoverResult::from_server_info(supported.to_vec(), super::server_info()),
+        ),
+        ClientRequest::PingRequest(_) if legacy => ServerResult::empty(()),
+        ClientRequest::PingRequest(_) => {
+            return Err(ErrorData::method_not_found::<PingRequestMethod>());
+        }
+        ClientRequest::ListToolsRequest(_) => {
+            ServerResult::ListToolsResult(super::list_tools(registry))
+        }
+        ClientRequest::CallToolRequest(call) => {
+            let ctx = crate::http::context::call_context(
+                parts.extensions.get::<CallContext>().cloned(),
+                &parts.headers,
+            );
+            ServerResult::from(super::call_tool(registry, call.params, &ctx).await?)
+        }
+        // Every other method needs a capability this server does not
+        // declare (prompts, resources, completions, logging, tasks,
+        // skills, subscriptions), or is one nobody defined.
+        other => {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                other.method().to_owned(),
+                None,
+            ));
+        }
+    };
+    if v2026 {
+        result.fill_missing_cache_hints();
+    } else {
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+    }
+    Ok(result)
+}
+
+/// rmcp's `negotiate_protocol_version`: the client's version when it has an
+/// `initialize` and is known, else the server's preferred one that has.
+fn negotiate(
+    requested: &ProtocolVersion,
+    preferred: ProtocolVersion,
+) -> Result<ProtocolVersion, ErrorData> {
+    let supported = super::supported_versions();
+    if requested.has_initialize() && supported.contains(requested) {
+        return Ok(requested.clone());
+    }
+    let fallback = if preferred.has_initialize() {
+        Some(preferred)
+    } else {
+        supported
+            .iter()
+            .filter(|v| v.has_initialize())
+            .max_by(|a, b| a.as_str().cmp(b.as_str()))
+            .cloned()
+    };
+    fallback.ok_or_else(|| ErrorData::unsupported_protocol_version(requested.clone(), supported))
+}
+
+/// The reply's status on the per-request (2026-07-28) path.
+fn jsonrpc_http_status(reply: &ServerJsonRpcMessage, meta_malformed: bool) -> StatusCode {
+    let ServerJsonRpcMessage::Error(error) = reply else {
+        return StatusCode::OK;
+    };
+    match error.error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        ErrorCode::INVALID_PARAMS if meta_malformed => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// The body as one JSON-RPC message, at most `max` bytes.
+async fn read_message(body: Body, max: usize) -> Result<ClientJsonRpcMessage, Box<Response>> {
+    let too_large = || {
+        text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("Payload Too Large: request body exceeds {max} bytes"),
+        )
+    };
+    let bytes = match axum::body::to_bytes(body, max).await {
+        Ok(b) => b,
+        Err(e) if is_length_limit(&e) => return Err(Box::new(too_large())),
+        Err(e) => {
+            return Err(Box::new(text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("Failed to read request body: {e}"),
+            )));
+        }
+    };
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Box::new(text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &format!("fail to deserialize request body {e}"),
+        ))
+    })
+}
+
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// The Host header must parse (any host is allowed: the bearer token is the
+/// guard, as in `server::service`).
+fn host(parts: &Parts) -> Result<(), Box<Response>> {
+    let bad = |m: &str| {
+        Err(Box::new(
+            response(StatusCode::BAD_REQUEST)
+                .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+                .body(Body::from(m.to_owned()))
+                .expect("a static response"),
+        ))
+    };
+    match parts.headers.get(header::HOST) {
+        Some(h) => match h.to_str() {
+            Err(_) => bad("Bad Request: Invalid Host header encoding"),
+            Ok(s) if axum::http::uri::Authority::try_from(s).is_err() => {
+                bad("Bad Request: Invalid Host header")
+            }
+            Ok(_) => Ok(()),
+        },
+        None if parts.uri.authority().is_none() => bad("Bad Request: missing Host header"),
+        None => Ok(()),
+    }
+}
+
+/// The media types `Accept` names with a weight above zero.
+fn accepted_media_types(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| split_unquoted(v, ','))
+        .filter_map(|entry| {
+            let mut parts = split_unquoted(entry, ';');
+            let essence = parts.next()?.trim();
+            parts
+                .all(|p| {
+                    let Some((name, value)) = p.split_once('=') else {
+                        return true;
+                    };
+                    !name.trim().eq_ignore_ascii_case("q") || quality_is_acceptable(value.trim())
+                })
+                .then_some(essence)
+        })
+}
+
+fn split_unquoted(value: &str, delimiter: char) -> impl Iterator<Item = &str> {
+    let (mut quoted, mut escaped) = (false, false);
+    value.split(move |c| {
+        if escaped {
+            escaped = false;
+        } else if quoted && c == '\\' {
+            escaped = true;
+        } else if c == '"' {
+            quoted = !quoted;
+        } else if !quoted && c == delimiter {
+            return true;
+        }
+        false
+    })
+}
+
+/// A malformed weight does not exclude; only a well-formed zero does.
+fn quality_is_acceptable(q: &str) -> bool {
+    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
+    if fraction.len() > 3 || !fraction.bytes().all(|d| d.is_ascii_digit()) {
+        return true;
+    }
+    whole != "0" || fraction.bytes().any(|d| d != b'0')
+}
+
+fn per_request_version(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(r) if r.request.get_meta().protocol_version().is_some())
+}
+
+/// A header naming a version must name a known one (unless the body names
+/// its own); no header means 2025-03-26.
+fn protocol_version_header(headers: &HeaderMap, allow_unknown: bool) -> Result<(), Box<Response>> {
+    let Some(value) = headers.get(PROTOCOL_VERSION) else {
+        return Ok(());
+    };
+    let Ok(version) = value.to_str() else {
+        return Err(Box::new(text(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: Invalid MCP-Protocol-Version header encoding",
+        )));
+    };
+    let known = ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .any(|v| v.as_str() == version);
+    if !allow_unknown && !known {
+        return Err(Box::new(text(
+            StatusCode::BAD_REQUEST,
+            &format!("Bad Request: Unsupported MCP-Protocol-Version: {version}"),
+        )));
+    }
+    Ok(())
+}
+
+fn header_matches_init_body(
+    headers: &HeaderMap,
+    body_version: &str,
+    id: &RequestId,
+) -> Result<(), Box<Response>> {
+    let Some(value) = headers.get(PROTOCOL_VERSION) else {
+        return Ok(());
+    };
+    let Ok(header) = value.to_str() else {
+        return Err(Box::new(invalid_request(
+            Some(id.clone()),
+            "Invalid Request: MCP-Protocol-Version header is not valid UTF-8".into(),
+        )));
+    };
+    if header != body_version {
+        return Err(Box::new(invalid_request(
+            Some(id.clone()),
+            format!(
+                "Invalid Request: MCP-Protocol-Version header ({header}) does not match initialize params.protocolVersion ({body_version})"
+            ),
+        )));
+    }
+    Ok(())
+}
+
+/// SEP-2243: from 2026-07-28 on, `Mcp-Method` (and `Mcp-Name` for a call)
+/// repeat the body, so that middleboxes can route on them. No tool here
+/// annotates an argument as a header, so no `Mcp-Param-*` is checked.
+fn standard_headers(
+    headers: &HeaderMap,
+    message: &ClientJsonRpcMessage,
+) -> Result<(), Box<Response>> {
+    let required = headers
+        .get(PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v >= ProtocolVersion::STANDARD_HEADERS.as_str());
+    if !required {
+        return Ok(());
+    }
+    let id = match message {
+        ClientJsonRpcMessage::Request(r) => {
+            if matches!(r.request, ClientRequest::InitializeRequest(_)) {
+                let mut values = headers.get_all(MCP_METHOD).iter();
+                let Some(first) = values.next() else {
+                    return Ok(());
+                };
+                if values.next().is_some() {
+                    return Err(Box::new(header_mismatch(
+                        Some(r.id.clone()),
+                        "multiple Mcp-Method header values supplied; initialize requires exactly one".into(),
+                    )));
+                }
+                if first != "initialize" {
+                    return Err(Box::new(header_mismatch(
+                        Some(r.id.clone()),
+                        format!(
+                            "Mcp-Method header `{}` does not match body method `initialize`",
+                            String::from_utf8_lossy(first.as_bytes())
+                        ),
+                    )));
+                }
+                return Ok(());
+            }
+            Some(r.id.clone())
+        }
+        ClientJsonRpcMessage::Notification(_) => None,
+        _ => return Ok(()),
+    };
+    let Ok(value) = serde_json::to_value(message) else {
+        return Ok(());
+    };
+    request_headers(headers, &value).map_err(|reason| Box::new(header_mismatch(id, reason)))
+}
+
+fn request_headers(headers: &HeaderMap, request: &serde_json::Value) -> Result<(), String> {
+    let Some(method) = request.get("method").and_then(|m| m.as_str()) else {
+        return Ok(());
+    };
+    match header_str(headers, MCP_METHOD)? {
+        None => return Err("missing required Mcp-Method header".to_owned()),
+        Some(v) if v != method => {
+            return Err(format!(
+                "Mcp-Method header `{v}` does not match body method `{method}`"
+            ));
+        }
+        Some(_) => {}
+    }
+    let key = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+        _ => return Ok(()),
+    };
+    let Some(expected) = request
+        .get("params")
+        .and_then(|p| p.get(key))
+        .and_then(|v| v.as_str())
+    else {
+        return Ok(());
+    };
+    match header_str(headers, MCP_NAME)? {
+        None => Err(format!("missing required Mcp-Name header for `{method}`")),
+        Some(raw) => {
+            let decoded = decode_header_value(raw).ok_or("Mcp-Name header is not valid Base64")?;
+            if decoded != expected {
+                return Err(format!(
+                    "Mcp-Name header `{decoded}` does not match body value `{expected}`"
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The sole value of a singleton header.
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, String> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(format!("duplicate {name} header"));
+    }
+    value
+        .to_str()
+        .map(Some)
+        .map_err(|_| format!("{name} header contains invalid characters"))
+}
+
+/// `=?base64?…?=` decoded, anything else as it is.
+fn decode_header_value(value: &str) -> Option<String> {
+    use base64::Engine;
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|inner| inner.strip_suffix("?="))
+    {
+        Some(inner) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(inner)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(value.to_owned()),
+    }
+}
+
+/// A request whose `_meta` names a version must agree with the header; from
+/// 2026-07-28 (or for `server/discover`) the `_meta` is required.
+fn request_version_meta(
+    headers: &HeaderMap,
+    message: &ClientJsonRpcMessage,
+) -> Result<(), Box<Response>> {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return Ok(());
+    };
+    if matches!(request.request, ClientRequest::InitializeRequest(_)) {
+        return Ok(());
+    }
+    let discover = matches!(request.request, ClientRequest::DiscoverRequest(_));
+    let meta = request.request.get_meta();
+    let header = headers.get(PROTOCOL_VERSION).and_then(|v| v.to_str().ok());
+    let Some(meta_version) = meta.protocol_version() else {
+        if discover || header.is_some_and(|v| v >= ProtocolVersion::V_2026_07_28.as_str()) {
+            let missing = meta.missing_required_keys(&ProtocolVersion::V_2026_07_28);
+            return Err(Box::new(jsonrpc_error(
+                ErrorData::invalid_params(
+                    format!(
+                        "Invalid params: request _meta is missing or has malformed required fields: {}",
+                        missing.join(", ")
+                    ),
+                    None,
+                ),
+                Some(request.id.clone()),
+            )));
+        }
+        return Ok(());
+    };
+    let Some(header) = header else {
+        return Err(Box::new(header_mismatch(
+            Some(request.id.clone()),
+            "request _meta protocolVersion requires MCP-Protocol-Version header".into(),
+        )));
+    };
+    if header != meta_version.as_str() {
+        return Err(Box::new(header_mismatch(
+            Some(request.id.clone()),
+            format!(
+                "MCP-Protocol-Version header ({header}) does not match request _meta protocolVersion ({meta_version})"
+            ),
+        )));
+    }
+    Ok(())
+}
+
+fn response(status: StatusCode) -> axum::http::response::Builder {
+    Response::builder().status(status)
+}
+
+fn text(status: StatusCode, message: &str) -> Response {
+    response(status)
+        .body(Body::from(message.to_owned()))
+        .expect("a static response")
+}
+
+fn json_body(status: StatusCode, message: &impl serde::Serialize) -> Response {
+    match serde_json::to_vec(message) {
+        Ok(body) => response(status)
+            .header(header::CONTENT_TYPE, JSON)
+            .body(Body::from(body))
+            .expect("a static response"),
+        Err(e) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("Encounter an error when serialize json response: {e}"),
+        ),
+    }
+}
+
+fn jsonrpc_error(error: ErrorData, id: Option<RequestId>) -> Response {
+    json_body(StatusCode::BAD_REQUEST, &JsonRpcError::new(id, error))
+}
+
+fn invalid_request(id: Option<RequestId>, message: String) -> Response {
+    jsonrpc_error(ErrorData::invalid_request(message, None), id)
+}
+
+fn header_mismatch(id: Option<RequestId>, message: String) -> Response {
+    jsonrpc_error(ErrorData::header_mismatch(message, None), id)
+}
+
+#[cfg(all(test, feature = "native"))]
+mod tests {
+    use std::sync::Arc;
+
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use serde_json::{Value, json};
+
+    use crate::error::{ErrorCode, ToolError};
+    use crate::registry::Registry;
+    use crate::tool::testing::Echo;
+    use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+
+    /// A tool that always fails, for MCP's tool errors (`isError`).
+    struct Refuses(ToolSpec);
+
+    impl Tool for Refuses {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn call<'a>(&'a self, _: Value, _: &'a CallContext) -> ToolFuture<'a> {
+            Box::pin(async { Err(ToolError::new(ErrorCode::InvalidInput, "no, thanks")) })
+        }
+    }
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: format!("{name}, for tests"),
+            input_schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            output_schema: json!({"type": "object"}),
+        }
+    }
+
+    fn registry() -> Arc<Registry> {
+        let mut r = Registry::new();
+        r.add(Arc::new(Echo(spec("echo.tool")))).unwrap();
+        r.add(Arc::new(Refuses(spec("refuses")))).unwrap();
+        Arc::new(r)
+    }
+
+    const V2026: &str = "2026-07-28";
+
+    fn meta(version: &str) -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        })
+    }
+
+    fn call(method: &str, params: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string()
+    }
+
+    fn init(version: &str) -> String {
+        call(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}),
+        )
+    }
+
+    /// (method, extra headers, body, whether the usual Accept and
+    /// Content-Type headers go too).
+    type Case = (&'static str, Vec<(&'static str, String)>, String, bool);
+
+    fn corpus() -> Vec<Case> {
+        let none = Vec::new;
+        let v = |s: &str| vec![("MCP-Protocol-Version", s.to_owned())];
+        let modern = |method: &str, name: Option<&str>| {
+            let mut h = vec![
+                ("MCP-Protocol-Version", V2026.to_owned()),
+                ("Mcp-Method", method.to_owned()),
+            ];
+            if let Some(n) = name {
+                h.push(("Mcp-Name", n.to_owned()));
+            }
+            h
+        };
+        let echo = json!({"name": "echo.tool", "arguments": {"x": 1}});
+        let with_meta = |mut p: Value| {
+            p["_meta"] = meta(V2026);
+            p
+        };
+        vec![
+            // The initialize lifecycle, each version, and one nobody knows.
+            ("POST", none(), init("2025-06-18"), true),
+            ("POST", none(), init("2024-11-05"), true),
+            ("POST", none(), init("2025-11-25"), true),
+            ("POST", none(), init(V2026), true),
+            ("POST", none(), init("1999-01-01"), true),
+            ("POST", v("2025-03-26"), init("2025-06-18"), true),
+            ("POST", v("2025-06-18"), init("2025-06-18"), true),
+            (
+                "POST",
+                none(),
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(),
+                true,
+            ),
+            ("POST", none(), call("ping", json!({})), true),
+            ("POST", v("2025-06-18"), call("ping", json!({})), true),
+            ("POST", v("1999-01-01"), call("ping", json!({})), true),
+            ("POST", v("2025-06-18"), call("tools/list", json!({})), true),
+            (
+                "POST",
+                none(),
+                call("tools/list", json!({"cursor": "x"})),
+                true,
+            ),
+            (
+                "POST",
+                v("2025-06-18"),
+                call("tools/call", echo.clone()),
+                true,
+            ),
+            (
+                "POST",
+                v("2025-06-18"),
+                call(
+                    "tools/call",
+                    json!({"name": "echo.tool", "arguments": {
+                        "files": {"a b.txt": "hi", "bin": {"base64": "AAE="}}}}),
+                ),
+                true,
+            ),
+            (
+                "POST",
+                none(),
+                call("tools/call", json!({"name": "echo.tool"})),
+                true,
+            ),
+            (
+                "POST",
+                none(),
+                call("tools/call", json!({"name": "refuses"})),
+                true,
+            ),
+            (
+                "POST",
+                none(),
+                call("tools/call", json!({"name": "nope"})),
+                true,
+            ),
+            (
+                "POST",
+                none(),
+                call("tools/call", json!({"arguments": {}})),
+                true,
+            ),
+            ("POST", none(), call("tools/call", json!({"name": 5})), true),
+            ("POST", none(), call("prompts/list", json!({})), true),
+            (
+                "POST",
+                none(),
+                call("prompts/get", json!({"name": "p"})),
+                true,
+            ),
+            ("POST", none(), call("resources/list", json!({})), true),
+            (
+                "POST",
+                none(),
+                call("resources/read", json!({"uri": "file:///a"})),
+                true,
+            ),
+            (
+                "POST",
+                none(),
+                call(
+                    "completion/complete",
+                    json!({"ref": {"type": "ref/prompt", "name": "p"},
+                    "argument": {"name": "a", "value": "b"}}),
+                ),
+                true,
+            ),
+            (
+                "POST",
+                none(),
+                call("logging/setLevel", json!({"level": "info"})),
+                true,
+            ),
+            ("POST", none(), call("no/such/method", json!({})), true),
+            (
+                "POST",
+                none(),
+                call("tasks/get", json!({"taskId": "t"})),
+                true,
+            ),
+            // The per-request lifecycle (2026-07-28): discover, then calls
+            // that carry their version and the standard headers.
+            (
+                "POST",
+                modern("server/discover", None),
+                call("server/discover", with_meta(json!({}))),
+                true,
+            ),
+            ("POST", none(), call("server/discover", json!({})), true),
+            (
+                "POST",
+                modern("tools/list", None),
+                call("tools/list", with_meta(json!({}))),
+                true,
+            ),
+            (
+                "POST",
+                modern("tools/call", Some("echo.tool")),
+                call("tools/call", with_meta(echo.clone())),
+                true,
+            ),
+            (
+                "POST",
+                modern("tools/call", Some("=?base64?ZWNoby50b29s?=")),
+                call("tools/call", with_meta(echo.clone())),
+                true,
+            ),
+            (
+                "POST",
+                modern("tools/call", Some("other")),
+                call("tools/call", with_meta(echo.clone())),
+                true,
+            ),
+            (
+                "POST",
+                modern("tools/call", None),
+                call("tools/call", with_meta(echo.clone())),
+                true,
+            ),
+            (
+                "POST",
+                modern("tools/list", None),
+                call("tools/call", with_meta(echo.clone())),
+                true,
+            ),
+            (
+                "POST",
+                modern("ping", None),
+                call("ping", with_meta(json!({}))),
+                true,
+            ),
+            (
+                "POST",
+                modern("tools/list", None),
+                call("tools/list", json!({})),
+                true,
+            ),
+            (
+                "POST",
+                v("2025-06-18"),
+                call("tools/list", with_meta(json!({}))),
+                true,
+            ),
+            (
+                "POST",
+                none(),
+                call("tools/list", with_meta(json!({}))),
+                true,
+            ),
+            (
+                "POST",
+                modern("tools/list", None),
+                call("tools/list", json!({"_meta": meta("2099-01-01")})),
+                true,
+            ),
+            ("POST", modern("initialize", None), init(V2026), true),
+            ("POST", modern("tools/list", None), init(V2026), true),
+            // What is not a request for this server.
+            (
+                "POST",
+                none(),
+                r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into(),
+                true,
+            ),
+            ("POST", none(), "{not json".into(), true),
+            ("POST", none(), "[]".into(), true),
+            (
+                "POST",
+                none(),
+                r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.into(),
+                true,
+            ),
+            ("POST", none(), r#"{"id":1,"method":"ping"}"#.into(), true),
+            ("POST", none(), String::new(), true),
+            (
+                "POST",
+                vec![("Accept", "application/json".into())],
+                call("ping", json!({})),
+                false,
+            ),
+            (
+                "POST",
+                vec![
+                    ("Accept", "application/json, text/event-stream;q=0".into()),
+                    ("Content-Type", "application/json".into()),
+                ],
+                call("ping", json!({})),
+                false,
+            ),
+            (
+                "POST",
+                vec![
+                    ("Accept", "application/json, text/event-stream".into()),
+                    ("Content-Type", "text/plain".into()),
+                ],
+                call("ping", json!({})),
+                false,
+            ),
+            (
+                "POST",
+                vec![
+                    (
+                        "Accept",
+                        "application/json;q=0.5, text/event-stream;q=bad".into(),
+                    ),
+                    ("Content-Type", "application/json; charset=utf-8".into()),
+                ],
+                call("ping", json!({})),
+                false,
+            ),
+            ("GET", none(), String::new(), true),
+            ("DELETE", none(), String::new(), true),
+            ("PUT", none(), call("ping", json!({})), true),
+            (
+                "POST",
+                vec![("Host", "bad host".into())],
+                call("ping", json!({})),
+                true,
+            ),
+            (
+                "POST",
+                none(),
+                call(
+                    "tools/call",
+                    json!({"name": "echo.tool",
+                    "arguments": {"pad": "x".repeat(crate::tool::MAX_BODY_BYTES)}}),
+                ),
+                true,
+            ),
+        ]
+    }
+
+    fn request(method: &str, headers: &[(&str, String)], body: &str, usual: bool) -> Request<Body> {
+        let mut b = Request::builder().method(method).uri("/mcp");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            b = b.header("Host", "localhost");
+        }
+        if usual {
+            b = b
+                .header("Accept", "application/json, text/event-stream")
+                .header("Content-Type", "application/json");
+        }
+        for (k, v) in headers {
+            b = b.header(*k, v.as_str());
+        }
+        b.body(Body::from(body.to_owned())).unwrap()
+    }
+
+    async fn parts<B>(r: axum::http::Response<B>) -> (u16, Vec<String>, String)
+    where
+        B: axum::body::HttpBody,
+        B::Error: std::fmt::Debug,
+    {
+        let status = r.status().as_u16();
+        let mut headers: Vec<String> = r
+            .headers()
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", v.to_str().unwrap_or("?")))
+            .collect();
+        headers.sort();
+        let body = r.into_body().collect().await.unwrap().to_bytes();
+        (status, headers, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// Every request of the corpus gets from `handle` what it gets from
+    /// rmcp's own server: status, headers and body, byte for byte.
+    #[tokio::test]
+    async fn answers_as_rmcp_does() {
+        let registry = registry();
+        let rmcp = super::super::service(registry.clone());
+        let mut differ = Vec::new();
+        let cases = corpus();
+        for (method, headers, body, usual) in &cases {
+            let theirs = parts(rmcp.handle(request(method, headers, body, *usual)).await).await;
+            let ours = parts(
+                super::handle(registry.clone(), request(method, headers, body, *usual)).await,
+            )
+            .await;
+            if theirs != ours {
+                differ.push(format!(
+                    "{method} {headers:?} {}\n  rmcp: {theirs:?}\n  ours: {ours:?}",
+                    body.chars().take(200).collect::<String>()
+                ));
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "{} of {} differ:\n{}",
+            differ.len(),
+            cases.len(),
+            differ.join("\n")
+        );
+    }
+
+    /// The corpus is not all refusals: the calls run, each lifecycle answers,
+    /// and the errors are the ones meant.
+    #[tokio::test]
+    async fn the_corpus_reaches_every_kind_of_answer() {
+        let registry = registry();
+        let mut seen = std::collections::BTreeMap::new();
+        for (method, headers, body, usual) in corpus() {
+            let (status, _, text) = parts(
+                super::handle(registry.clone(), request(method, &headers, &body, usual)).await,
+            )
+            .await;
+            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let kind = if v["result"]["structuredContent"]["x"] == 1 {
+                "call ran"
+            } else if v["result"]["isError"] == true {
+                "tool error"
+            } else if v["result"]["protocolVersion"].is_string() {
+                "initialized"
+            } else if v["result"]["supportedVersions"].is_array() {
+                "discovered"
+            } else if v["result"]["tools"].is_array() {
+                "listed"
+            } else if v["error"]["code"] == -32601 {
+                "method not found"
+            } else if v["error"]["data"]["code"] == "unknown_tool" {
+                "unknown tool"
+            } else if status == 202 {
+                "accepted"
+            } else {
+                "other"
+            };
+            *seen.entry(kind).or_insert(0) += 1;
+        }
+        for kind in [
+            "call ran",
+            "tool error",
+            "initialized",
+            "discovered",
+            "listed",
+            "method not found",
+            "unknown tool",
+            "accepted",
+        ] {
+            assert!(seen.contains_key(kind), "{kind} never answered: {seen:?}");
+        }
+    }
+}

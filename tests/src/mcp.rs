@@ -1,0 +1,44 @@
+//! MCP clients nobody on this team wrote, pointed at any `/mcp` URL: rmcp's
+//! client and the MCP Inspector CLI (npm).
+
+use std::process::Command;
+
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::Value;
+
+use crate::peer::{run_ok, tools_dir};
+
+/// rmcp's client, connected (it tries the 2026-07-28 lifecycle first).
+pub async fn rmcp_client(
+    url: String,
+    token: Option<&str>,
+) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, String> {
+    let mut cfg = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(t) = token {
+        cfg = cfg.auth_header(t.to_owned());
+    }
+    ().serve(StreamableHttpClientTransport::from_config(cfg))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The MCP Inspector's CLI over streamable HTTP; its JSON output.
+pub fn inspector(url: &str, extra: &[&str]) -> Value {
+    let bin = tools_dir().join("node_modules/.bin/mcp-inspector");
+    let stdout = run_ok(
+        Command::new(&bin)
+            .arg("--cli")
+            .arg(url)
+            .args(["--transport", "http"])
+            .args(extra)
+            .env(
+                "MCP_CATALOG_PATH",
+                std::env::temp_dir().join(format!("mcp-catalog-{}.json", std::process::id())),
+            ),
+        "the MCP Inspector",
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("inspector output is not JSON ({e}): {stdout}"))
+}
