@@ -1123,6 +1123,47 @@ fn worker_memory_stays_flat_over_500_calls() {
     );
 }
 
+/// The runner gives each new instance the last call's memory, wiped
+/// (runner.mjs). In V8 (Node) with the built module, after a call that
+/// wrote a lot, one that ended in a trap, and one that grew the memory, the
+/// next instance's memory is byte for byte a fresh instance's; the grown one
+/// is not reused. `worker_answers_hostile_scripts_cleanly_and_fresh` and the
+/// walls (`instance_per_call`) check the same through workerd.
+#[test]
+fn worker_reuses_a_memory_only_wiped() {
+    let out = std::process::Command::new("node")
+        .arg(repo_root().join("tests/support/worker_memory_reuse.mjs"))
+        .arg(repo_root())
+        .output()
+        .expect("node");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    for case in ["writes", "traps", "grows", "after"] {
+        assert_eq!(r[case]["next"], "same", "{case}: {r}");
+    }
+    assert_eq!(r["writes"]["exit_code"], 0, "{r}");
+    assert_eq!(r["writes"]["reused"], true, "{r}");
+    assert!(
+        r["traps"]["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("exceeded the sandbox memory limit"),
+        "{r}"
+    );
+    assert_eq!(r["traps"]["reused"], true, "{r}");
+    assert_eq!(
+        (&r["grows"]["grown"], &r["grows"]["reused"]),
+        (&json!(true), &json!(false)),
+        "{r}"
+    );
+    assert_eq!(r["after"]["exit_code"], 0, "{r}");
+}
+
 /// The size limit, as `wrangler deploy --dry-run` reports it for each Worker.
 #[test]
 fn worker_bundles_fit_the_size_limit() {

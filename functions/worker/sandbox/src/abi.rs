@@ -86,8 +86,20 @@ pub extern "C" fn wizer_initialize() {
     host::WARMING.store(true, Ordering::Relaxed);
     warm_up();
     drop_imported_code();
+    // Free space at the top of the heap, in the snapshot: a call's usual
+    // allocations (`print(1)`'s are 1.1 MB, mostly its output buffers)
+    // then fit without growing the memory, and the runner can wipe that
+    // memory and give it to the next instance (runner.mjs). The block comes
+    // from growing the memory and goes back to the allocator's top chunk,
+    // zeroed: the snapshot's data grows by nothing.
+    // black_box: an allocation nothing uses may be optimized away.
+    drop(std::hint::black_box(Vec::<u8>::with_capacity(HEADROOM)));
     host::WARMING.store(false, Ordering::Relaxed);
 }
+
+/// The heap's free space at the snapshot. Calls that allocate more grow
+/// the memory, and the runner then makes the next instance a fresh one.
+const HEADROOM: usize = 8 << 20;
 
 /// Zeroes the frozen code of the modules the warm interpreter has imported:
 /// about half of the frozen stdlib, which would otherwise ship twice in the
