@@ -214,7 +214,9 @@ async fn answer(
         }
         // Every other method needs a capability this server does not
         // declare (prompts, resources, completions, logging, tasks,
-        // skills, subscriptions), or is one nobody defined.
+        // skills, subscriptions), or is one nobody defined. Declaring one
+        // in `super::server_info` would make rmcp answer it (an empty
+        // list): the comparison test would then fail here.
         other => {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -430,8 +432,9 @@ fn header_matches_init_body(
 }
 
 /// SEP-2243: from 2026-07-28 on, `Mcp-Method` (and `Mcp-Name` for a call)
-/// repeat the body, so that middleboxes can route on them. No tool here
-/// annotates an argument as a header, so no `Mcp-Param-*` is checked.
+/// repeat the body, so that middleboxes can route on them. rmcp checks
+/// `Mcp-Param-*` only against a schema `ServerHandler::get_tool` returns,
+/// and `server::McpServer` keeps its default (none), so none is checked.
 fn standard_headers(
     headers: &HeaderMap,
     message: &ClientJsonRpcMessage,
@@ -972,6 +975,135 @@ mod tests {
                 true,
             ),
         ]
+        .into_iter()
+        .chain(extra())
+        .collect()
+    }
+
+    /// More, most of them hostile (from a review of the port against
+    /// rmcp's source): Origin and Host, duplicate and non-UTF-8 headers,
+    /// every method this server has no capability for, notifications,
+    /// odd ids and envelopes, `_meta` at older versions, the body limit.
+    fn extra() -> Vec<Case> {
+        let none = Vec::new;
+        let v = |s: &str| vec![("MCP-Protocol-Version", s.to_owned())];
+        let h = |pairs: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
+            pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
+        };
+        let modern = |method: &str, name: Option<&str>| {
+            let mut h = vec![
+                ("MCP-Protocol-Version", V2026.to_owned()),
+                ("Mcp-Method", method.to_owned()),
+            ];
+            if let Some(n) = name {
+                h.push(("Mcp-Name", n.to_owned()));
+            }
+            h
+        };
+        let with_meta = |mut p: Value| {
+            p["_meta"] = meta(V2026);
+            p
+        };
+        let echo = json!({"name": "echo.tool", "arguments": {"x": 1}});
+        let ping = || call("ping", json!({}));
+        let limit = crate::tool::MAX_BODY_BYTES;
+        let sized = |n: usize| {
+            let base = call(
+                "tools/call",
+                json!({"name": "echo.tool", "arguments": {"pad": ""}}),
+            );
+            call(
+                "tools/call",
+                json!({"name": "echo.tool", "arguments": {"pad": "x".repeat(n - base.len())}}),
+            )
+        };
+        let mut init_meta: Value = serde_json::from_str(&init("2025-06-18")).unwrap();
+        init_meta["params"]["_meta"] = meta(V2026);
+        let init_meta = init_meta.to_string();
+        vec![
+            ("POST", h(&[("Origin", "https://evil.example")]), ping(), true),
+            ("POST", h(&[("Origin", "null")]), ping(), true),
+            ("POST", h(&[("Origin", "RAW:ff")]), ping(), true),
+            ("POST", h(&[("Host", "RAW:ff")]), ping(), true),
+            ("POST", h(&[("Host", "NONE")]), ping(), true),
+            ("POST", h(&[("Host", "")]), ping(), true),
+            ("POST", h(&[("Host", "[::1]:8080")]), ping(), true),
+            ("POST", h(&[("Host", "a:99999")]), ping(), true),
+            ("GET", h(&[("Host", "bad host")]), String::new(), true),
+            ("HEAD", none(), String::new(), true),
+            ("OPTIONS", none(), String::new(), true),
+            ("POST", h(&[("MCP-Protocol-Version", "2025-06-18"), ("MCP-Protocol-Version", V2026)]), ping(), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("MCP-Protocol-Version", "2025-06-18"), ("Mcp-Method", "tools/list")]), call("tools/list", with_meta(json!({}))), true),
+            ("POST", h(&[("MCP-Protocol-Version", "RAW:ff")]), ping(), true),
+            ("POST", h(&[("MCP-Protocol-Version", "RAW:ff")]), init("2025-06-18"), true),
+            ("POST", h(&[("MCP-Protocol-Version", "RAW:ff")]), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "RAW:ff")]), init(V2026), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "initialize"), ("Mcp-Method", "initialize")]), init(V2026), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "initialize"), ("Mcp-Name", "zzz")]), init(V2026), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "RAW:ff")]), call("tools/call", with_meta(echo.clone())), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo.tool"), ("Mcp-Name", "echo.tool")]), call("tools/call", with_meta(echo.clone())), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?!!!?=")]), call("tools/call", with_meta(echo.clone())), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?ZWNoby50b29sX===?=")]), call("tools/call", with_meta(echo.clone())), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/list"), ("Mcp-Method", "tools/list")]), call("tools/list", with_meta(json!({}))), true),
+            ("POST", modern("tasks/get", Some("t")), call("tasks/get", with_meta(json!({"taskId": "t"}))), true),
+            ("POST", modern("tasks/get", None), call("tasks/get", with_meta(json!({"taskId": "t"}))), true),
+            ("POST", none(), call("tasks/cancel", json!({"taskId": "t"})), true),
+            ("POST", modern("tasks/update", Some("t")), call("tasks/update", with_meta(json!({"taskId": "t", "inputResponses": {}}))), true),
+            ("POST", modern("tasks/list", None), call("tasks/list", with_meta(json!({}))), true),
+            ("POST", modern("subscriptions/listen", None), call("subscriptions/listen", with_meta(json!({"notifications": {}}))), true),
+            ("POST", modern("subscriptions/listen", None), call("subscriptions/listen", with_meta(json!({"notifications": {"toolsListChanged": true}}))), true),
+            ("POST", none(), call("subscriptions/listen", json!({"notifications": {}})), true),
+            ("POST", modern("resources/subscribe", Some("file:///a")), call("resources/subscribe", with_meta(json!({"uri": "file:///a"}))), true),
+            ("POST", none(), call("resources/subscribe", json!({"uri": "file:///a"})), true),
+            ("POST", none(), call("resources/unsubscribe", json!({"uri": "file:///a"})), true),
+            ("POST", none(), call("resources/templates/list", json!({})), true),
+            ("POST", none(), call("skills/list", json!({})), true),
+            ("POST", modern("skills/list", None), call("skills/list", with_meta(json!({}))), true),
+            ("POST", modern("skills/get", None), call("skills/get", with_meta(json!({"uri": "skill://a/SKILL.md"}))), true),
+            ("POST", none(), call("skills/get", json!({"uri": "nope"})), true),
+            ("POST", none(), call("resources/directory/read", json!({"uri": "file:///a/"})), true),
+            ("POST", modern("logging/setLevel", None), call("logging/setLevel", with_meta(json!({"level": "info"}))), true),
+            ("POST", modern("prompts/get", Some("p")), call("prompts/get", with_meta(json!({"name": "p"}))), true),
+            ("POST", modern("resources/read", Some("=?base64?ZmlsZTovLy9h?=")), call("resources/read", with_meta(json!({"uri": "file:///a"}))), true),
+            ("POST", h(&[("MCP-Protocol-Version", V2026)]), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into(), true),
+            ("POST", modern("notifications/cancelled", None), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into(), true),
+            ("POST", v("2099-01-01"), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into(), true),
+            ("POST", modern("tools/call", Some("x")), r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#.into(), true),
+            ("POST", modern("notifications/initialized", None), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"2.0","id":"abc","method":"ping"}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"2.0","id":-3,"method":"ping"}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#.into(), true),
+            ("POST", none(), r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1}}}"#.into(), true),
+            ("POST", none(), init_meta.clone(), true),
+            ("POST", v("2025-06-18"), init_meta.clone(), true),
+            ("POST", v(V2026), init_meta.clone(), true),
+            ("POST", v("2025-06-18"), call("ping", json!({"_meta": meta("2025-06-18")})), true),
+            ("POST", v("2025-06-18"), call("tools/list", json!({"_meta": meta("2025-06-18")})), true),
+            ("POST", v("2025-06-18"), call("tools/call", json!({"name": "echo.tool", "arguments": {"x": 1}, "_meta": meta("2025-06-18")})), true),
+            ("POST", v("2025-06-18"), call("server/discover", json!({"_meta": meta("2025-06-18")})), true),
+            ("POST", v("2025-06-18"), call("server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-06-18"}})), true),
+            ("POST", modern("server/discover", None), call("server/discover", json!({"_meta": meta("2099-01-01")})), true),
+            ("POST", v("2099-01-01"), call("server/discover", json!({"_meta": meta("2099-01-01")})), true),
+            ("POST", modern("ping", None), call("ping", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": V2026}})), true),
+            ("POST", modern("tools/list", None), call("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 5}})), true),
+            ("POST", modern("tools/call", Some("echo.tool")), call("tools/call", json!({"name": "echo.tool", "arguments": {"x": 1}, "_meta": {"progressToken": "p", "io.modelcontextprotocol/protocolVersion": V2026, "io.modelcontextprotocol/clientCapabilities": {}}})), true),
+            ("POST", modern("tools/call", Some("nope")), call("tools/call", with_meta(json!({"name": "nope"}))), true),
+            ("POST", modern("tools/call", Some("refuses")), call("tools/call", with_meta(json!({"name": "refuses"}))), true),
+            ("POST", modern("tools/call", None), call("tools/call", with_meta(json!({"name": 5}))), true),
+            ("POST", modern("no/such", None), call("no/such", with_meta(json!({}))), true),
+            ("POST", h(&[("Content-Type", "text/plain")]), ping(), true),
+            ("POST", h(&[("Accept", "*/*"), ("Content-Type", "application/json")]), ping(), false),
+            ("POST", h(&[("Accept", "application/json, text/event-stream"), ("Content-Type", "RAW:ff")]), ping(), false),
+            ("POST", none(), sized(limit), true),
+            ("POST", none(), sized(limit + 1), true),
+            ("POST", none(), format!("{}{}", "[".repeat(200), "]".repeat(200)), true),
+            ("POST", none(), call("initialize", json!({"protocolVersion": "2025-06-18"})), true),
+        ]
     }
 
     fn request(method: &str, headers: &[(&str, String)], body: &str, usual: bool) -> Request<Body> {
@@ -985,7 +1117,18 @@ mod tests {
                 .header("Content-Type", "application/json");
         }
         for (k, v) in headers {
-            b = b.header(*k, v.as_str());
+            if k.eq_ignore_ascii_case("host") && v == "NONE" {
+                continue;
+            }
+            if let Some(hex) = v.strip_prefix("RAW:") {
+                let bytes: Vec<u8> = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect();
+                b = b.header(*k, axum::http::HeaderValue::from_bytes(&bytes).unwrap());
+            } else {
+                b = b.header(*k, v.as_str());
+            }
         }
         b.body(Body::from(body.to_owned())).unwrap()
     }
