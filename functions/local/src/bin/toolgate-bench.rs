@@ -9,10 +9,10 @@
 //! the sandbox API, by the size of the state restored and saved again.
 //!
 //! Prints JSON medians.
-//!
-//! Usage: toolgate-bench [--n N] [--http HOST:PORT] [--sessions] [DIR]   (DIR defaults to bench/snippets)
 
 use std::time::{Duration, Instant};
+
+use clap::Parser;
 
 use serde_json::json;
 use toolgate_shared::config::PythonConfig;
@@ -23,6 +23,23 @@ use common::{Conn, median};
 
 #[global_allocator]
 static ALLOC: SandboxAlloc = SandboxAlloc;
+
+/// python.execute's per-call latency on each snippet (JSON medians).
+#[derive(Parser)]
+struct Args {
+    /// Calls per series.
+    #[arg(long, default_value_t = 31)]
+    n: usize,
+    /// Also through this running `toolgate serve`.
+    #[arg(long, value_name = "HOST:PORT")]
+    http: Option<String>,
+    /// A session call's cost by the size of its state, instead.
+    #[arg(long)]
+    sessions: bool,
+    /// The snippets (`*.py`).
+    #[arg(default_value = "bench/snippets")]
+    dir: String,
+}
 
 /// The pause before each call in the "idle" series.
 const GAP: Duration = Duration::from_millis(20);
@@ -124,21 +141,17 @@ fn http_series(conn: &mut Conn, code: &str, n: usize, gap: Duration) -> f64 {
 
 fn main() {
     toolgate_shared::sandbox::zygote::maybe_run();
-    let mut n = 31usize;
-    let mut http: Option<String> = None;
-    let mut sessions = false;
-    let mut dir = "bench/snippets".to_string();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--n" => n = args.next().and_then(|v| v.parse().ok()).expect("--n N"),
-            "--http" => http = Some(args.next().expect("--http HOST:PORT")),
-            "--sessions" => sessions = true,
-            other => dir = other.to_string(),
-        }
-    }
-    let mut snippets: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read {dir}: {e}"))
+    let Args {
+        n,
+        http,
+        sessions,
+        dir,
+    } = Args::parse();
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        eprintln!("toolgate-bench: cannot read the snippets in {dir}: {e}");
+        std::process::exit(2);
+    });
+    let mut snippets: Vec<(String, String)> = entries
         .filter_map(Result::ok)
         .filter(|e| e.path().extension().is_some_and(|x| x == "py"))
         .map(|e| {

@@ -2,11 +2,10 @@
 //! MCP server (one rmcp session, reused) and through `toolgate serve`
 //! (`POST /tools/<account>__echo` on one keep-alive connection), alternated
 //! in one run. Prints JSON medians and the difference.
-//!
-//! Usage: toolgate-cloud-bench --mcp URL --toolgate HOST:PORT --account ID [--n N]
 
 use std::time::Instant;
 
+use clap::Parser;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -15,25 +14,31 @@ use serde_json::json;
 mod common;
 use common::{Conn, median};
 
+/// The cloud proxy's overhead over calling the MCP server directly.
+#[derive(Parser)]
+struct Args {
+    /// The MCP server's URL.
+    #[arg(long, value_name = "URL")]
+    mcp: String,
+    /// A running `toolgate serve` with that server as an account.
+    #[arg(long, value_name = "HOST:PORT")]
+    toolgate: String,
+    /// The account's id in toolgate.
+    #[arg(long, value_name = "ID")]
+    account: String,
+    /// Calls per series.
+    #[arg(long, default_value_t = 301)]
+    n: usize,
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let (mut mcp, mut toolgate, mut account, mut n) = (None, None, None, 301usize);
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let v = args.next().unwrap_or_else(|| panic!("{a} needs a value"));
-        match a.as_str() {
-            "--mcp" => mcp = Some(v),
-            "--toolgate" => toolgate = Some(v),
-            "--account" => account = Some(v),
-            "--n" => n = v.parse().expect("--n N"),
-            other => panic!("unknown argument {other}"),
-        }
-    }
-    let (mcp, toolgate, account) = (
-        mcp.expect("--mcp URL"),
-        toolgate.expect("--toolgate HOST:PORT"),
-        account.expect("--account ID"),
-    );
+    let Args {
+        mcp,
+        toolgate,
+        account,
+        n,
+    } = Args::parse();
     let client =
         ().serve(StreamableHttpClientTransport::from_uri(mcp))
             .await

@@ -2,8 +2,6 @@
 //! key exchange, authentication, command), a repeat call on the pooled
 //! connection, and the OpenSSH `ssh` client doing the same, alternated so
 //! that machine noise hits all three alike. Prints JSON medians and ratios.
-//!
-//! Usage: toolgate-ssh-bench --port P --user U --key FILE --host-key FILE.pub [--n N]
 
 use std::process::Command;
 use std::sync::Arc;
@@ -50,31 +48,39 @@ async fn call(ssh: &Ssh, server: &Server) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
+/// ssh_run's latency on loopback against OpenSSH's `ssh`.
+#[derive(clap::Parser)]
+struct Args {
+    /// The sshd's port on 127.0.0.1.
+    #[arg(long)]
+    port: u16,
+    /// The user to log in as.
+    #[arg(long)]
+    user: String,
+    /// The private key file.
+    #[arg(long, value_name = "FILE")]
+    key: String,
+    /// The server's public host key (`FILE.pub`).
+    #[arg(long, value_name = "FILE")]
+    host_key: String,
+    /// Calls per series.
+    #[arg(long, default_value_t = 101)]
+    n: usize,
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let (mut port, mut user, mut key, mut host_key, mut n) = (None, None, None, None, 101usize);
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let v = args.next().unwrap_or_else(|| panic!("{a} needs a value"));
-        match a.as_str() {
-            "--port" => port = Some(v),
-            "--user" => user = Some(v),
-            "--key" => key = Some(v),
-            "--host-key" => host_key = Some(v),
-            "--n" => n = v.parse().expect("--n N"),
-            other => panic!("unknown argument {other}"),
-        }
-    }
-    let (port, user, key, host_key) = (
-        port.expect("--port"),
-        user.expect("--user"),
-        key.expect("--key"),
-        host_key.expect("--host-key"),
-    );
+    let Args {
+        port,
+        user,
+        key,
+        host_key,
+        n,
+    } = <Args as clap::Parser>::parse();
     let doc = ServerDoc {
         key_file: None,
         host: "127.0.0.1".into(),
-        port: port.parse().expect("port"),
+        port,
         username: user.clone(),
         tags: vec![],
         host_key: std::fs::read_to_string(&host_key).expect("host key file"),
@@ -102,7 +108,7 @@ async fn main() {
                 "StrictHostKeyChecking=no",
             ])
             .args(["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"])
-            .args(["-i", &key, "-p", &port])
+            .args(["-i", &key, "-p", &port.to_string()])
             .arg(format!("{user}@127.0.0.1"))
             .arg(COMMAND)
             .status()
