@@ -707,16 +707,6 @@ mod tests {
     fn corpus() -> Vec<Case> {
         let none = Vec::new;
         let v = |s: &str| vec![("MCP-Protocol-Version", s.to_owned())];
-        let modern = |method: &str, name: Option<&str>| {
-            let mut h = vec![
-                ("MCP-Protocol-Version", V2026.to_owned()),
-                ("Mcp-Method", method.to_owned()),
-            ];
-            if let Some(n) = name {
-                h.push(("Mcp-Name", n.to_owned()));
-            }
-            h
-        };
         let echo = json!({"name": "echo.tool", "arguments": {"x": 1}});
         let with_meta = |mut p: Value| {
             p["_meta"] = meta(V2026);
@@ -724,255 +714,123 @@ mod tests {
         };
         vec![
             // The initialize lifecycle, each version, and one nobody knows.
-            ("POST", none(), init("2025-06-18"), true),
-            ("POST", none(), init("2024-11-05"), true),
-            ("POST", none(), init("2025-11-25"), true),
-            ("POST", none(), init(V2026), true),
-            ("POST", none(), init("1999-01-01"), true),
-            ("POST", v("2025-03-26"), init("2025-06-18"), true),
-            ("POST", v("2025-06-18"), init("2025-06-18"), true),
-            (
-                "POST",
+            post(none(), init("2025-06-18")),
+            post(none(), init("2024-11-05")),
+            post(none(), init("2025-11-25")),
+            post(none(), init(V2026)),
+            post(none(), init("1999-01-01")),
+            post(v("2025-03-26"), init("2025-06-18")),
+            post(v("2025-06-18"), init("2025-06-18")),
+            post(
                 none(),
                 r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(),
-                true,
             ),
-            ("POST", none(), call("ping", json!({})), true),
-            ("POST", v("2025-06-18"), call("ping", json!({})), true),
-            ("POST", v("1999-01-01"), call("ping", json!({})), true),
-            ("POST", v("2025-06-18"), call("tools/list", json!({})), true),
-            (
-                "POST",
-                none(),
-                call("tools/list", json!({"cursor": "x"})),
-                true,
-            ),
-            (
-                "POST",
-                v("2025-06-18"),
-                call("tools/call", echo.clone()),
-                true,
-            ),
-            (
-                "POST",
+            post(none(), call("ping", json!({}))),
+            post(v("2025-06-18"), call("ping", json!({}))),
+            post(v("1999-01-01"), call("ping", json!({}))),
+            post(v("2025-06-18"), call("tools/list", json!({}))),
+            post(none(), call("tools/list", json!({"cursor": "x"}))),
+            post(v("2025-06-18"), call("tools/call", echo.clone())),
+            post(
                 v("2025-06-18"),
                 call(
                     "tools/call",
                     json!({"name": "echo.tool", "arguments": {
                         "files": {"a b.txt": "hi", "bin": {"base64": "AAE="}}}}),
                 ),
-                true,
             ),
-            (
-                "POST",
-                none(),
-                call("tools/call", json!({"name": "echo.tool"})),
-                true,
-            ),
-            (
-                "POST",
-                none(),
-                call("tools/call", json!({"name": "refuses"})),
-                true,
-            ),
-            (
-                "POST",
-                none(),
-                call("tools/call", json!({"name": "nope"})),
-                true,
-            ),
-            (
-                "POST",
-                none(),
-                call("tools/call", json!({"arguments": {}})),
-                true,
-            ),
-            ("POST", none(), call("tools/call", json!({"name": 5})), true),
-            ("POST", none(), call("prompts/list", json!({})), true),
-            (
-                "POST",
-                none(),
-                call("prompts/get", json!({"name": "p"})),
-                true,
-            ),
-            ("POST", none(), call("resources/list", json!({})), true),
-            (
-                "POST",
-                none(),
-                call("resources/read", json!({"uri": "file:///a"})),
-                true,
-            ),
-            (
-                "POST",
+            post(none(), call("tools/call", json!({"name": "echo.tool"}))),
+            post(none(), call("tools/call", json!({"name": "refuses"}))),
+            post(none(), call("tools/call", json!({"name": "nope"}))),
+            post(none(), call("tools/call", json!({"arguments": {}}))),
+            post(none(), call("tools/call", json!({"name": 5}))),
+            post(none(), call("prompts/list", json!({}))),
+            post(none(), call("prompts/get", json!({"name": "p"}))),
+            post(none(), call("resources/list", json!({}))),
+            post(none(), call("resources/read", json!({"uri": "file:///a"}))),
+            post(
                 none(),
                 call(
                     "completion/complete",
                     json!({"ref": {"type": "ref/prompt", "name": "p"},
                     "argument": {"name": "a", "value": "b"}}),
                 ),
-                true,
             ),
-            (
-                "POST",
-                none(),
-                call("logging/setLevel", json!({"level": "info"})),
-                true,
-            ),
-            ("POST", none(), call("no/such/method", json!({})), true),
-            (
-                "POST",
-                none(),
-                call("tasks/get", json!({"taskId": "t"})),
-                true,
-            ),
+            post(none(), call("logging/setLevel", json!({"level": "info"}))),
+            post(none(), call("no/such/method", json!({}))),
+            post(none(), call("tasks/get", json!({"taskId": "t"}))),
             // The per-request lifecycle (2026-07-28): discover, then calls
             // that carry their version and the standard headers.
-            (
-                "POST",
+            post(
                 modern("server/discover", None),
                 call("server/discover", with_meta(json!({}))),
-                true,
             ),
-            ("POST", none(), call("server/discover", json!({})), true),
-            (
-                "POST",
+            post(none(), call("server/discover", json!({}))),
+            post(
                 modern("tools/list", None),
                 call("tools/list", with_meta(json!({}))),
-                true,
             ),
-            (
-                "POST",
+            post(
                 modern("tools/call", Some("echo.tool")),
                 call("tools/call", with_meta(echo.clone())),
-                true,
             ),
-            (
-                "POST",
+            post(
                 modern("tools/call", Some("=?base64?ZWNoby50b29s?=")),
                 call("tools/call", with_meta(echo.clone())),
-                true,
             ),
-            (
-                "POST",
+            post(
                 modern("tools/call", Some("other")),
                 call("tools/call", with_meta(echo.clone())),
-                true,
             ),
-            (
-                "POST",
+            post(
                 modern("tools/call", None),
                 call("tools/call", with_meta(echo.clone())),
-                true,
             ),
-            (
-                "POST",
+            post(
                 modern("tools/list", None),
                 call("tools/call", with_meta(echo.clone())),
-                true,
             ),
-            (
-                "POST",
-                modern("ping", None),
-                call("ping", with_meta(json!({}))),
-                true,
-            ),
-            (
-                "POST",
-                modern("tools/list", None),
-                call("tools/list", json!({})),
-                true,
-            ),
-            (
-                "POST",
-                v("2025-06-18"),
-                call("tools/list", with_meta(json!({}))),
-                true,
-            ),
-            (
-                "POST",
-                none(),
-                call("tools/list", with_meta(json!({}))),
-                true,
-            ),
-            (
-                "POST",
+            post(modern("ping", None), call("ping", with_meta(json!({})))),
+            post(modern("tools/list", None), call("tools/list", json!({}))),
+            post(v("2025-06-18"), call("tools/list", with_meta(json!({})))),
+            post(none(), call("tools/list", with_meta(json!({})))),
+            post(
                 modern("tools/list", None),
                 call("tools/list", json!({"_meta": meta("2099-01-01")})),
-                true,
             ),
-            ("POST", modern("initialize", None), init(V2026), true),
-            ("POST", modern("tools/list", None), init(V2026), true),
+            post(modern("initialize", None), init(V2026)),
+            post(modern("tools/list", None), init(V2026)),
             // What is not a request for this server.
-            (
-                "POST",
-                none(),
-                r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into(),
-                true,
-            ),
-            ("POST", none(), "{not json".into(), true),
-            ("POST", none(), "[]".into(), true),
-            (
-                "POST",
+            post(none(), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into()),
+            post(none(), "{not json".into()),
+            post(none(), "[]".into()),
+            post(
                 none(),
                 r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.into(),
-                true,
             ),
-            ("POST", none(), r#"{"id":1,"method":"ping"}"#.into(), true),
-            ("POST", none(), String::new(), true),
-            (
-                "POST",
-                vec![("Accept", "application/json".into())],
-                call("ping", json!({})),
-                false,
+            post(none(), r#"{"id":1,"method":"ping"}"#.into()),
+            post(none(), String::new()),
+            negotiating("application/json", None),
+            negotiating(
+                "application/json, text/event-stream;q=0",
+                Some("application/json"),
             ),
-            (
-                "POST",
-                vec![
-                    ("Accept", "application/json, text/event-stream;q=0".into()),
-                    ("Content-Type", "application/json".into()),
-                ],
-                call("ping", json!({})),
-                false,
-            ),
-            (
-                "POST",
-                vec![
-                    ("Accept", "application/json, text/event-stream".into()),
-                    ("Content-Type", "text/plain".into()),
-                ],
-                call("ping", json!({})),
-                false,
-            ),
-            (
-                "POST",
-                vec![
-                    (
-                        "Accept",
-                        "application/json;q=0.5, text/event-stream;q=bad".into(),
-                    ),
-                    ("Content-Type", "application/json; charset=utf-8".into()),
-                ],
-                call("ping", json!({})),
-                false,
+            negotiating("application/json, text/event-stream", Some("text/plain")),
+            negotiating(
+                "application/json;q=0.5, text/event-stream;q=bad",
+                Some("application/json; charset=utf-8"),
             ),
             ("GET", none(), String::new(), true),
             ("DELETE", none(), String::new(), true),
             ("PUT", none(), call("ping", json!({})), true),
-            (
-                "POST",
-                vec![("Host", "bad host".into())],
-                call("ping", json!({})),
-                true,
-            ),
-            (
-                "POST",
+            post(vec![("Host", "bad host".into())], call("ping", json!({}))),
+            post(
                 none(),
                 call(
                     "tools/call",
                     json!({"name": "echo.tool",
                     "arguments": {"pad": "x".repeat(crate::tool::MAX_BODY_BYTES)}}),
                 ),
-                true,
             ),
         ]
         .into_iter()
@@ -989,16 +847,6 @@ mod tests {
         let v = |s: &str| vec![("MCP-Protocol-Version", s.to_owned())];
         let h = |pairs: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
             pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
-        };
-        let modern = |method: &str, name: Option<&str>| {
-            let mut h = vec![
-                ("MCP-Protocol-Version", V2026.to_owned()),
-                ("Mcp-Method", method.to_owned()),
-            ];
-            if let Some(n) = name {
-                h.push(("Mcp-Name", n.to_owned()));
-            }
-            h
         };
         let with_meta = |mut p: Value| {
             p["_meta"] = meta(V2026);
@@ -1021,89 +869,111 @@ mod tests {
         init_meta["params"]["_meta"] = meta(V2026);
         let init_meta = init_meta.to_string();
         vec![
-            ("POST", h(&[("Origin", "https://evil.example")]), ping(), true),
-            ("POST", h(&[("Origin", "null")]), ping(), true),
-            ("POST", h(&[("Origin", "RAW:ff")]), ping(), true),
-            ("POST", h(&[("Host", "RAW:ff")]), ping(), true),
-            ("POST", h(&[("Host", "NONE")]), ping(), true),
-            ("POST", h(&[("Host", "")]), ping(), true),
-            ("POST", h(&[("Host", "[::1]:8080")]), ping(), true),
-            ("POST", h(&[("Host", "a:99999")]), ping(), true),
+            post(h(&[("Origin", "https://evil.example")]), ping()),
+            post(h(&[("Origin", "null")]), ping()),
+            post(h(&[("Origin", "RAW:ff")]), ping()),
+            post(h(&[("Host", "RAW:ff")]), ping()),
+            post(h(&[("Host", "NONE")]), ping()),
+            post(h(&[("Host", "")]), ping()),
+            post(h(&[("Host", "[::1]:8080")]), ping()),
+            post(h(&[("Host", "a:99999")]), ping()),
             ("GET", h(&[("Host", "bad host")]), String::new(), true),
             ("HEAD", none(), String::new(), true),
             ("OPTIONS", none(), String::new(), true),
-            ("POST", h(&[("MCP-Protocol-Version", "2025-06-18"), ("MCP-Protocol-Version", V2026)]), ping(), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("MCP-Protocol-Version", "2025-06-18"), ("Mcp-Method", "tools/list")]), call("tools/list", with_meta(json!({}))), true),
-            ("POST", h(&[("MCP-Protocol-Version", "RAW:ff")]), ping(), true),
-            ("POST", h(&[("MCP-Protocol-Version", "RAW:ff")]), init("2025-06-18"), true),
-            ("POST", h(&[("MCP-Protocol-Version", "RAW:ff")]), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "RAW:ff")]), init(V2026), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "initialize"), ("Mcp-Method", "initialize")]), init(V2026), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "initialize"), ("Mcp-Name", "zzz")]), init(V2026), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "RAW:ff")]), call("tools/call", with_meta(echo.clone())), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo.tool"), ("Mcp-Name", "echo.tool")]), call("tools/call", with_meta(echo.clone())), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?!!!?=")]), call("tools/call", with_meta(echo.clone())), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?ZWNoby50b29sX===?=")]), call("tools/call", with_meta(echo.clone())), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/list"), ("Mcp-Method", "tools/list")]), call("tools/list", with_meta(json!({}))), true),
-            ("POST", modern("tasks/get", Some("t")), call("tasks/get", with_meta(json!({"taskId": "t"}))), true),
-            ("POST", modern("tasks/get", None), call("tasks/get", with_meta(json!({"taskId": "t"}))), true),
-            ("POST", none(), call("tasks/cancel", json!({"taskId": "t"})), true),
-            ("POST", modern("tasks/update", Some("t")), call("tasks/update", with_meta(json!({"taskId": "t", "inputResponses": {}}))), true),
-            ("POST", modern("tasks/list", None), call("tasks/list", with_meta(json!({}))), true),
-            ("POST", modern("subscriptions/listen", None), call("subscriptions/listen", with_meta(json!({"notifications": {}}))), true),
-            ("POST", modern("subscriptions/listen", None), call("subscriptions/listen", with_meta(json!({"notifications": {"toolsListChanged": true}}))), true),
-            ("POST", none(), call("subscriptions/listen", json!({"notifications": {}})), true),
-            ("POST", modern("resources/subscribe", Some("file:///a")), call("resources/subscribe", with_meta(json!({"uri": "file:///a"}))), true),
-            ("POST", none(), call("resources/subscribe", json!({"uri": "file:///a"})), true),
-            ("POST", none(), call("resources/unsubscribe", json!({"uri": "file:///a"})), true),
-            ("POST", none(), call("resources/templates/list", json!({})), true),
-            ("POST", none(), call("skills/list", json!({})), true),
-            ("POST", modern("skills/list", None), call("skills/list", with_meta(json!({}))), true),
-            ("POST", modern("skills/get", None), call("skills/get", with_meta(json!({"uri": "skill://a/SKILL.md"}))), true),
-            ("POST", none(), call("skills/get", json!({"uri": "nope"})), true),
-            ("POST", none(), call("resources/directory/read", json!({"uri": "file:///a/"})), true),
-            ("POST", modern("logging/setLevel", None), call("logging/setLevel", with_meta(json!({"level": "info"}))), true),
-            ("POST", modern("prompts/get", Some("p")), call("prompts/get", with_meta(json!({"name": "p"}))), true),
-            ("POST", modern("resources/read", Some("=?base64?ZmlsZTovLy9h?=")), call("resources/read", with_meta(json!({"uri": "file:///a"}))), true),
-            ("POST", h(&[("MCP-Protocol-Version", V2026)]), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into(), true),
-            ("POST", modern("notifications/cancelled", None), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into(), true),
-            ("POST", v("2099-01-01"), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into(), true),
-            ("POST", modern("tools/call", Some("x")), r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#.into(), true),
-            ("POST", modern("notifications/initialized", None), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"2.0","id":"abc","method":"ping"}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"2.0","id":-3,"method":"ping"}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#.into(), true),
-            ("POST", none(), r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1}}}"#.into(), true),
-            ("POST", none(), init_meta.clone(), true),
-            ("POST", v("2025-06-18"), init_meta.clone(), true),
-            ("POST", v(V2026), init_meta.clone(), true),
-            ("POST", v("2025-06-18"), call("ping", json!({"_meta": meta("2025-06-18")})), true),
-            ("POST", v("2025-06-18"), call("tools/list", json!({"_meta": meta("2025-06-18")})), true),
-            ("POST", v("2025-06-18"), call("tools/call", json!({"name": "echo.tool", "arguments": {"x": 1}, "_meta": meta("2025-06-18")})), true),
-            ("POST", v("2025-06-18"), call("server/discover", json!({"_meta": meta("2025-06-18")})), true),
-            ("POST", v("2025-06-18"), call("server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-06-18"}})), true),
-            ("POST", modern("server/discover", None), call("server/discover", json!({"_meta": meta("2099-01-01")})), true),
-            ("POST", v("2099-01-01"), call("server/discover", json!({"_meta": meta("2099-01-01")})), true),
-            ("POST", modern("ping", None), call("ping", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": V2026}})), true),
-            ("POST", modern("tools/list", None), call("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 5}})), true),
-            ("POST", modern("tools/call", Some("echo.tool")), call("tools/call", json!({"name": "echo.tool", "arguments": {"x": 1}, "_meta": {"progressToken": "p", "io.modelcontextprotocol/protocolVersion": V2026, "io.modelcontextprotocol/clientCapabilities": {}}})), true),
-            ("POST", modern("tools/call", Some("nope")), call("tools/call", with_meta(json!({"name": "nope"}))), true),
-            ("POST", modern("tools/call", Some("refuses")), call("tools/call", with_meta(json!({"name": "refuses"}))), true),
-            ("POST", modern("tools/call", None), call("tools/call", with_meta(json!({"name": 5}))), true),
-            ("POST", modern("no/such", None), call("no/such", with_meta(json!({}))), true),
-            ("POST", h(&[("Content-Type", "text/plain")]), ping(), true),
+            post(h(&[("MCP-Protocol-Version", "2025-06-18"), ("MCP-Protocol-Version", V2026)]), ping()),
+            post(h(&[("MCP-Protocol-Version", V2026), ("MCP-Protocol-Version", "2025-06-18"), ("Mcp-Method", "tools/list")]), call("tools/list", with_meta(json!({})))),
+            post(h(&[("MCP-Protocol-Version", "RAW:ff")]), ping()),
+            post(h(&[("MCP-Protocol-Version", "RAW:ff")]), init("2025-06-18")),
+            post(h(&[("MCP-Protocol-Version", "RAW:ff")]), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()),
+            post(h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "RAW:ff")]), init(V2026)),
+            post(h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "initialize"), ("Mcp-Method", "initialize")]), init(V2026)),
+            post(h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "initialize"), ("Mcp-Name", "zzz")]), init(V2026)),
+            post(h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "RAW:ff")]), call("tools/call", with_meta(echo.clone()))),
+            post(h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo.tool"), ("Mcp-Name", "echo.tool")]), call("tools/call", with_meta(echo.clone()))),
+            post(h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?!!!?=")]), call("tools/call", with_meta(echo.clone()))),
+            post(h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?ZWNoby50b29sX===?=")]), call("tools/call", with_meta(echo.clone()))),
+            post(h(&[("MCP-Protocol-Version", V2026), ("Mcp-Method", "tools/list"), ("Mcp-Method", "tools/list")]), call("tools/list", with_meta(json!({})))),
+            post(modern("tasks/get", Some("t")), call("tasks/get", with_meta(json!({"taskId": "t"})))),
+            post(modern("tasks/get", None), call("tasks/get", with_meta(json!({"taskId": "t"})))),
+            post(none(), call("tasks/cancel", json!({"taskId": "t"}))),
+            post(modern("tasks/update", Some("t")), call("tasks/update", with_meta(json!({"taskId": "t", "inputResponses": {}})))),
+            post(modern("tasks/list", None), call("tasks/list", with_meta(json!({})))),
+            post(modern("subscriptions/listen", None), call("subscriptions/listen", with_meta(json!({"notifications": {}})))),
+            post(modern("subscriptions/listen", None), call("subscriptions/listen", with_meta(json!({"notifications": {"toolsListChanged": true}})))),
+            post(none(), call("subscriptions/listen", json!({"notifications": {}}))),
+            post(modern("resources/subscribe", Some("file:///a")), call("resources/subscribe", with_meta(json!({"uri": "file:///a"})))),
+            post(none(), call("resources/subscribe", json!({"uri": "file:///a"}))),
+            post(none(), call("resources/unsubscribe", json!({"uri": "file:///a"}))),
+            post(none(), call("resources/templates/list", json!({}))),
+            post(none(), call("skills/list", json!({}))),
+            post(modern("skills/list", None), call("skills/list", with_meta(json!({})))),
+            post(modern("skills/get", None), call("skills/get", with_meta(json!({"uri": "skill://a/SKILL.md"})))),
+            post(none(), call("skills/get", json!({"uri": "nope"}))),
+            post(none(), call("resources/directory/read", json!({"uri": "file:///a/"}))),
+            post(modern("logging/setLevel", None), call("logging/setLevel", with_meta(json!({"level": "info"})))),
+            post(modern("prompts/get", Some("p")), call("prompts/get", with_meta(json!({"name": "p"})))),
+            post(modern("resources/read", Some("=?base64?ZmlsZTovLy9h?=")), call("resources/read", with_meta(json!({"uri": "file:///a"})))),
+            post(h(&[("MCP-Protocol-Version", V2026)]), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into()),
+            post(modern("notifications/cancelled", None), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into()),
+            post(v("2099-01-01"), r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#.into()),
+            post(modern("tools/call", Some("x")), r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#.into()),
+            post(modern("notifications/initialized", None), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()),
+            post(none(), r#"{"jsonrpc":"2.0","id":"abc","method":"ping"}"#.into()),
+            post(none(), r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.into()),
+            post(none(), r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#.into()),
+            post(none(), r#"{"jsonrpc":"2.0","id":-3,"method":"ping"}"#.into()),
+            post(none(), r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#.into()),
+            post(none(), r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":null}"#.into()),
+            post(none(), r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.into()),
+            post(none(), r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#.into()),
+            post(none(), r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1}}}"#.into()),
+            post(none(), init_meta.clone()),
+            post(v("2025-06-18"), init_meta.clone()),
+            post(v(V2026), init_meta.clone()),
+            post(v("2025-06-18"), call("ping", json!({"_meta": meta("2025-06-18")}))),
+            post(v("2025-06-18"), call("tools/list", json!({"_meta": meta("2025-06-18")}))),
+            post(v("2025-06-18"), call("tools/call", json!({"name": "echo.tool", "arguments": {"x": 1}, "_meta": meta("2025-06-18")}))),
+            post(v("2025-06-18"), call("server/discover", json!({"_meta": meta("2025-06-18")}))),
+            post(v("2025-06-18"), call("server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-06-18"}}))),
+            post(modern("server/discover", None), call("server/discover", json!({"_meta": meta("2099-01-01")}))),
+            post(v("2099-01-01"), call("server/discover", json!({"_meta": meta("2099-01-01")}))),
+            post(modern("ping", None), call("ping", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": V2026}}))),
+            post(modern("tools/list", None), call("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 5}}))),
+            post(modern("tools/call", Some("echo.tool")), call("tools/call", json!({"name": "echo.tool", "arguments": {"x": 1}, "_meta": {"progressToken": "p", "io.modelcontextprotocol/protocolVersion": V2026, "io.modelcontextprotocol/clientCapabilities": {}}}))),
+            post(modern("tools/call", Some("nope")), call("tools/call", with_meta(json!({"name": "nope"})))),
+            post(modern("tools/call", Some("refuses")), call("tools/call", with_meta(json!({"name": "refuses"})))),
+            post(modern("tools/call", None), call("tools/call", with_meta(json!({"name": 5})))),
+            post(modern("no/such", None), call("no/such", with_meta(json!({})))),
+            post(h(&[("Content-Type", "text/plain")]), ping()),
             ("POST", h(&[("Accept", "*/*"), ("Content-Type", "application/json")]), ping(), false),
             ("POST", h(&[("Accept", "application/json, text/event-stream"), ("Content-Type", "RAW:ff")]), ping(), false),
-            ("POST", none(), sized(limit), true),
-            ("POST", none(), sized(limit + 1), true),
-            ("POST", none(), format!("{}{}", "[".repeat(200), "]".repeat(200)), true),
-            ("POST", none(), call("initialize", json!({"protocolVersion": "2025-06-18"})), true),
+            post(none(), sized(limit)),
+            post(none(), sized(limit + 1)),
+            post(none(), format!("{}{}", "[".repeat(200), "]".repeat(200))),
+            post(none(), call("initialize", json!({"protocolVersion": "2025-06-18"}))),
         ]
+    }
+
+    /// The 2026-07-28 headers: the version, `Mcp-Method`, and `Mcp-Name`.
+    fn modern(method: &str, name: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut h = vec![
+            ("MCP-Protocol-Version", V2026.to_owned()),
+            ("Mcp-Method", method.to_owned()),
+        ];
+        h.extend(name.map(|n| ("Mcp-Name", n.to_owned())));
+        h
+    }
+
+    /// A POST with the usual `Accept` and `Content-Type`, and `headers`.
+    fn post(headers: Vec<(&'static str, String)>, body: String) -> Case {
+        ("POST", headers, body, true)
+    }
+
+    /// A ping with these `Accept` and `Content-Type` headers alone.
+    fn negotiating(accept: &str, content_type: Option<&str>) -> Case {
+        let mut headers = vec![("Accept", accept.to_owned())];
+        headers.extend(content_type.map(|c| ("Content-Type", c.to_owned())));
+        ("POST", headers, call("ping", json!({})), false)
     }
 
     fn request(method: &str, headers: &[(&str, String)], body: &str, usual: bool) -> Request<Body> {
