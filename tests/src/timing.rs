@@ -1,9 +1,9 @@
 //! Time in tests: bounds derived from the configured timeout with a stated
 //! margin, polling for a condition instead of sleeping, and one lock for the
-//! tests that load the machine (CI has 2 cores, and cargo runs a binary's
-//! tests in parallel).
+//! tests that time or load the machine (CI has 2 cores, cargo runs a
+//! binary's tests in parallel, and scripts/test runs binaries side by side).
 
-use std::sync::{Mutex, MutexGuard};
+use std::fs::{File, OpenOptions};
 use std::time::{Duration, Instant};
 
 /// How much later than its deadline a stopped script may be answered on a
@@ -39,11 +39,38 @@ pub fn poll_until<T>(limit: Duration, what: &str, probe: impl FnMut() -> Option<
     poll(limit, probe).unwrap_or_else(|| panic!("{what}: not within {limit:?}"))
 }
 
-static MACHINE: Mutex<()> = Mutex::new(());
+/// The machine's one lock, across test binaries as well as within one:
+/// scripts/test runs the Worker's tests beside the native ones. An `flock`
+/// on a file in the temp dir, so a test that dies (panic or kill) lets go
+/// of it with its file descriptor.
+pub struct MachineGuard {
+    _file: File,
+}
 
-/// Held by the tests of one binary that load the CPU (runaway scripts,
-/// concurrency, exhaustion), so that none of them measures another's load.
-/// A panic in one does not poison the others.
-pub fn machine_lock() -> MutexGuard<'static, ()> {
-    MACHINE.lock().unwrap_or_else(|p| p.into_inner())
+fn lock_file() -> File {
+    let path = std::env::temp_dir().join("toolgate-e2e-machine.lock");
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
+}
+
+/// Held alone by a test whose bounds are times (runaway scripts, stop
+/// deadlines, fairness) or that loads every core on purpose (exhaustion,
+/// concurrency), so that none of them measures another test's load.
+pub fn machine_lock() -> MachineGuard {
+    let f = lock_file();
+    f.lock().expect("flock the machine lock");
+    MachineGuard { _file: f }
+}
+
+/// Held, beside other holders of the share, by a test that keeps a core
+/// busy for seconds (a corpus, the conformance cases) but bounds no time:
+/// it may run beside its like, never beside a [`machine_lock`] holder.
+pub fn machine_share() -> MachineGuard {
+    let f = lock_file();
+    f.lock_shared().expect("flock the machine lock (shared)");
+    MachineGuard { _file: f }
 }

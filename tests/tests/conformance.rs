@@ -4,6 +4,7 @@
 
 use toolgate_e2e::Server;
 use toolgate_e2e::conformance::{self, CASES, Group, check};
+use toolgate_e2e::timing::{machine_lock, machine_share};
 
 fn run_group(group: Group) {
     let env: Vec<(&str, String)> = match group {
@@ -21,21 +22,25 @@ fn run_group(group: Group) {
 
 #[test]
 fn conformance_default_config() {
+    let _machine = machine_share();
     run_group(Group::Default);
 }
 
 #[test]
 fn conformance_timeout_1s() {
+    let _machine = machine_lock();
     run_group(Group::Timeout(1));
 }
 
 #[test]
 fn conformance_timeout_2s() {
+    let _machine = machine_lock();
     run_group(Group::Timeout(2));
 }
 
 #[test]
 fn conformance_extra_module_from_config() {
+    let _machine = machine_share();
     run_group(Group::Html);
 }
 

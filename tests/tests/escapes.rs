@@ -6,9 +6,11 @@ use toolgate_e2e::Server;
 use toolgate_e2e::escapes::{
     COMPILED_IN, CRAFTED_REGEX, Canaries, ENV_NAME, HOST_MODULES, ROUTES, SCRUBBED,
 };
+use toolgate_e2e::timing::machine_share;
 
 #[test]
 fn no_route_reaches_files_or_environment() {
+    let _machine = machine_share();
     let c = Canaries::new("escape");
     let s = Server::start(&[(ENV_NAME, &c.env_value)]);
     assert!(ROUTES.len() >= 30, "the suite covers at least 30 routes");

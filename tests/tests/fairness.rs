@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolgate_e2e::lambda_events::{fixture, http_parts, invoke, python_function};
+use toolgate_e2e::timing::machine_lock;
 use toolgate_shared::lambda::Function;
 
 /// Four places, a 4 s timeout, and `per_caller` places for one caller.
@@ -65,6 +66,7 @@ async fn others_wait_local(f: Arc<Function>) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_callers_burst_does_not_hold_up_another_caller() {
+    let _machine = machine_lock();
     // With a share of 3 of the 4 places, the other caller gets the fourth.
     let waited = others_wait(Arc::new(function(3))).await;
     assert!(

@@ -4,9 +4,11 @@
 
 use serde_json::json;
 use toolgate_e2e::Server;
+use toolgate_e2e::timing::machine_share;
 
 #[test]
 fn the_corpus_prints_what_cpython_prints_on_serve() {
+    let _machine = machine_share();
     let server = Server::start(&[]);
     toolgate_e2e::fidelity::check(
         "serve",

@@ -2,10 +2,12 @@
 //! (the Worker runs them in tests/worker.rs), and what must differ on every
 //! call.
 
+use toolgate_e2e::timing::machine_share;
 use toolgate_e2e::{Server, conformance, hostile};
 
 #[test]
 fn hostile_scripts_get_clean_answers_with_their_output_kept() {
+    let _machine = machine_share();
     let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "30")]);
     let (ran, failures) =
         conformance::run_cases(hostile::CASES, |p, a| s.post_json(p, a), conformance::check);
@@ -16,6 +18,7 @@ fn hostile_scripts_get_clean_answers_with_their_output_kept() {
 
 #[test]
 fn randomness_and_heap_addresses_are_fresh_each_call() {
+    let _machine = machine_share();
     let s = Server::start(&[]);
     hostile::assert_fresh_each_call(|code| s.exec(code), hostile::Addresses::FreeListsAndHeap);
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use lambda_http::lambda_runtime::LambdaEvent;
 use serde_json::json;
 use toolgate_e2e::lambda_events::{context, fixture, http_parts, invoke, python_function};
+use toolgate_e2e::timing::machine_lock;
 use toolgate_shared::lambda::Function;
 
 fn function() -> Function {
@@ -161,6 +162,7 @@ async fn malformed_http_event_is_an_error_not_a_panic() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn remaining_time_lowers_the_timeout_and_says_so() {
+    let _machine = machine_lock();
     let f = function();
     let payload = json!({"code": "while True:\n    pass"});
     let started = Instant::now();

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::json;
+use toolgate_e2e::timing::machine_lock;
 use toolgate_e2e::{Server, children_of, rss_kib};
 
 fn run_calls(s: &Arc<Server>, total: usize, workers: usize) -> (usize, f64) {
@@ -39,6 +40,7 @@ fn run_calls(s: &Arc<Server>, total: usize, workers: usize) -> (usize, f64) {
 
 #[test]
 fn two_thousand_calls_at_concurrency_eight() {
+    let _machine = machine_lock();
     let s = Arc::new(Server::start(&[]));
     // Warm up allocator pools and connection handling first.
     let (e, _) = run_calls(&s, 200, 8);

@@ -297,6 +297,7 @@ fn sigterm_stops_the_server_and_every_sandbox_process() {
 
 #[test]
 fn the_zygote_is_restarted_if_it_dies() {
+    let _machine = machine_lock();
     let s = Server::start(&[]);
     s.exec("print(1)");
     let zygote = toolgate_e2e::children_of(s.pid());
@@ -346,6 +347,7 @@ fn the_zygote_is_restarted_if_it_dies() {
 
 #[test]
 fn spares_killed_from_outside_are_replaced() {
+    let _machine = machine_lock();
     let s = Server::start(&[]);
     s.exec("print(1)");
     let zygote = toolgate_e2e::children_of(s.pid())[0];

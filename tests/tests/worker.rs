@@ -4,16 +4,18 @@
 //! the sandbox isolate's only thread), clarify on a local D1 database.
 //!
 //! Needs `scripts/build-worker` first (scripts/test runs it). The tests run
-//! one at a time: the timing bounds are meant for an otherwise idle machine.
+//! one at a time, beside the native tests (scripts/test runs this binary in
+//! a lane of its own); those that bound times have the machine to
+//! themselves (`lock_alone`).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolgate_e2e::browser::answer_in_chromium;
 use toolgate_e2e::conformance::{self, CASES, Group, check};
-use toolgate_e2e::timing::{poll_until, stop_bound};
+use toolgate_e2e::timing::{MachineGuard, machine_lock, machine_share, poll_until, stop_bound};
 use toolgate_e2e::wrangler::{Role, Wrangler, repo_root};
 use toolgate_e2e::{Response, Server, hostile, raw_request};
 
@@ -158,8 +160,18 @@ fn rand_suffix() -> u128 {
     u64::from_le_bytes(b) as u128
 }
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+/// One stack at a time (two `wrangler dev` processes, each with its own
+/// workerd), sharing the machine with the native tests' [`machine_share`]
+/// holders: a Worker test keeps a core busy.
+fn lock() -> (MutexGuard<'static, ()>, MachineGuard) {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    (one, machine_share())
+}
+
+/// [`lock`], with the machine to itself: for the tests that bound times.
+fn lock_alone() -> (MutexGuard<'static, ()>, MachineGuard) {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    (one, machine_lock())
 }
 
 fn body(r: &Response) -> String {
@@ -275,7 +287,7 @@ fn worker_corpus_prints_what_cpython_prints() {
 /// call works.
 #[test]
 fn worker_times_out_runaway_scripts() {
-    let _g = lock();
+    let _g = lock_alone();
     for secs in [1u64, 2] {
         let t = secs.to_string();
         let mut stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN), ("TOOLGATE_PYTHON_TIMEOUT", &t)]);
@@ -328,7 +340,7 @@ fn worker_times_out_runaway_scripts() {
 /// computes, so `sleep` advances a per-call clock).
 #[test]
 fn worker_stops_memory_bombs_and_long_sleeps() {
-    let _g = lock();
+    let _g = lock_alone();
     let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN), ("TOOLGATE_PYTHON_TIMEOUT", "3")]);
     for bomb in [
         "print('before')\nx = []\nwhile True:\n    x.append('y' * 1_000_000)",
@@ -409,7 +421,7 @@ fn exhaustion_differs(name: &str) -> &'static [&'static str] {
 #[test]
 fn worker_ends_the_exhaustion_payloads_and_answers_the_next_call() {
     use toolgate_e2e::exhaustion::{PAYLOADS, TIMEOUT_S};
-    let _g = lock();
+    let _g = lock_alone();
     let mut stack = Stack::start(&[
         ("TOOLGATE_TOKEN", TOKEN),
         ("TOOLGATE_PYTHON_TIMEOUT", &TIMEOUT_S.to_string()),
@@ -1085,7 +1097,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// reports.
 #[test]
 fn worker_memory_stays_flat_over_500_calls() {
-    let _g = lock();
+    let _g = lock_alone();
     let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
     let time = |code: &str| {
         let t = Instant::now();
