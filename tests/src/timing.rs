@@ -47,8 +47,8 @@ pub struct MachineGuard {
     _file: File,
 }
 
-fn lock_file() -> File {
-    let path = std::env::temp_dir().join("toolgate-e2e-machine.lock");
+fn lock_file(name: &str) -> File {
+    let path = std::env::temp_dir().join(name);
     OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -57,20 +57,35 @@ fn lock_file() -> File {
         .unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
 }
 
-/// Held alone by a test whose bounds are times (runaway scripts, stop
-/// deadlines, fairness) or that loads every core on purpose (exhaustion,
-/// concurrency), so that none of them measures another test's load.
+/// Takes the lock (shared or not) behind a turnstile: every taker passes
+/// it one at a time, and a test waiting for the lock alone holds it, so
+/// that a lane of tests taking the share one after another cannot keep the
+/// lock from it forever (`flock` alone prefers no one).
+fn take(shared: bool) -> MachineGuard {
+    let turnstile = lock_file("toolgate-e2e-machine.turnstile");
+    turnstile
+        .lock()
+        .expect("flock the machine lock's turnstile");
+    let file = lock_file("toolgate-e2e-machine.lock");
+    if shared {
+        file.lock_shared().expect("flock the machine lock (shared)");
+    } else {
+        file.lock().expect("flock the machine lock");
+    }
+    drop(turnstile);
+    MachineGuard { _file: file }
+}
+
+/// Held alone by a test whose bounds are times that the CPU decides
+/// (runaway scripts stopped, calls beside a burst) or that loads every core
+/// on purpose, so that none of them measures another test's load.
 pub fn machine_lock() -> MachineGuard {
-    let f = lock_file();
-    f.lock().expect("flock the machine lock");
-    MachineGuard { _file: f }
+    take(false)
 }
 
 /// Held, beside other holders of the share, by a test that keeps a core
 /// busy for seconds (a corpus, the conformance cases) but bounds no time:
 /// it may run beside its like, never beside a [`machine_lock`] holder.
 pub fn machine_share() -> MachineGuard {
-    let f = lock_file();
-    f.lock_shared().expect("flock the machine lock (shared)");
-    MachineGuard { _file: f }
+    take(true)
 }

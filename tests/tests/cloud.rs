@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 use toolgate_e2e::peer::{
     everything, everything_recording_headers, free_port, moto, recorded_headers,
 };
-use toolgate_e2e::timing::machine_lock;
 use toolgate_e2e::{Response, Server, TempPath, temp_file};
 
 fn config_file(accounts: &[(&str, u16)]) -> TempPath {
@@ -370,7 +369,6 @@ fn sessions_are_closed_with_a_delete_on_shutdown() {
 /// eight at once.
 #[test]
 fn a_hung_upstream_call_times_out_and_nothing_else_waits() {
-    let _machine = machine_lock();
     const TIMEOUT_S: u64 = 2;
     let (_alpha, pa) = everything();
     let (_beta, pb) = everything();

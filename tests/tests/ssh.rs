@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolgate_e2e::peer::moto;
 use toolgate_e2e::sshd::Sshd;
-use toolgate_e2e::timing::machine_lock;
 use toolgate_e2e::{Response, Server, TempPath, temp_file};
 
 fn serve(text: &str) -> (Server, TempPath) {
@@ -252,7 +251,6 @@ fn unknown_servers_scopes_and_policy_are_refused_before_connecting() {
 
 #[test]
 fn a_timeout_kills_the_remote_command_and_its_children() {
-    let _machine = machine_lock();
     let d = Sshd::start();
     let (s, _cfg) = serve(&d.server_toml("box", "[ssh]\nmax_timeout = 30\n"));
     let started = Instant::now();
@@ -299,7 +297,6 @@ fn a_timeout_kills_the_remote_command_and_its_children() {
 
 #[test]
 fn an_output_flood_is_truncated_stopped_and_bounded() {
-    let _machine = machine_lock();
     let d = Sshd::start();
     let (s, _cfg) = serve(&d.server_toml("box", "[ssh]\nmax_output_bytes = 1048576\n"));
     let rss_before = toolgate_e2e::rss_kib(s.pid()).unwrap();
@@ -493,7 +490,6 @@ async fn the_inventory_comes_from_ssm_through_the_sdk() {
 
 #[test]
 fn the_remote_timeout_holds_when_toolgate_dies_mid_command() {
-    let _machine = machine_lock();
     let d = Sshd::start();
     let (s, _cfg) = serve(&d.server_toml("box", ""));
     let addr_pid = s.pid();
@@ -532,7 +528,6 @@ fn the_remote_timeout_holds_when_toolgate_dies_mid_command() {
 /// beside them keeps working.
 #[test]
 fn a_refused_key_a_closed_port_and_a_silent_host_are_clear_errors() {
-    let _machine = machine_lock();
     const CONNECT_TIMEOUT_S: u64 = 2;
     let d = Sshd::start();
     let other = Sshd::start();
