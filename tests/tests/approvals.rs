@@ -190,8 +190,16 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
     assert_eq!(status, 403);
     assert!(msg.contains("already been used"), "{msg}");
 
-    // The receipt: the run's audit line has every field.
-    let lines = audit_once(&s, |l| l["outcome"] == "ran" && l["command"] == cmd);
+    // The receipt: the run's audit line has every field. The log is read
+    // until the refusal that came after the run is in it (the server writes
+    // its log on its own time).
+    let lines = audit_once(&s, |l| {
+        l["outcome"] == "forbidden"
+            && l["approval"] == id
+            && l["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("already been used"))
+    });
     let ran = lines
         .iter()
         .find(|l| l["outcome"] == "ran" && l["command"] == cmd)

@@ -19,6 +19,13 @@ pub(super) struct Child {
 }
 
 impl Child {
+    /// False once its zygote is known to be gone (the spare dies with it,
+    /// PDEATHSIG, however late a loaded machine delivers that) or the
+    /// process has exited.
+    pub fn is_usable(&self) -> bool {
+        !*self.zygote_gone.borrow() && self.is_alive()
+    }
+
     /// False once the process has exited, e.g. a spare killed with a zygote
     /// that died. A pidfd becomes readable when its process exits.
     pub fn is_alive(&self) -> bool {

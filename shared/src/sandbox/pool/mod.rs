@@ -102,9 +102,9 @@ impl Sandbox {
             // must never shrink to nothing with no fork pending.
             let slice = (tokio::time::Instant::now() + SPAWN_NUDGE).min(deadline);
             match tokio::time::timeout_at(slice, rx.recv()).await {
-                // A spare that died (with an earlier zygote, or killed from
-                // outside) is skipped and replaced.
-                Ok(Some(c)) if !c.is_alive() => self.shared.request_spawn(true),
+                // A spare that died (killed from outside) or whose zygote
+                // died (it will die too) is skipped and replaced.
+                Ok(Some(c)) if !c.is_usable() => self.shared.request_spawn(true),
                 Ok(Some(c)) => return Ok(c),
                 Ok(None) => return Err(SandboxError::ZygoteGone),
                 Err(_) if tokio::time::Instant::now() >= deadline => {
