@@ -249,6 +249,14 @@ fn memory_bombs_end_cleanly_and_the_server_survives() {
     }
     assert_eq!(s.exec("result = 6 * 7")["result"], 42);
     assert_eq!(s.get("/healthz").status, 200);
+    // What fits fits: a bytearray of n bytes costs n, as in CPython (it
+    // cost 3n while its init copied the new contents in twice).
+    let out = s.exec(
+        "x = bytearray(80 * 2**20)
+y = bytearray(b'ab' * 2**20)
+result = [len(x), len(y)]",
+    );
+    assert_eq!(out["result"], json!([80 << 20, 2 << 20]), "{out}");
 }
 
 #[test]

@@ -359,6 +359,10 @@ fn worker_stops_memory_bombs_and_long_sleeps() {
             "{bomb}: {out}"
         );
     }
+    // What fits fits: a bytearray of n bytes costs n of the 64 MB, as in
+    // CPython (it cost 3n while its init copied the new contents twice).
+    let out = stack.exec("x = bytearray(36 * 2**20)\nresult = len(x)");
+    assert_eq!(out["result"], 36 << 20, "{out}");
     let started = Instant::now();
     let out = stack
         .exec("import time\nprint('a')\ntime.sleep(2)\nprint('b')\ntime.sleep(10**6)\nprint('c')");

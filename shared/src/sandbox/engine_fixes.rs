@@ -7,8 +7,9 @@ use std::sync::OnceLock;
 use num_traits::Signed;
 use rustpython_vm::{
     AsObject, PyObject, PyObjectRef, PyResult, VirtualMachine,
-    builtins::{PyFloat, PyInt},
+    builtins::{PyByteArray, PyFloat, PyInt},
     function::FuncArgs,
+    protocol::BufferResizeGuard,
 };
 
 pub fn apply(vm: &VirtualMachine) -> PyResult<()> {
@@ -60,11 +61,13 @@ fn sleep_range(vm: &VirtualMachine) -> PyResult<()> {
 /// `bytearray.__init__` replaces the buffer while a `memoryview` of it is
 /// alive; the view then reads freed memory (RustPython panics later, or
 /// worse). CPython raises `BufferError: Existing exports of data: object
-/// cannot be re-sized`. The fix builds the new contents in a fresh
-/// bytearray (running whatever iterator or buffer the arguments name), then
-/// moves them in by slice assignment, which checks for exports at that
-/// moment. Upstream: `builtins/bytearray.rs` `Initializer::init` should use
-/// `try_resizable` rather than `inner_mut`.
+/// cannot be re-sized`. The fix does what CPython's init does: it empties
+/// the bytearray first (refused while it is exported), builds the new
+/// contents in a fresh bytearray (running whatever iterator or buffer the
+/// arguments name), and moves them in only if nothing exported it
+/// meanwhile. The contents move, never copied: `bytearray(n)` holds n
+/// bytes, as in CPython. Upstream: `builtins/bytearray.rs`
+/// `Initializer::init` should use `try_resizable` rather than `inner_mut`.
 fn bytearray_init(vm: &VirtualMachine) -> PyResult<()> {
     let ty = vm.ctx.types.bytearray_type;
     // The engine's own init, kept to fill the fresh bytearray. Set once per
@@ -93,23 +96,25 @@ static ORIGINAL_INIT: OnceLock<InitSlot> = OnceLock::new();
 type InitSlot = fn(&PyObject, FuncArgs, &VirtualMachine) -> PyResult<()>;
 
 fn set_from_fresh(zelf: PyObjectRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult<()> {
-    let ty = vm.ctx.types.bytearray_type;
-    if !zelf.fast_isinstance(ty) {
+    let Some(target) = zelf.downcast_ref::<PyByteArray>() else {
         return Err(vm.new_type_error("descriptor '__init__' requires a 'bytearray' object"));
-    }
+    };
     let original = ORIGINAL_INIT
         .get()
         .ok_or_else(|| vm.new_runtime_error("bytearray.__init__ is unavailable"))?;
-    let fresh: PyObjectRef = vm.ctx.new_bytearray(Vec::new()).into();
-    original(&fresh, args, vm)?;
-    let all = vm
-        .ctx
-        .types
-        .slice_type
-        .as_object()
-        .call((vm.ctx.none(),), vm)?;
-    // bytearray's own __setitem__, whatever a subclass defines.
-    let setitem = ty.as_object().get_attr("__setitem__", vm)?;
-    setitem.call((zelf, all, fresh), vm)?;
+    // "Empty previous contents (yes, do this first of all!)", as CPython's
+    // bytearray___init__ says: a resize, refused while exported.
+    if !target.borrow_buf().is_empty() {
+        drop(std::mem::take(&mut *target.try_resizable(vm)?));
+    }
+    let fresh = vm.ctx.new_bytearray(Vec::new());
+    original(fresh.as_object(), args, vm)?;
+    if fresh.borrow_buf().is_empty() {
+        return Ok(());
+    }
+    // Nothing outside this function holds `fresh`, so only the target can
+    // be exported here (by the arguments, while they were read).
+    let mut contents = fresh.try_resizable(vm)?;
+    std::mem::swap(&mut *target.try_resizable(vm)?, &mut *contents);
     Ok(())
 }
