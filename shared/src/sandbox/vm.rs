@@ -257,8 +257,8 @@ impl WarmVm {
     /// lists, dicts, tuples, floats and ints on per-type free lists that
     /// fork copies, so each call's first `[]` would reuse the same object at
     /// the same address. Taking (and keeping) a random number, 0–31, of each
-    /// kind from its list changes that; the heap below is varied by the
-    /// child (`child::vary_heap`).
+    /// kind from its list (filled first) changes that; the heap below is
+    /// varied by the child (`child::vary_heap`).
     pub fn vary_layout(&self) {
         let mut r = [0u8; 5];
         if getrandom::fill(&mut r).is_err() {
@@ -266,6 +266,17 @@ impl WarmVm {
         }
         self.interp.enter(|vm| {
             let ctx = &vm.ctx;
+            // Fill each list first with 32 objects (freed, they go on top):
+            // a list the warm-up left short would otherwise run dry, and the
+            // next object come from the same heap address every call (the
+            // Worker, whose heap does not move: 4 of 6 `id([])` alike).
+            let fill =
+                |make: &dyn Fn() -> PyObjectRef| drop((0..32).map(|_| make()).collect::<Vec<_>>());
+            fill(&|| ctx.new_list(Vec::new()).into());
+            fill(&|| ctx.new_dict().into());
+            fill(&|| ctx.new_tuple(vec![ctx.none()]).into());
+            fill(&|| ctx.new_float(0.5).into());
+            fill(&|| ctx.new_int(1_000_000).into());
             let mut kept: Vec<PyObjectRef> = Vec::new();
             for _ in 0..r[0] % 32 {
                 kept.push(ctx.new_list(Vec::new()).into());
