@@ -266,22 +266,32 @@ impl WarmVm {
         }
         self.interp.enter(|vm| {
             let ctx = &vm.ctx;
-            let makers: [&dyn Fn() -> PyObjectRef; 5] = [
-                &|| ctx.new_list(Vec::new()).into(),
-                &|| ctx.new_dict().into(),
-                &|| ctx.new_tuple(vec![ctx.none()]).into(),
-                &|| ctx.new_float(0.5).into(),
-                &|| ctx.new_int(1_000_000).into(),
-            ];
+            // Fill each list first with 32 objects (freed, they go on top):
+            // a list the warm-up left short would otherwise run dry, and the
+            // next object come from the same heap address every call (the
+            // Worker, whose heap does not move: 4 of 6 `id([])` alike).
+            let fill =
+                |make: &dyn Fn() -> PyObjectRef| drop((0..32).map(|_| make()).collect::<Vec<_>>());
+            fill(&|| ctx.new_list(Vec::new()).into());
+            fill(&|| ctx.new_dict().into());
+            fill(&|| ctx.new_tuple(vec![ctx.none()]).into());
+            fill(&|| ctx.new_float(0.5).into());
+            fill(&|| ctx.new_int(1_000_000).into());
             let mut kept: Vec<PyObjectRef> = Vec::new();
-            for (make, n) in makers.iter().zip(r) {
-                // Fill the list first with 32 objects (freed, they go on
-                // top): a list the warm-up left short would otherwise run
-                // dry, and the next object come from the same heap address
-                // every call (the Worker, whose heap does not move: 4 of 6
-                // `id([])` alike).
-                drop((0..32).map(|_| make()).collect::<Vec<_>>());
-                kept.extend((0..n % 32).map(|_| make()));
+            for _ in 0..r[0] % 32 {
+                kept.push(ctx.new_list(Vec::new()).into());
+            }
+            for _ in 0..r[1] % 32 {
+                kept.push(ctx.new_dict().into());
+            }
+            for _ in 0..r[2] % 32 {
+                kept.push(ctx.new_tuple(vec![ctx.none()]).into());
+            }
+            for _ in 0..r[3] % 32 {
+                kept.push(ctx.new_float(0.5).into());
+            }
+            for _ in 0..r[4] % 32 {
+                kept.push(ctx.new_int(1_000_000).into());
             }
             // Never freed, so never back on a free list; the child's exit
             // reclaims them.
