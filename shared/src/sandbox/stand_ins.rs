@@ -4,7 +4,12 @@
 
 use std::borrow::Cow;
 
-use rustpython_vm::{PyResult, VirtualMachine, builtins::PyStrRef, compiler::Mode, scope::Scope};
+use rustpython_vm::{
+    PyObjectRef, PyResult, VirtualMachine,
+    builtins::{PyStr, PyStrRef},
+    compiler::Mode,
+    scope::Scope,
+};
 
 use super::vm::{Stream, emit};
 
@@ -56,10 +61,15 @@ pub(super) fn install(vm: &VirtualMachine) -> PyResult<()> {
         .compile(STREAMS_PY, Mode::Exec, "<toolgate>")
         .map_err(|e| e.into_pyexception(vm, Some(STREAMS_PY)))?;
     vm.run_code_obj(code, Scope::with_builtins(None, ns.clone(), vm))?;
-    vm.sys_module
-        .set_attr("stdout", ns.get_item("stdout", vm)?, vm)?;
-    vm.sys_module
-        .set_attr("stderr", ns.get_item("stderr", vm)?, vm)?;
+    for (name, n) in [("stdout", 1), ("stderr", 2)] {
+        let stream = ns.get_item(name, vm)?;
+        // The class's `write` in Rust, as the instance's own: `print` calls
+        // it once per piece, and a Python frame per piece was half of what
+        // printing cost (2,000 `print(i)`: 4.3 -> 2.2 ms in the child).
+        let write = move |s: PyObjectRef, vm: &VirtualMachine| write_checked(n, s, vm);
+        stream.set_attr("write", vm.new_function("write", write), vm)?;
+        vm.sys_module.set_attr(name, stream, vm)?;
+    }
     vm.sys_module.set_attr("stdin", vm.ctx.none(), vm)?;
     Ok(())
 }
@@ -76,6 +86,19 @@ fn no_os_attr(name: PyStrRef, vm: &VirtualMachine) -> PyResult {
         "module 'os' has no attribute '{}': the sandbox has no operating system",
         name.to_string_lossy()
     )))
+}
+
+/// `_Stream.write`: only a str, whose length it returns.
+fn write_checked(n: i32, s: PyObjectRef, vm: &VirtualMachine) -> PyResult<usize> {
+    let s = s.downcast::<PyStr>().map_err(|other| {
+        vm.new_type_error(format!(
+            "write() argument must be str, not {}",
+            other.class().name()
+        ))
+    })?;
+    let len = s.char_len();
+    write_native(n, s);
+    Ok(len)
 }
 
 fn write_native(n: i32, s: PyStrRef) {

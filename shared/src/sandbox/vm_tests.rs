@@ -616,3 +616,119 @@ fn frozen_code_decodes_each_location_as_marshal_did() {
         assert!(counts.0 > 5_000 && counts.1 > 500_000, "{counts:?}");
     });
 }
+
+/// `result`'s JSON without the json module is `json.dumps(v, allow_nan=False)`
+/// byte for byte for every plain value, and leaves every other value to it.
+#[test]
+fn plain_results_are_encoded_as_json_dumps_encodes_them() {
+    const CASES: &str = r#"
+text = ['', 'a', 'quote " backslash \\ slash /', '\x00\x01\x1f\x7f\x80', '\b\f\n\r\t',
+        'é ü ß', '€', '\u2028\u2029', '😀 astral', '\ud800 lone', '\udfff', 'mixed é\n😀"']
+ints = [0, 1, -1, 7, 2**31, 2**53 + 1, 2**63 - 1, -2**63, 2**64 - 1]
+floats = [0.0, -0.0, 0.1, 1.5, -2.75, 1e16, 1e22, 1e-7, 5e-324, 1.7976931348623157e308,
+          123456789.123, 3.141592653589793]
+plain = [None, True, False, [], (), {}, [[]], {'': {}}] + text + ints + floats
+plain += [text, tuple(ints), floats, {'a': 1, 'b': [1, 2.5, None], 'c': {'d': (True,)}},
+          {1: 'int key', 2.5: 'float key', True: 'bool key', None: 'none key', -0.0: 'z'},
+          {'1': 'a', 1: 'b'}, [[[[[[[[[[1]]]]]]]]]], list(range(1000)),
+          {str(i): [i, i / 3, str(i)] for i in range(200)}]
+deep = []
+for _ in range(60):
+    deep = [deep]
+plain.append(deep)
+
+class I(int): pass
+class S(str): pass
+class D(dict): pass
+cyclic = []
+cyclic.append(cyclic)
+deeper = []
+for _ in range(70):
+    deeper = [deeper]
+other = [float('nan'), float('inf'), -float('inf'), 2**64, -2**63 - 1, 10**40, I(3), S('s'),
+         D(a=1), {1, 2}, b'bytes', 1j, object(), cyclic, deeper, [1, {2, 3}],
+         {(1, 2): 'tuple key'}, {2**70: 'big key'}, {float('nan'): 1}, [float('inf')],
+         {'k': S('v')}, (x for x in ())]
+"#;
+    let allowed: Vec<String> = crate::allowlist::DEFAULT_MODULES.map(String::from).to_vec();
+    let warm = WarmVm::new(&allowed).expect("warm");
+    warm.interp.enter(|vm| {
+        let scope = vm.new_scope_with_builtins();
+        vm.run_string(scope.clone(), CASES, "<cases>")
+            .map_err(|e| describe(vm, &e))
+            .expect("cases");
+        let list = |name: &str| {
+            let v = scope.globals.get_item(name, vm).expect(name);
+            v.downcast_ref::<rustpython_vm::builtins::PyList>()
+                .expect("a list")
+                .borrow_vec()
+                .to_vec()
+        };
+        let kwargs = || {
+            rustpython_vm::function::KwArgs::from_iter([(
+                "allow_nan".to_owned(),
+                vm.ctx.new_bool(false).into(),
+            )])
+        };
+        let plain = list("plain");
+        assert!(plain.len() > 40, "{}", plain.len());
+        for v in &plain {
+            let dumped = warm
+                .dumps
+                .call(
+                    rustpython_vm::function::FuncArgs::new(vec![v.clone()], kwargs()),
+                    vm,
+                )
+                .map_err(|e| describe(vm, &e))
+                .expect("json.dumps");
+            let want = dumped
+                .downcast_ref::<rustpython_vm::builtins::PyStr>()
+                .unwrap()
+                .to_str()
+                .unwrap();
+            let got = result::plain_json(vm, v);
+            assert_eq!(
+                got.as_deref(),
+                Some(want),
+                "{:?}",
+                v.repr(vm).unwrap().as_wtf8()
+            );
+        }
+        for v in &list("other") {
+            let got = result::plain_json(vm, v);
+            assert_eq!(got, None, "{:?}", v.repr(vm).unwrap().as_wtf8());
+        }
+    });
+}
+
+/// `sys.stdout` (reachable through `pprint`) writes as CPython's does: str
+/// only, returning its length in characters; tracebacks show no frame of it.
+#[test]
+fn the_output_streams_write_as_cpythons_do() {
+    let code = r#"
+import pprint
+s = pprint.PrettyPrinter()._stream
+print(s.write("héllo😀\n"))
+try:
+    s.write(1)
+except TypeError as e:
+    print(e)
+s.writelines(["a", "b\n"])
+pprint.pprint({"k": [1, 2]})
+print(1, 2, sep="-", end="!\n")
+print("via file=", file=pprint.PrettyPrinter(stream=None)._stream)
+s.write(b"x")
+"#;
+    let (exit, out, err) = run(code);
+    assert_eq!(exit, 1, "{out} {err}");
+    assert_eq!(
+        out,
+        "héllo😀\n7\nwrite() argument must be str, not int\nab\n{'k': [1, 2]}\n1-2!\nvia file=\n"
+    );
+    assert!(
+        err.ends_with(
+            "  File \"<agent_script>\", line 13, in <module>\n    s.write(b\"x\")\nTypeError: write() argument must be str, not bytes\n"
+        ),
+        "{err}"
+    );
+}
