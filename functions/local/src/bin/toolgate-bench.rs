@@ -8,6 +8,8 @@
 //! With `--sessions`, instead: a session call's cost over a stateless one at
 //! the sandbox API, by the size of the state restored and saved again.
 //!
+//! With `--in-process`, instead: the interpreter alone (`in_process`).
+//!
 //! Prints JSON medians.
 
 use std::time::{Duration, Instant};
@@ -19,6 +21,7 @@ use toolgate_shared::config::PythonConfig;
 use toolgate_shared::sandbox::{Sandbox, SandboxConfig, alloc::SandboxAlloc};
 
 mod common;
+mod in_process;
 use common::{Conn, median};
 
 #[global_allocator]
@@ -36,9 +39,16 @@ struct Args {
     /// A session call's cost by the size of its state, instead.
     #[arg(long)]
     sessions: bool,
-    /// The snippets (`*.py`).
-    #[arg(default_value = "bench/snippets")]
-    dir: String,
+    /// The interpreter alone, in this process (no fork, no walls), instead.
+    #[arg(long)]
+    in_process: bool,
+    /// With `--in-process`: also the cases of this corpus JSON file
+    /// (`{"cases": [{"code": ...}]}`; repeatable).
+    #[arg(long, value_name = "FILE", requires = "in_process")]
+    corpus: Vec<String>,
+    /// The snippets (`*.py`) [default: bench/snippets, or none with
+    /// `--corpus`].
+    dir: Option<String>,
 }
 
 /// The pause before each call in the "idle" series.
@@ -145,11 +155,20 @@ fn main() {
         n,
         http,
         sessions,
+        in_process,
+        corpus,
         dir,
     } = Args::parse();
-    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
-        eprintln!("toolgate-bench: cannot read the snippets in {dir}: {e}");
-        std::process::exit(2);
+    let dir = match dir {
+        Some(dir) => Some(dir),
+        None if corpus.is_empty() => Some("bench/snippets".to_owned()),
+        None => None,
+    };
+    let entries = dir.iter().flat_map(|dir| {
+        std::fs::read_dir(dir).unwrap_or_else(|e| {
+            eprintln!("toolgate-bench: cannot read the snippets in {dir}: {e}");
+            std::process::exit(2);
+        })
     });
     let mut snippets: Vec<(String, String)> = entries
         .filter_map(Result::ok)
@@ -160,6 +179,17 @@ fn main() {
         })
         .collect();
     snippets.sort();
+    if in_process {
+        for path in &corpus {
+            let cases = in_process::corpus_cases(path).unwrap_or_else(|e| {
+                eprintln!("toolgate-bench: {e}");
+                std::process::exit(2);
+            });
+            snippets.extend(cases);
+        }
+        println!("{}", in_process::run(&snippets, n));
+        return;
+    }
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,0 +1,84 @@
+//! `toolgate-bench --in-process`: the interpreter alone. One warm VM runs
+//! each snippet (and the `code` of each case of `--corpus` files) over and
+//! over, with no fork and no walls; medians in ms. Two uses:
+//! - timing a change to the interpreter without the per-call process work
+//!   the API series measure;
+//! - training profile-guided optimization (`scripts/build-pgo`) on code
+//!   agents write: the conformance cases and the fidelity corpus.
+//!
+//! Cases that would not end or would exhaust the process here (no deadline,
+//! no memory cap, no stack guard in-process) are skipped: those the corpus
+//! expects to time out, or to run out of memory or stack, and sleeps.
+
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+use toolgate_shared::allowlist::DEFAULT_MODULES;
+use toolgate_shared::files::Files;
+use toolgate_shared::sandbox::vm::WarmVm;
+
+use crate::common::median;
+
+/// What marks a corpus case as meant to hit a wall.
+const WALLS: [&str; 6] = [
+    "\"timed_out\":true",
+    "MemoryError",
+    "RecursionError",
+    "recursion",
+    "sleep(",
+    "while True",
+];
+
+/// The cases of a corpus file (`{"cases": [{"code", "name" or "id"}]}`)
+/// that are safe in-process, by name.
+pub fn corpus_cases(path: &str) -> Result<Vec<(String, String)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    let cases = doc["cases"]
+        .as_array()
+        .ok_or_else(|| format!("{path}: no \"cases\" array"))?;
+    Ok(cases
+        .iter()
+        .enumerate()
+        .filter(|(_, case)| {
+            let text = case.to_string();
+            !WALLS.iter().any(|w| text.contains(w))
+        })
+        .filter_map(|(i, case)| {
+            let code = case["code"].as_str()?;
+            let name = case["name"]
+                .as_str()
+                .or(case["id"].as_str())
+                .map_or_else(|| format!("{path}#{i}"), str::to_owned);
+            Some((name, code.to_owned()))
+        })
+        .collect())
+}
+
+/// Each script `n` times in one warm VM: `{"in_process": {name: ms}}`.
+pub fn run(scripts: &[(String, String)], n: usize) -> Value {
+    let allowed: Vec<String> = DEFAULT_MODULES.iter().map(|m| m.to_string()).collect();
+    let started = Instant::now();
+    let vm = WarmVm::new(&allowed).unwrap_or_else(|e| {
+        eprintln!("toolgate-bench: the interpreter did not warm up: {e}");
+        std::process::exit(1);
+    });
+    let warm_ms = started.elapsed().as_secs_f64() * 1e3;
+    let (mut medians, mut failed) = (Map::new(), Vec::new());
+    for (name, code) in scripts {
+        let mut exit = 0;
+        let times = (0..n.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                exit = vm.run(code, &Files::new(), 0, None, |_, _| {}).exit_code;
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        medians.insert(name.clone(), median(times).into());
+        if exit != 0 {
+            failed.push(name.clone());
+        }
+    }
+    // A corpus may mean a case to fail; a snippet that fails measures less.
+    json!({ "in_process": medians, "exited_nonzero": failed, "warm_ms": warm_ms, "n": n })
+}

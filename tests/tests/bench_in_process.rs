@@ -1,0 +1,78 @@
+//! `toolgate-bench --in-process`, which scripts/build-pgo trains
+//! profile-guided optimization with: every training case and every bench
+//! snippet runs to a clean exit in the sandbox's interpreter (a case that
+//! failed would train the error path), and bad input is refused clearly.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+use toolgate_e2e::timing::machine_share;
+use toolgate_e2e::toolgate_bin;
+
+fn bench_bin() -> PathBuf {
+    toolgate_bin().with_file_name("toolgate-bench")
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn the_training_corpus_and_the_snippets_run_cleanly_in_process() {
+    let _share = machine_share();
+    let root = workspace();
+    let out = Command::new(bench_bin())
+        .current_dir(&root)
+        .args([
+            "--in-process",
+            "--n",
+            "1",
+            "--corpus",
+            "bench/pgo-training.json",
+        ])
+        .arg(root.join("bench/snippets"))
+        .output()
+        .expect("run toolgate-bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["exited_nonzero"], serde_json::json!([]), "{report}");
+    let timed = report["in_process"].as_object().expect("medians");
+    let training: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("bench/pgo-training.json")).unwrap(),
+    )
+    .unwrap();
+    for case in training["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let ms = timed[name].as_f64().unwrap_or(-1.0);
+        assert!(ms > 0.0, "{name}: {ms}");
+    }
+    assert!(timed.contains_key("cpu_loop"), "{report}");
+}
+
+#[test]
+fn a_missing_or_malformed_corpus_is_refused_with_its_name() {
+    let scratch = std::env::temp_dir().join(format!("bench-corpus-{}", std::process::id()));
+    std::fs::write(&scratch, "{\"cases\": 3}").unwrap();
+    for (path, says) in [
+        (PathBuf::from("/nonexistent/corpus.json"), "No such file"),
+        (scratch.clone(), "no \"cases\" array"),
+    ] {
+        let out = Command::new(bench_bin())
+            .args(["--in-process", "--corpus"])
+            .arg(&path)
+            .output()
+            .expect("run toolgate-bench");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&*path.to_string_lossy()) && err.contains(says),
+            "{err}"
+        );
+    }
+    let _ = std::fs::remove_file(scratch);
+}
