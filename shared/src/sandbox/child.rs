@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustpython_vm::signal::UserSignalSender;
 
+use super::heap_reserve::HeapReserve;
 use super::outbuf::OutBuf;
 use super::proto::{self, ChildReport, ChildRequest};
 use super::seccomp::CHILD_FD;
@@ -250,9 +251,9 @@ fn vary_heap() {
 }
 
 /// Every wall but the call's own CPU cap (see [`rlimit::limit_cpu`]):
-/// rlimits, then the seccomp filter.
-fn seal(seccomp_on: bool, memory_mb: u64) -> Result<(), String> {
-    let base = rlimit::current_vm_bytes().unwrap_or(0);
+/// rlimits, then the seccomp filter. `base` is the process size the memory
+/// cap starts from.
+fn seal(seccomp_on: bool, memory_mb: u64, base: u64) -> Result<(), String> {
     if base == 0 {
         return Err("cannot measure the process size for the memory cap".into());
     }
@@ -302,13 +303,18 @@ pub(super) fn run(
     // Seal now, while waiting, so that no call pays for it (the kernel
     // compiles the filter on install: ~0.2 ms). A failure is reported when
     // the request comes, as the server is waiting for an answer then.
-    let sealed = seal(seccomp_on, memory_mb);
+    let base = rlimit::current_vm_bytes().unwrap_or(0);
+    // Carved after the measure, so it counts against the script's memory.
+    let reserve = HeapReserve::carve(memory_mb);
+    let sealed = seal(seccomp_on, memory_mb, base);
 
     let mut sock = report_socket();
     if sock.write_all(&[proto::SEALED]).is_err() {
         // The server dropped this spare (shutdown): nothing to do.
         exit_now(0)
     }
+    reserve.write_until_request(CHILD_FD);
+    drop(reserve);
     let frame = proto::read_frame(&mut *sock);
     let received = std::time::Instant::now();
     let Ok(frame) = frame else {

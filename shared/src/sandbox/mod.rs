@@ -51,6 +51,8 @@ pub mod control;
 #[cfg(feature = "python")]
 pub mod error;
 #[cfg(feature = "python")]
+mod heap_reserve;
+#[cfg(feature = "python")]
 pub mod outbuf;
 #[cfg(feature = "python")]
 pub mod pool;

@@ -82,6 +82,15 @@ pub fn build(pid: i32) -> Result<BpfProgram, SandboxError> {
         libc::SYS_read,
         vec![rule(vec![cond(0, SeccompCmpOp::Eq, CHILD_FD as u64)?])?],
     );
+    // A waiting spare peeks whether its request has come (`heap_reserve`):
+    // on the report socket only, and only a peek that does not block.
+    rules.insert(
+        libc::SYS_recvfrom,
+        vec![rule(vec![
+            cond(0, SeccompCmpOp::Eq, CHILD_FD as u64)?,
+            cond(3, SeccompCmpOp::Eq, super::heap_reserve::PEEK_FLAGS as u64)?,
+        ])?],
+    );
     // abort() signals itself; no other process may be signalled.
     rules.insert(
         libc::SYS_tgkill,
@@ -242,6 +251,50 @@ mod tests {
             libc::read(0, b.as_mut_ptr().cast(), 1) as i32
         });
         assert!(killed_by_sigsys(st), "status {st:#x}");
+    }
+
+    /// recvfrom of one byte from `fd` with `flags`; -errno on failure.
+    fn receive(fd: i32, flags: i32) -> i32 {
+        let mut b = 0u8;
+        // SAFETY: recvfrom into a stack byte that outlives the call, with
+        // null addresses, as recv does.
+        let n = unsafe {
+            libc::recvfrom(
+                fd,
+                (&mut b as *mut u8).cast(),
+                1,
+                flags,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            -std::io::Error::last_os_error().raw_os_error().unwrap_or(1)
+        } else {
+            n as i32
+        }
+    }
+
+    #[test]
+    fn the_report_socket_may_be_peeked_at_and_nothing_else_received() {
+        use super::super::heap_reserve::PEEK_FLAGS;
+        // The probe's fd 3 is not a socket (or not open): the spare's peek is
+        // let through and the kernel answers; any other fd or flags kill.
+        let st = run(|| match receive(CHILD_FD, PEEK_FLAGS) {
+            e if e == -libc::EBADF || e == -libc::ENOTSOCK => 7,
+            _ => 1,
+        });
+        assert!(libc::WIFEXITED(st), "status {st:#x}");
+        assert_eq!(libc::WEXITSTATUS(st), 7);
+        let st = run(|| receive(CHILD_FD, 0));
+        assert!(killed_by_sigsys(st), "a blocking receive: status {st:#x}");
+        let st = run(|| receive(CHILD_FD, libc::MSG_DONTWAIT));
+        assert!(
+            killed_by_sigsys(st),
+            "a receive that consumes: status {st:#x}"
+        );
+        let st = run(|| receive(0, PEEK_FLAGS));
+        assert!(killed_by_sigsys(st), "another descriptor: status {st:#x}");
     }
 
     #[test]
