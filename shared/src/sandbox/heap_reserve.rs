@@ -83,20 +83,28 @@ impl HeapReserve {
 /// Whether `sock` has something to read (the request, or the server's end
 /// closed). The filter allows exactly this peek, on the report socket.
 fn request_waiting(sock: RawFd) -> bool {
+    match receive_one(sock, PEEK_FLAGS) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    }
+}
+
+/// recvfrom of one byte from `fd` with `flags`, as recv makes it.
+pub(super) fn receive_one(fd: RawFd, flags: libc::c_int) -> std::io::Result<usize> {
     let mut byte = 0u8;
-    // SAFETY: a one-byte peek into a stack byte that outlives the call; the
-    // address arguments are null, as for recv.
+    // SAFETY: a one-byte receive into a stack byte that outlives the call;
+    // the address arguments are null, as for recv.
     let n = unsafe {
         libc::recvfrom(
-            sock,
+            fd,
             (&mut byte as *mut u8).cast(),
             1,
-            PEEK_FLAGS,
+            flags,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
         )
     };
-    n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock
+    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
 }
 
 /// The one way the child may call recvfrom: a peek that does not block.
