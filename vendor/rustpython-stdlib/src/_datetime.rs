@@ -400,6 +400,9 @@ mod _datetime {
 
         /// `microseconds_to_delta_ex`
         fn from_microseconds(us: &BigInt, vm: &VirtualMachine) -> PyResult<Self> {
+            if let Some(small) = us.to_i128() {
+                return Self::from_microseconds_i128(small, vm);
+            }
             let (seconds, us) = bigint_divmod(us, &BigInt::from(US_PER_SECOND));
             let (days, seconds) = bigint_divmod(&seconds, &BigInt::from(SECONDS_PER_DAY));
             let days = bigint_to_i32(&days, vm)?;
@@ -411,6 +414,23 @@ mod _datetime {
                 false,
                 vm,
             )
+        }
+
+        /// [`Self::from_microseconds`] without big ints: the same floor
+        /// division (the divisors are positive, so Euclid's is floor's).
+        fn from_microseconds_i128(us: i128, vm: &VirtualMachine) -> PyResult<Self> {
+            let (seconds, us) = (
+                us.div_euclid(i128::from(US_PER_SECOND)),
+                us.rem_euclid(i128::from(US_PER_SECOND)),
+            );
+            let (days, seconds) = (
+                seconds.div_euclid(i128::from(SECONDS_PER_DAY)),
+                seconds.rem_euclid(i128::from(SECONDS_PER_DAY)),
+            );
+            let days = i32::try_from(days)
+                .map_err(|_| vm.new_overflow_error("Python int too large to convert to C int"))?;
+            // `us` and `seconds` are in range by construction.
+            Self::new_ex(i64::from(days), seconds as i64, us as i64, false, vm)
         }
 
         fn from_microseconds_ref(us: &BigInt, vm: &VirtualMachine) -> PyResult<PyRef<Self>> {
@@ -486,13 +506,39 @@ mod _datetime {
     }
 
     enum DeltaSum {
+        /// The sum while it fits an i128: the usual arguments need no
+        /// big-int arithmetic (toolgate: `timedelta(hours=h)` allocated
+        /// three big ints per call).
+        Small(i128),
         Native(BigInt),
         Object(PyObjectRef),
     }
 
     impl DeltaSum {
+        /// Adds `int * factor`.
+        fn add_scaled(&mut self, int: &BigInt, factor: i64, vm: &VirtualMachine) -> PyResult<()> {
+            match int.to_i64() {
+                Some(small) => self.add_scaled_i64(small, factor, vm),
+                None => self.add_int(int * factor, vm),
+            }
+        }
+
+        /// Adds `small * factor`, staying an i128 while the sum fits.
+        fn add_scaled_i64(&mut self, small: i64, factor: i64, vm: &VirtualMachine) -> PyResult<()> {
+            // |small * factor| < 2^63 * 2^63 fits an i128.
+            let term = i128::from(small) * i128::from(factor);
+            if let Self::Small(value) = self
+                && let Some(sum) = value.checked_add(term)
+            {
+                *value = sum;
+                return Ok(());
+            }
+            self.add_int(BigInt::from(term), vm)
+        }
+
         fn add_int(&mut self, term: BigInt, vm: &VirtualMachine) -> PyResult<()> {
             match self {
+                Self::Small(value) => *self = Self::Native(BigInt::from(*value) + term),
                 Self::Native(value) => *value += term,
                 Self::Object(value) => {
                     *value = vm._add(value, vm.ctx.new_bigint(&term).as_object())?;
@@ -503,6 +549,7 @@ mod _datetime {
 
         fn add_object(&mut self, term: &PyObject, vm: &VirtualMachine) -> PyResult<()> {
             let result = match self {
+                Self::Small(value) => vm._add(vm.ctx.new_bigint(&BigInt::from(*value)).as_object(), term)?,
                 Self::Native(value) => vm._add(vm.ctx.new_bigint(value).as_object(), term)?,
                 Self::Object(value) => vm._add(value, term)?,
             };
@@ -512,6 +559,7 @@ mod _datetime {
 
         fn is_odd(&self, vm: &VirtualMachine) -> PyResult<bool> {
             match self {
+                Self::Small(value) => Ok(value & 1 != 0),
                 Self::Native(value) => Ok((value % 2u8) != BigInt::zero()),
                 Self::Object(value) => vm
                     ._and(value, vm.ctx.new_int(1).as_object())?
@@ -521,6 +569,7 @@ mod _datetime {
 
         fn into_delta(self, vm: &VirtualMachine) -> PyResult<PyDelta> {
             match self {
+                Self::Small(value) => PyDelta::from_microseconds_i128(value, vm),
                 Self::Native(value) => PyDelta::from_microseconds(&value, vm),
                 Self::Object(value) => PyDelta::from_microseconds_object(&value, vm),
             }
@@ -538,7 +587,7 @@ mod _datetime {
     ) -> PyResult<()> {
         if let Some(int) = as_int(num) {
             if num.class().is(vm.ctx.types.int_type) {
-                return sofar.add_int(int * factor, vm);
+                return sofar.add_scaled(int, factor, vm);
             }
             let product = vm._mul(num, vm.ctx.new_int(factor).as_object())?;
             return sofar.add_object(&product, vm);
@@ -547,13 +596,19 @@ mod _datetime {
             let dnum = float.to_f64();
             let intpart = dnum.trunc();
             let fracpart = dnum - intpart;
-            sofar.add_int(float_to_bigint(intpart, vm)? * factor, vm)?;
+            // Below 2^63 in magnitude, an integral float is an exact i64.
+            if intpart.abs() < 9.223_372_036_854_775_808e18 {
+                sofar.add_scaled_i64(intpart as i64, factor, vm)?;
+            } else {
+                sofar.add_int(float_to_bigint(intpart, vm)? * factor, vm)?;
+            }
             if fracpart == 0.0 || !fracpart.is_finite() {
                 return Ok(());
             }
             let dnum = factor as f64 * fracpart;
             let intpart = dnum.trunc();
-            sofar.add_int(float_to_bigint(intpart, vm)?, vm)?;
+            // |fracpart| < 1, so |intpart| < factor: an exact i64.
+            sofar.add_scaled_i64(intpart as i64, 1, vm)?;
             *leftover += dnum - intpart;
             return Ok(());
         }
@@ -585,7 +640,7 @@ mod _datetime {
         type Args = DeltaArgs;
 
         fn py_new(_cls: &Py<PyType>, args: Self::Args, vm: &VirtualMachine) -> PyResult<Self> {
-            let mut x = DeltaSum::Native(BigInt::zero());
+            let mut x = DeltaSum::Small(0);
             let mut leftover_us = 0.0f64;
             let parts: [(&str, &OptionalArg<PyObjectRef>, i64); 7] = [
                 ("microseconds", &args.microseconds, 1),
@@ -608,7 +663,7 @@ mod _datetime {
                     let x_is_odd = f64::from(u8::from(x.is_odd(vm)?));
                     whole_us = 2.0 * ((leftover_us + x_is_odd) * 0.5).round() - x_is_odd;
                 }
-                x.add_int(BigInt::from(whole_us as i64), vm)?;
+                x.add_scaled_i64(whole_us as i64, 1, vm)?;
             }
             x.into_delta(vm)
         }
@@ -2063,7 +2118,7 @@ mod _datetime {
 
         #[pymethod]
         fn isoformat(zelf: &Py<Self>) -> String {
-            format!("{:04}-{:02}-{:02}", zelf.year, zelf.month, zelf.day)
+            iso_date(zelf.year, zelf.month, zelf.day)
         }
 
         #[pymethod]
@@ -2880,14 +2935,57 @@ mod _datetime {
             }
             Some(spec) => spec,
         };
-        Ok(match spec {
-            "hours" => format!("{h:02}"),
-            "minutes" => format!("{h:02}:{m:02}"),
-            "seconds" => format!("{h:02}:{m:02}:{s:02}"),
-            "milliseconds" => format!("{h:02}:{m:02}:{s:02}.{:03}", us / 1000),
-            "microseconds" => format!("{h:02}:{m:02}:{s:02}.{us:06}"),
+        let (fields, fraction) = match spec {
+            "hours" => (1, None),
+            "minutes" => (2, None),
+            "seconds" => (3, None),
+            "milliseconds" => (3, Some((us / 1000, 3))),
+            "microseconds" => (3, Some((us, 6))),
             _ => return Err(()),
-        })
+        };
+        let mut out = String::with_capacity(15);
+        for (i, v) in [h, m, s].into_iter().take(fields).enumerate() {
+            if i > 0 {
+                out.push(':');
+            }
+            push_padded(&mut out, u32::from(v), 2);
+        }
+        if let Some((v, width)) = fraction {
+            out.push('.');
+            push_padded(&mut out, v, width);
+        }
+        Ok(out)
+    }
+
+    /// `n` in decimal, zero-padded to `width` digits: `format!` was a tenth
+    /// of `isoformat`'s time (toolgate).
+    fn push_padded(out: &mut String, mut n: u32, width: usize) {
+        // u32::MAX has 10 digits.
+        let mut digits = [0u8; 10];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for _ in (digits.len() - start)..width {
+            out.push('0');
+        }
+        out.extend(digits[start..].iter().map(|&d| char::from(d)));
+    }
+
+    /// `YYYY-MM-DD`.
+    fn iso_date(year: u16, month: u8, day: u8) -> String {
+        let mut out = String::with_capacity(10);
+        push_padded(&mut out, u32::from(year), 4);
+        out.push('-');
+        push_padded(&mut out, u32::from(month), 2);
+        out.push('-');
+        push_padded(&mut out, u32::from(day), 2);
+        out
     }
 
     #[pyclass(
@@ -4086,13 +4184,8 @@ mod _datetime {
                 zelf.microsecond,
             )
             .map_err(|()| vm.new_value_error("Unknown timespec value"))?;
-            let mut result = Wtf8Buf::from(
-                format!(
-                    "{:04}-{:02}-{:02}",
-                    zelf.date.year, zelf.date.month, zelf.date.day
-                )
-                .as_str(),
-            );
+            let mut result =
+                Wtf8Buf::from(iso_date(zelf.date.year, zelf.date.month, zelf.date.day).as_str());
             result.push(sep);
             result.push_str(&time);
             result.push_str(&format_utcoffset(

@@ -9,7 +9,6 @@ use crate::{
 use core::ops::{Deref, DerefMut, RangeInclusive};
 use indexmap::IndexMap;
 use itertools::Itertools;
-use std::hash::DefaultHasher;
 
 pub trait IntoFuncArgs: Sized {
     fn into_args(self, vm: &VirtualMachine) -> FuncArgs;
@@ -702,9 +701,12 @@ pub struct KwArgs<T = PyObjectRef, Name: ArgName = NameKwargs>(
 ///
 /// The hasher is zero-sized rather than the randomly seeded default: a
 /// `KwArgs` is built for every call, including the far more common
-/// keyword-less one, and seeding reads a thread-local. Keyword names come
-/// from the program text, so per-process hash randomization buys nothing.
-pub type KwArgsMap<T> = IndexMap<Wtf8Buf, T, core::hash::BuildHasherDefault<DefaultHasher>>;
+/// keyword-less one, and seeding reads a thread-local. It is Fx rather than
+/// SipHash (toolgate): a call with keywords hashes every parameter name its
+/// binding looks up (`timedelta(hours=1)` hashes seven), and SipHash was
+/// ~3% of a keyword-heavy loop. Colliding names (crafted, or from data
+/// through `f(**d)`) cost time within the one call that binds them.
+pub type KwArgsMap<T> = IndexMap<Wtf8Buf, T, rustc_hash::FxBuildHasher>;
 
 impl<T> Default for KwArgs<T> {
     fn default() -> Self {
