@@ -51,6 +51,8 @@ pub mod control;
 #[cfg(feature = "python")]
 pub mod error;
 #[cfg(feature = "python")]
+pub mod heap_drain;
+#[cfg(feature = "python")]
 mod heap_reserve;
 #[cfg(feature = "python")]
 pub mod outbuf;

@@ -157,6 +157,9 @@ fn run(config_json: &str) -> ! {
         memory_mb: cfg.memory_mb,
         sandbox_error: None,
     };
+    // Last: what warm-up and the checks above freed must not be where a
+    // child's first allocations land (see `heap_drain`).
+    super::heap_drain::drain();
     let _ = send(&FromZygote::Ready(walls), &[]);
     serve(&|io: ChildIo, warm_up: bool| {
         child::run(&warm, io.sock, io.out, seccomp_on, &cfg, warm_up)

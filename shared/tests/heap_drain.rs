@@ -1,0 +1,150 @@
+//! `sandbox::heap_drain`, tested on a main thread as the zygote runs it:
+//! glibc gives every other thread an arena of its own, and libtest runs
+//! each test on a thread of its own, so this binary has no harness (it
+//! prints libtest's summary line, which `scripts/test` counts).
+
+use toolgate_shared::sandbox::heap_drain;
+
+/// Minor page faults of this process so far.
+fn faults() -> i64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru.ru_minflt
+    }
+}
+
+/// Forks `f` (the child runs on its main thread, as this one) and returns
+/// its exit code.
+fn in_child(f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: this process is single-threaded; the child only allocates,
+    // counts and exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = f();
+        // SAFETY: _exit has no preconditions.
+        unsafe { libc::_exit(code) }
+    }
+    let mut status = 0;
+    // SAFETY: reaping our own child with a valid status pointer.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(libc::WIFEXITED(status), "status {status:#x}");
+    libc::WEXITSTATUS(status)
+}
+
+/// As a zygote: leaves 600 small free chunks, one per page among live
+/// objects, drains them or not, then forks a child that allocates 600
+/// objects of that size. Returns that child's page faults over 4, or 254
+/// when the drain took fewer chunks than were freed.
+fn child_faults(drained: bool) -> i32 {
+    in_child(move || {
+        let mut live = Vec::with_capacity(600);
+        let mut small = Vec::with_capacity(600);
+        for _ in 0..600 {
+            small.push(Box::new([1u8; 40]));
+            live.push(vec![2u8; 4000]);
+        }
+        drop(small);
+        if drained && heap_drain::drain().chunks < 600 {
+            return 254;
+        }
+        let code = in_child(|| {
+            let before = faults();
+            let objects: Vec<Box<[u8; 40]>> = (0..600).map(|_| Box::new([3u8; 40])).collect();
+            let taken = faults() - before;
+            std::hint::black_box(objects);
+            (taken / 4).min(253) as i32
+        });
+        std::hint::black_box(live);
+        code
+    })
+}
+
+fn a_drained_heap_leaves_no_free_chunk_for_a_child_to_copy() -> Result<(), String> {
+    let undrained = child_faults(false);
+    let drained = child_faults(true);
+    if drained == 254 {
+        return Err("the drain took fewer chunks than were freed".into());
+    }
+    // Undrained, each object lands in a freed chunk on a page shared with
+    // the parent (600 copies); drained, 600 × 48 bytes of fresh heap is
+    // ~8 pages.
+    if undrained * 4 < 400 {
+        return Err(format!(
+            "{} faults undrained: the test no longer fragments the heap",
+            undrained * 4
+        ));
+    }
+    if drained * 4 > 60 {
+        return Err(format!("{} faults drained", drained * 4));
+    }
+    Ok(())
+}
+
+fn after_a_drain_nothing_is_binned() -> Result<(), String> {
+    let code = in_child(|| {
+        // Chunks of many sizes, small and large, freed between live ones.
+        let mut keep = Vec::new();
+        let mut freed = Vec::new();
+        for i in 0..300 {
+            keep.push(vec![0u8; 16 + i * 8]);
+            freed.push(vec![0u8; 16 + i * 40]);
+        }
+        drop(freed);
+        std::hint::black_box(&keep);
+        let before = heap_drain::binned().0;
+        let d = heap_drain::drain();
+        let after = heap_drain::binned().0;
+        if before < 100_000 {
+            1
+        } else if after != 0 {
+            2
+        } else if d.bytes == 0 || d.bytes > before {
+            3
+        } else {
+            0
+        }
+    });
+    match code {
+        0 => Ok(()),
+        1 => Err("the test freed too little to drain".into()),
+        2 => Err("free chunks left in the bins".into()),
+        3 => Err("the drain miscounted what it took".into()),
+        c => Err(format!("the child exited {c}")),
+    }
+}
+
+/// A test: its name and its body.
+type Test = (&'static str, fn() -> Result<(), String>);
+
+fn main() {
+    let tests: [Test; 2] = [
+        (
+            "a_drained_heap_leaves_no_free_chunk_for_a_child_to_copy",
+            a_drained_heap_leaves_no_free_chunk_for_a_child_to_copy,
+        ),
+        (
+            "after_a_drain_nothing_is_binned",
+            after_a_drain_nothing_is_binned,
+        ),
+    ];
+    println!("\nrunning {} tests", tests.len());
+    let mut failed = 0;
+    for (name, test) in tests {
+        match test() {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(why) => {
+                failed += 1;
+                println!("test {name} ... FAILED\n  {why}");
+            }
+        }
+    }
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    println!(
+        "\ntest result: {verdict}. {} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out\n",
+        tests.len() - failed
+    );
+    std::process::exit(i32::from(failed > 0));
+}
