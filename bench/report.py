@@ -30,6 +30,11 @@ for name in sorted(anchors):
     cpy, rp, monty = ms(row, "cpython-exec"), ms(row, "restricted"), ms(row, "monty")
     print(f"| {name} | {fmt(idle)} | {fmt(b2b)} | {fmt(h_b2b)} | {fmt(h_idle)} | {fmt(cpy)} | {fmt(rp)} "
           f"| {fmt(monty)} | {ratio(b2b, monty)} | {ratio(h_b2b, monty)} | {ratio(b2b, cpy)} |")
+faults = {name: row.get("api_b2b_faults") for name, row in sorted(sandbox["sandbox"].items())}
+if any(v is not None for v in faults.values()):
+    print()
+    print("Page faults per call back to back at the API, whole machine: "
+          + ", ".join(f"{name} {v}" for name, v in faults.items() if v is not None) + ".")
 print()
 print(f"Medians in ms over {sandbox['n']} calls each. Ratios compare back-to-back calls, as the anchors "
       f"are measured. Cold start (process start to first answered call): {cold['cold_start_ms']} ms; "

@@ -72,6 +72,20 @@ async fn api_series(sandbox: &Sandbox, code: &str, n: usize, gap: Duration) -> (
     (median(total), median(child))
 }
 
+/// Page faults taken on the whole machine so far (`/proc/vmstat`'s
+/// `pgfault`), or `None` where it cannot be read. Unlike a time, it hardly
+/// moves with the host's noise: over a back-to-back series it is what a
+/// call costs the kernel in faults, fork and teardown included.
+fn machine_faults() -> Option<u64> {
+    let vmstat = std::fs::read_to_string("/proc/vmstat").ok()?;
+    vmstat
+        .lines()
+        .find_map(|l| l.strip_prefix("pgfault "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// `n` calls of `code` at the sandbox API in a session whose state is
 /// `state`, each after `gap`: the median in ms, and the state after.
 async fn session_series(
@@ -210,11 +224,16 @@ fn main() {
             let first = sandbox.execute(code, Duration::from_secs(60)).await.unwrap();
             assert_eq!(first.exit_code, 0, "{name}: {}", first.stderr);
             let (api_idle, child_ms) = api_series(&sandbox, code, n, GAP).await;
+            let faults_before = machine_faults();
             let (api_b2b, _) = api_series(&sandbox, code, n, Duration::ZERO).await;
+            let faults = machine_faults()
+                .zip(faults_before)
+                .map(|(after, before)| after.saturating_sub(before) / n as u64);
             let mut row = json!({
                 "api_idle_ms": api_idle,
                 "api_b2b_ms": api_b2b,
                 "child_ms": child_ms,
+                "api_b2b_faults": faults,
             });
             if let Some(conn) = conn.as_mut() {
                 // The server process is separate; blocking here is harmless.
