@@ -28,6 +28,11 @@ pub struct Drained {
 const TCACHE_CLASSES: usize = 64;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const TCACHE_COUNT: usize = 7;
+/// Requests for large free holes, largest first: taken whole, a hole's
+/// pages stay untouched (one header written), where 32-byte pieces would
+/// write every page of it. Each is taken while it comes from the bins.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const HOLES: [usize; 5] = [1 << 20, 1 << 18, 1 << 16, 1 << 14, 1 << 12];
 /// The smallest request, a 32-byte chunk: it fits in any free chunk, so
 /// glibc serves it from the bins (splitting a larger chunk if need be)
 /// before it touches the top of the heap.
@@ -56,7 +61,8 @@ pub fn drain() -> Drained {
 /// against an older glibc; its `int` fields hold a warm image's sizes.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub fn binned() -> (usize, usize) {
-    // SAFETY: mallinfo only reads the allocator's state, under its lock.
+    // SAFETY: mallinfo takes no pointer; it locks each arena while it
+    // walks its bins, and the zygote is single-threaded.
     #[allow(deprecated)]
     let info = unsafe { libc::mallinfo() };
     let total = usize::try_from(info.fordblks).unwrap_or(0);
@@ -75,11 +81,15 @@ fn drain_bins() -> Drained {
         chunks: 0,
         bytes: start,
     };
-    let mut left = start;
-    // Each round takes at least 32 bytes per call while any are binned;
-    // a round that takes nothing ends the loop, so it cannot spin.
+    take_holes(&mut drained);
+    let mut left = binned().0;
+    // A call takes a binned chunk, or one of the at most TCACHE_COUNT that
+    // taking a binned one moved into the thread cache's smallest class: so
+    // a round of n + TCACHE_COUNT calls reaches the bins while anything is
+    // binned, and a round that takes nothing ends the loop (it cannot
+    // spin).
     while left > 0 {
-        for _ in 0..left.div_ceil(32).min(256) {
+        for _ in 0..left.div_ceil(32).min(256) + TCACHE_COUNT {
             // SAFETY: a plain allocation, kept for the process's lifetime.
             std::hint::black_box(unsafe { libc::malloc(SMALLEST) });
             drained.chunks += 1;
@@ -92,6 +102,36 @@ fn drain_bins() -> Drained {
     }
     drained.bytes -= left;
     drained
+}
+
+/// Takes the large free holes whole, each size while the bins serve it: a
+/// request the top of the heap (or a mapping) served instead is freed back,
+/// and the next smaller size is tried. Every kept request lowers what is
+/// binned, so the loop ends.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn take_holes(drained: &mut Drained) {
+    for size in HOLES {
+        loop {
+            let (before, _) = binned();
+            if before < size {
+                break;
+            }
+            // SAFETY: a plain allocation; kept for the process's lifetime
+            // or freed at once below.
+            let p = unsafe { libc::malloc(size - 16) };
+            if p.is_null() {
+                return;
+            }
+            if binned().0 < before {
+                drained.chunks += 1;
+                std::hint::black_box(p);
+            } else {
+                // SAFETY: p came from malloc just above and is freed once.
+                unsafe { libc::free(p) };
+                break;
+            }
+        }
+    }
 }
 
 /// Empties the calling thread's cache class by class; stops a class at the
