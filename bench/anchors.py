@@ -12,7 +12,12 @@ Engines (each call gets a fresh sandbox):
   monty          pydantic-monty: a pool worker, a fresh session per call
   http           POST {"code": ...} to $TOOLGATE_URL (the project's python.execute)
 
-Usage: anchors.py [--n N] [--engines a,b] [--json OUT]
+With --gap-ms G, each engine is also measured with its calls G ms apart
+(`median_apart_ms`): the CPU's caches go cold in the pause, as they do for
+a sandbox called 20 ms apart, so that series is the like-for-like anchor
+for those calls.
+
+Usage: anchors.py [--n N] [--engines a,b] [--gap-ms G] [--json OUT]
 """
 import argparse, contextlib, io, json, os, pathlib, statistics, subprocess, sys, time, urllib.request
 
@@ -120,6 +125,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=7)
     ap.add_argument("--engines", default="cpython-exec,cpython-proc,restricted,monty")
+    ap.add_argument("--gap-ms", type=float, default=0)
     ap.add_argument("--json")
     a = ap.parse_args()
     table = {}
@@ -130,15 +136,21 @@ def main():
             print(f"{name}: unavailable ({e})", file=sys.stderr)
             continue
         for sn, code in SNIPPETS.items():
-            times, err, res = [], None, None
+            times, apart, err, res = [], [], None, None
             try:
                 res = run(code)  # warm-up, also the answer we compare
                 for _ in range(a.n):
                     t = time.perf_counter(); run(code); times.append(time.perf_counter() - t)
+                for _ in range(a.n if a.gap_ms > 0 else 0):
+                    time.sleep(a.gap_ms / 1e3)
+                    t = time.perf_counter(); run(code); apart.append(time.perf_counter() - t)
             except Exception as e:
                 err = str(e).splitlines()[-1][:120] if str(e) else type(e).__name__
-            table.setdefault(sn, {})[name] = {"median_ms": round(statistics.median(times) * 1e3, 3) if times else None,
-                                              "error": err, "result": res}
+            cell = {"median_ms": round(statistics.median(times) * 1e3, 3) if times else None,
+                    "error": err, "result": res}
+            if apart:
+                cell["median_apart_ms"] = round(statistics.median(apart) * 1e3, 3)
+            table.setdefault(sn, {})[name] = cell
         close()
     engines = a.engines.split(",")
     print("snippet".ljust(14) + "".join(e.rjust(14) for e in engines))

@@ -50,9 +50,10 @@ fn child_faults(drained: bool) -> i32 {
     in_child(move || {
         let mut live = Vec::with_capacity(600);
         let mut small = Vec::with_capacity(600);
+        let page = page();
         for _ in 0..600 {
             small.push(Box::new([1u8; 40]));
-            live.push(vec![2u8; page() - 96]);
+            live.push(vec![2u8; page - 96]);
         }
         drop(small);
         if drained && heap_drain::drain().chunks < 600 {

@@ -55,6 +55,38 @@ fn the_training_corpus_and_the_snippets_run_cleanly_in_process() {
 }
 
 #[test]
+fn the_snippets_are_timed_back_to_back_and_apart() {
+    let _share = machine_share();
+    let root = workspace();
+    let out = Command::new(bench_bin())
+        .args(["--in-process", "--n", "1"])
+        .arg(root.join("bench/snippets"))
+        .output()
+        .expect("run toolgate-bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let snippets = std::fs::read_dir(root.join("bench/snippets")).unwrap();
+    let mut names = 0;
+    for entry in snippets.map(Result::unwrap) {
+        let path = entry.path();
+        if path.extension().is_none_or(|x| x != "py") {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        for series in ["in_process", "in_process_apart"] {
+            let ms = report[series][&name].as_f64().unwrap_or(-1.0);
+            assert!(ms > 0.0, "{series} {name}: {report}");
+        }
+        names += 1;
+    }
+    assert!(names >= 5, "{report}");
+}
+
+#[test]
 fn a_missing_or_malformed_corpus_is_refused_with_its_name() {
     let scratch = std::env::temp_dir().join(format!("bench-corpus-{}", std::process::id()));
     std::fs::write(&scratch, "{\"cases\": 3}").unwrap();

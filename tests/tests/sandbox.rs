@@ -78,6 +78,47 @@ fn timed_out_scripts_leave_no_process_and_burn_no_cpu() {
     assert!(busy.is_empty(), "processes still burning CPU: {busy:?}");
 }
 
+#[test]
+fn a_caller_that_hangs_up_ends_its_script() {
+    use std::io::Write;
+    let _machine = machine_lock();
+    let s = Server::start(&[]);
+    s.exec("print(1)"); // warm
+    let zygote = toolgate_e2e::children_of(s.pid())[0];
+    // A sleeping script burns no CPU, so no rlimit ends it: only the server,
+    // well before the default 20 s timeout.
+    let body = json!({ "code": "import time\ntime.sleep(10**6)" }).to_string();
+    let mut conn = std::net::TcpStream::connect(&s.addr).expect("connect");
+    write!(
+        conn,
+        "POST /tools/python.execute HTTP/1.1\r\nHost: {}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        s.addr,
+        body.len()
+    )
+    .unwrap();
+    // The call's child is the live one with the call's CPU cap (timeout +
+    // 1 s); the warm-up call's may linger as a zombie.
+    let running = poll_until(Duration::from_secs(5), "the call's child", || {
+        toolgate_e2e::children_of(zygote).into_iter().find(|p| {
+            limit_of(*p, "Max cpu time").as_deref() == Some("21")
+                && proc_state(*p).is_some_and(|(st, _)| st != 'Z')
+        })
+    });
+    drop(conn);
+    poll_until(
+        Duration::from_secs(5),
+        "the hung-up call's child gone",
+        || {
+            proc_state(running)
+                .is_none_or(|(st, _)| st == 'Z')
+                .then_some(())
+        },
+    );
+    let procs = settled(&s);
+    assert_eq!(procs.len(), IDLE_PROCESSES, "the pool is whole: {procs:?}");
+}
+
 /// How each timed-out call of `s` ended, from the log: "in_vm", "killed" or
 /// "finished_at_deadline".
 fn deadline_stops(s: &Server) -> Vec<String> {

@@ -116,6 +116,8 @@ fn take_holes(drained: &mut Drained) {
             if before < size {
                 break;
             }
+            // glibc makes a request of n bytes a chunk of n + 8 rounded
+            // up to 16 (on 64-bit): `size - 16` is a chunk of exactly `size`.
             // SAFETY: a plain allocation; kept for the process's lifetime
             // or freed at once below.
             let p = unsafe { libc::malloc(size - 16) };

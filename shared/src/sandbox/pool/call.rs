@@ -1,7 +1,10 @@
 //! One call's protocol with its child: wait for the seal, cap the CPU, send
 //! the script, then take the report, or stop the script at the deadline.
 
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
+
+use nix::sys::socket::{MsgFlags, recv, send};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -55,14 +58,24 @@ pub(super) async fn drive(
     let mut sock = UnixStream::from_std(std_sock).map_err(SandboxError::Child)?;
     // The spare says when it is sealed (a fresh one may still be warming
     // up); only then does it get the call's CPU cap and the script. A spare
-    // that died fails here, and the caller takes another.
+    // that died fails here, and the caller takes another. A spare that
+    // waited said so long ago, and its socket takes the frame whole: both
+    // are tried at once, without waiting on the reactor (a thread wake-up
+    // each).
+    let fd = child.sock.as_raw_fd();
     let mut sealed = [0u8; 1];
-    match tokio::time::timeout(SEAL_WAIT, sock.read_exact(&mut sealed)).await {
-        Ok(Ok(_)) if sealed[0] == proto::SEALED => {}
-        _ => return Err(SandboxError::NotSealed),
+    if recv(fd, &mut sealed, MsgFlags::MSG_DONTWAIT) != Ok(1) {
+        match tokio::time::timeout(SEAL_WAIT, sock.read_exact(&mut sealed)).await {
+            Ok(Ok(_)) => {}
+            _ => return Err(SandboxError::NotSealed),
+        }
+    }
+    if sealed[0] != proto::SEALED {
+        return Err(SandboxError::NotSealed);
     }
     crate::sandbox::rlimit::limit_cpu(child.pid, timeout.as_secs().max(1))?;
-    if let Err(e) = sock.write_all(frame).await {
+    let sent = send(fd, frame, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL).unwrap_or(0);
+    if let Err(e) = sock.write_all(&frame[sent..]).await {
         // Never started: a dead spare. The caller takes another.
         return Err(SandboxError::Child(e));
     }

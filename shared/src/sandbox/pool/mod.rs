@@ -179,18 +179,41 @@ impl Sandbox {
             .lock()
             .expect("exits lock")
             .insert(child.pid, exit_tx);
-        let result = call::drive(&child, frame, timeout, exit_rx, self.limits).await;
-        child.lower_priority();
-        child.kill();
+        // Built before the call, so that a call whose caller is gone (its
+        // future dropped midway) still ends its child and replaces it.
+        let used = Used {
+            child,
+            shared: self.shared.clone(),
+            back_to_back,
+        };
+        let result = call::drive(&used.child, frame, timeout, exit_rx, self.limits).await;
+        // The answer does not wait for the child's end (~0.05 ms of
+        // syscalls): a task ends it while the answer goes out.
+        tokio::spawn(async move { drop(used) });
+        result
+    }
+}
+
+/// A child that has had its call: dropping it ends the child and asks the
+/// zygote for a replacement.
+struct Used {
+    child: Child,
+    shared: Arc<Shared>,
+    back_to_back: bool,
+}
+
+impl Drop for Used {
+    fn drop(&mut self) {
+        self.child.lower_priority();
+        self.child.kill();
         self.shared
             .exits
             .lock()
             .expect("exits lock")
-            .remove(&child.pid);
+            .remove(&self.child.pid);
         // Replace the child only now: forking while the script runs would
         // compete with it for the CPU. Other spares cover concurrent calls.
-        self.shared.request_spawn(!back_to_back);
-        result
+        self.shared.request_spawn(!self.back_to_back);
     }
 }
 

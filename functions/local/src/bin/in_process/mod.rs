@@ -55,8 +55,11 @@ pub fn corpus_cases(path: &str) -> Result<Vec<(String, String)>, String> {
         .collect())
 }
 
-/// Each script `n` times in one warm VM: `{"in_process": {name: ms}}`.
-pub fn run(scripts: &[(String, String)], n: usize) -> Value {
+/// Each script `n` times in one warm VM, back to back, then `n` times each
+/// after `gap` asleep: `{"in_process": {name: ms}, "in_process_apart": …}`.
+/// The second is what the CPU's cold caches alone cost a call apart, with
+/// no process work: the floor for the API's calls apart.
+pub fn run(scripts: &[(String, String)], n: usize, gap: std::time::Duration) -> Value {
     let allowed: Vec<String> = DEFAULT_MODULES.iter().map(|m| m.to_string()).collect();
     let started = Instant::now();
     let vm = WarmVm::new(&allowed).unwrap_or_else(|e| {
@@ -64,21 +67,28 @@ pub fn run(scripts: &[(String, String)], n: usize) -> Value {
         std::process::exit(1);
     });
     let warm_ms = started.elapsed().as_secs_f64() * 1e3;
-    let (mut medians, mut failed) = (Map::new(), Vec::new());
+    let (mut medians, mut apart, mut failed) = (Map::new(), Map::new(), Vec::new());
     for (name, code) in scripts {
         let mut exit = 0;
-        let times = (0..n.max(1))
-            .map(|_| {
-                let t = Instant::now();
-                exit = vm.run(code, &Files::new(), 0, None, |_, _| {}).exit_code;
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect();
-        medians.insert(name.clone(), median(times).into());
+        let mut series = |pause: std::time::Duration| {
+            let times = (0..n.max(1))
+                .map(|_| {
+                    std::thread::sleep(pause);
+                    let t = Instant::now();
+                    exit = vm.run(code, &Files::new(), 0, None, |_, _| {}).exit_code;
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            median(times)
+        };
+        medians.insert(name.clone(), series(std::time::Duration::ZERO).into());
+        if !gap.is_zero() {
+            apart.insert(name.clone(), series(gap).into());
+        }
         if exit != 0 {
             failed.push(name.clone());
         }
     }
     // A corpus may mean a case to fail; a snippet that fails measures less.
-    json!({ "in_process": medians, "exited_nonzero": failed, "warm_ms": warm_ms, "n": n })
+    json!({ "in_process": medians, "in_process_apart": apart, "exited_nonzero": failed, "warm_ms": warm_ms, "n": n })
 }
