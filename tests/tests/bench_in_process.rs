@@ -18,19 +18,14 @@ fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-#[test]
-fn the_training_corpus_and_the_snippets_run_cleanly_in_process() {
-    let _share = machine_share();
+/// `toolgate-bench --in-process --n 1 <extra> bench/snippets`'s report, from
+/// the workspace; it must exit cleanly.
+fn in_process(extra: &[&str]) -> Value {
     let root = workspace();
     let out = Command::new(bench_bin())
         .current_dir(&root)
-        .args([
-            "--in-process",
-            "--n",
-            "1",
-            "--corpus",
-            "bench/pgo-training.json",
-        ])
+        .args(["--in-process", "--n", "1"])
+        .args(extra)
         .arg(root.join("bench/snippets"))
         .output()
         .expect("run toolgate-bench");
@@ -39,7 +34,14 @@ fn the_training_corpus_and_the_snippets_run_cleanly_in_process() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn the_training_corpus_and_the_snippets_run_cleanly_in_process() {
+    let _share = machine_share();
+    let root = workspace();
+    let report = in_process(&["--corpus", "bench/pgo-training.json"]);
     assert_eq!(report["exited_nonzero"], serde_json::json!([]), "{report}");
     let timed = report["in_process"].as_object().expect("medians");
     let training: Value = serde_json::from_str(
@@ -58,17 +60,7 @@ fn the_training_corpus_and_the_snippets_run_cleanly_in_process() {
 fn the_snippets_are_timed_back_to_back_and_apart() {
     let _share = machine_share();
     let root = workspace();
-    let out = Command::new(bench_bin())
-        .args(["--in-process", "--n", "1"])
-        .arg(root.join("bench/snippets"))
-        .output()
-        .expect("run toolgate-bench");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let report = in_process(&[]);
     let snippets = std::fs::read_dir(root.join("bench/snippets")).unwrap();
     let mut names = 0;
     for entry in snippets.map(Result::unwrap) {
