@@ -141,15 +141,18 @@ def main():
                 res = run(code)  # warm-up, also the answer we compare
                 for _ in range(a.n):
                     t = time.perf_counter(); run(code); times.append(time.perf_counter() - t)
-                for _ in range(a.n if a.gap_ms > 0 else 0):
-                    time.sleep(a.gap_ms / 1e3)
-                    t = time.perf_counter(); run(code); apart.append(time.perf_counter() - t)
             except Exception as e:
                 err = str(e).splitlines()[-1][:120] if str(e) else type(e).__name__
             cell = {"median_ms": round(statistics.median(times) * 1e3, 3) if times else None,
                     "error": err, "result": res}
-            if apart:
-                cell["median_apart_ms"] = round(statistics.median(apart) * 1e3, 3)
+            if a.gap_ms > 0 and err is None:
+                try:
+                    for _ in range(a.n):
+                        time.sleep(a.gap_ms / 1e3)
+                        t = time.perf_counter(); run(code); apart.append(time.perf_counter() - t)
+                    cell["median_apart_ms"] = round(statistics.median(apart) * 1e3, 3)
+                except Exception as e:
+                    cell["apart_error"] = str(e).splitlines()[-1][:120] if str(e) else type(e).__name__
             table.setdefault(sn, {})[name] = cell
         close()
     engines = a.engines.split(",")

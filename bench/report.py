@@ -14,16 +14,20 @@ def ms(row, engine):
 
 
 def apart_ms(row, engine):
+    """The median 20 ms apart: None where it failed, "—" where not measured."""
     c = row.get(engine) or {}
-    return None if c.get("error") else c.get("median_apart_ms")
+    if c.get("error") or c.get("apart_error"):
+        return None
+    return c.get("median_apart_ms", "—")
 
 
 def fmt(v):
-    return "ERR" if v is None else f"{v:.2f}"
+    return "ERR" if v is None else v if isinstance(v, str) else f"{v:.2f}"
 
 
 def ratio(a, b):
-    return "—" if a is None or b is None or b == 0 else f"{a / b:.2f}×"
+    numbers = all(isinstance(v, (int, float)) for v in (a, b))
+    return f"{a / b:.2f}×" if numbers and b != 0 else "—"
 
 
 print("| snippet | API, 20 ms apart | API, back to back | HTTP, back to back | HTTP, 20 ms apart "

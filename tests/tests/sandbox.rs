@@ -85,6 +85,19 @@ fn a_caller_that_hangs_up_ends_its_script() {
     let s = Server::start(&[]);
     s.exec("print(1)"); // warm
     let zygote = toolgate_e2e::children_of(s.pid())[0];
+    // The call's child is the live one with the call's CPU cap (timeout +
+    // 1 s): first the warm-up call's must be gone.
+    let call_child = || {
+        toolgate_e2e::children_of(zygote).into_iter().find(|p| {
+            limit_of(*p, "Max cpu time").as_deref() == Some("21")
+                && proc_state(*p).is_some_and(|(st, _)| st != 'Z')
+        })
+    };
+    poll_until(
+        Duration::from_secs(5),
+        "the warm-up call's child gone",
+        || call_child().is_none().then_some(()),
+    );
     // A sleeping script burns no CPU, so no rlimit ends it: only the server,
     // well before the default 20 s timeout.
     let body = json!({ "code": "import time\ntime.sleep(10**6)" }).to_string();
@@ -97,14 +110,7 @@ fn a_caller_that_hangs_up_ends_its_script() {
         body.len()
     )
     .unwrap();
-    // The call's child is the live one with the call's CPU cap (timeout +
-    // 1 s); the warm-up call's may linger as a zombie.
-    let running = poll_until(Duration::from_secs(5), "the call's child", || {
-        toolgate_e2e::children_of(zygote).into_iter().find(|p| {
-            limit_of(*p, "Max cpu time").as_deref() == Some("21")
-                && proc_state(*p).is_some_and(|(st, _)| st != 'Z')
-        })
-    });
+    let running = poll_until(Duration::from_secs(5), "the call's child", call_child);
     drop(conn);
     poll_until(
         Duration::from_secs(5),
