@@ -206,11 +206,13 @@ impl Drop for Used {
     fn drop(&mut self) {
         self.child.lower_priority();
         self.child.kill();
-        self.shared
-            .exits
-            .lock()
-            .expect("exits lock")
-            .remove(&self.child.pid);
+        // Only this call's entry, whose receiver went with the call: by now
+        // the pid may be reaped and reused by another call's child.
+        let mut exits = self.shared.exits.lock().expect("exits lock");
+        if exits.get(&self.child.pid).is_some_and(|tx| tx.is_closed()) {
+            exits.remove(&self.child.pid);
+        }
+        drop(exits);
         // Replace the child only now: forking while the script runs would
         // compete with it for the CPU. Other spares cover concurrent calls.
         self.shared.request_spawn(!self.back_to_back);
