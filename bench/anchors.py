@@ -121,6 +121,11 @@ ENGINES = {"cpython-exec": eng_cpython_exec, "cpython-proc": eng_cpython_proc,
            "restricted": eng_restricted, "monty": eng_monty, "http": eng_http}
 
 
+def describe(e):
+    """An engine's failure in a line: the last of its message, or its type."""
+    return str(e).splitlines()[-1][:120] if str(e) else type(e).__name__
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=7)
@@ -142,7 +147,7 @@ def main():
                 for _ in range(a.n):
                     t = time.perf_counter(); run(code); times.append(time.perf_counter() - t)
             except Exception as e:
-                err = str(e).splitlines()[-1][:120] if str(e) else type(e).__name__
+                err = describe(e)
             cell = {"median_ms": round(statistics.median(times) * 1e3, 3) if times else None,
                     "error": err, "result": res}
             if a.gap_ms > 0 and err is None:
@@ -152,7 +157,7 @@ def main():
                         t = time.perf_counter(); run(code); apart.append(time.perf_counter() - t)
                     cell["median_apart_ms"] = round(statistics.median(apart) * 1e3, 3)
                 except Exception as e:
-                    cell["apart_error"] = str(e).splitlines()[-1][:120] if str(e) else type(e).__name__
+                    cell["apart_error"] = describe(e)
             table.setdefault(sn, {})[name] = cell
         close()
     engines = a.engines.split(",")

@@ -14,6 +14,9 @@ fn sandbox_processes(s: &Server) -> Vec<u32> {
 
 use toolgate_e2e::IDLE_PROCESSES;
 
+/// The CPU cap of a child running a call: the default 20 s timeout + 1.
+const CALL_CPU_CAP: &str = "21";
+
 /// Waits until only the zygote and its spares remain; returns them.
 fn settled(s: &Server) -> Vec<u32> {
     let deadline = Instant::now() + Duration::from_secs(3);
@@ -89,7 +92,7 @@ fn a_caller_that_hangs_up_ends_its_script() {
     // 1 s): first the warm-up call's must be gone.
     let call_child = || {
         toolgate_e2e::children_of(zygote).into_iter().find(|p| {
-            limit_of(*p, "Max cpu time").as_deref() == Some("21")
+            limit_of(*p, "Max cpu time").as_deref() == Some(CALL_CPU_CAP)
                 && proc_state(*p).is_some_and(|(st, _)| st != 'Z')
         })
     };
@@ -497,13 +500,12 @@ fn assert_spares_sealed(s: &Server) {
     // child that ran the call is killed as the call ends, but stays visible
     // until it is reaped: wait for it to go (it is the one with a CPU cap).
     let zygote = toolgate_e2e::children_of(s.pid())[0];
-    let call_cap = Some("21"); // the default 20 s timeout + 1
     let deadline = Instant::now() + Duration::from_secs(3);
     let spares = loop {
         let kids = toolgate_e2e::children_of(zygote);
         let used = kids
             .iter()
-            .any(|p| limit_of(*p, "Max cpu time").as_deref() == call_cap);
+            .any(|p| limit_of(*p, "Max cpu time").as_deref() == Some(CALL_CPU_CAP));
         if (kids.len() == IDLE_PROCESSES - 1 && !used) || Instant::now() > deadline {
             break kids;
         }

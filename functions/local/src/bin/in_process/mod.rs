@@ -10,7 +10,7 @@
 //! no memory cap, no stack guard in-process) are skipped: those the corpus
 //! expects to time out, or to run out of memory or stack, and sleeps.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use toolgate_shared::allowlist::DEFAULT_MODULES;
@@ -59,7 +59,7 @@ pub fn corpus_cases(path: &str) -> Result<Vec<(String, String)>, String> {
 /// after `gap` asleep: `{"in_process": {name: ms}, "in_process_apart": …}`.
 /// The second is what the CPU's cold caches alone cost a call apart, with
 /// no process work: the floor for the API's calls apart.
-pub fn run(scripts: &[(String, String)], n: usize, gap: std::time::Duration) -> Value {
+pub fn run(scripts: &[(String, String)], n: usize, gap: Duration) -> Value {
     let allowed: Vec<String> = DEFAULT_MODULES.iter().map(|m| m.to_string()).collect();
     let started = Instant::now();
     let vm = WarmVm::new(&allowed).unwrap_or_else(|e| {
@@ -70,7 +70,7 @@ pub fn run(scripts: &[(String, String)], n: usize, gap: std::time::Duration) -> 
     let (mut medians, mut apart, mut failed) = (Map::new(), Map::new(), Vec::new());
     for (name, code) in scripts {
         let mut exit = 0;
-        let mut series = |pause: std::time::Duration| {
+        let mut series = |pause: Duration| {
             let times = (0..n.max(1))
                 .map(|_| {
                     std::thread::sleep(pause);
@@ -81,7 +81,7 @@ pub fn run(scripts: &[(String, String)], n: usize, gap: std::time::Duration) -> 
                 .collect();
             median(times)
         };
-        medians.insert(name.clone(), series(std::time::Duration::ZERO).into());
+        medians.insert(name.clone(), series(Duration::ZERO).into());
         if !gap.is_zero() {
             apart.insert(name.clone(), series(gap).into());
         }
