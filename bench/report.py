@@ -48,6 +48,12 @@ if any(v is not None for v in faults.values()):
     print()
     print("Page faults per call back to back at the API, whole machine: "
           + ", ".join(f"{name} {v}" for name, v in faults.items() if v is not None) + ".")
+child = {name: (row.get("child_b2b_ms"), row.get("child_ms")) for name, row in sorted(sandbox["sandbox"].items())}
+if any(b2b is not None for b2b, _ in child.values()):
+    print()
+    print("Of a call at the API, the time in the child (from its request to its report), back to back / "
+          "20 ms apart: " + ", ".join(f"{name} {fmt(b2b)} / {fmt(apart)}" for name, (b2b, apart) in child.items()
+                                        if b2b is not None) + " ms.")
 hot, cold_vm = alone.get("in_process", {}), alone.get("in_process_apart", {})
 if hot:
     print()

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustpython_vm::signal::UserSignalSender;
 
 use super::heap_reserve::HeapReserve;
+use super::hot_pages::HotPages;
 use super::outbuf::OutBuf;
 use super::proto::{self, ChildReport, ChildRequest};
 use super::seccomp::CHILD_FD;
@@ -273,6 +274,7 @@ fn seal(seccomp_on: bool, memory_mb: u64, base: u64) -> Result<(), String> {
 /// runs the throwaway script first (see [`WarmVm::prefault`]).
 pub(super) fn run(
     warm: &WarmVm,
+    hot: &HotPages,
     sock: RawFd,
     out: *mut u8,
     seccomp_on: bool,
@@ -312,6 +314,10 @@ pub(super) fn run(
     if sock.write_all(&[proto::SEALED]).is_err() {
         // The server dropped this spare (shutdown): nothing to do.
         exit_now(0)
+    }
+    // A lean spare maps, while it waits, what its call would fault in.
+    if !warm_up {
+        hot.populate_until_request(CHILD_FD);
     }
     reserve.write_until_request(CHILD_FD);
     drop(reserve);

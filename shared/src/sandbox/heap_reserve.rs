@@ -82,7 +82,7 @@ impl HeapReserve {
 
 /// Whether `sock` has something to read (the request, or the server's end
 /// closed). The filter allows exactly this peek, on the report socket.
-fn request_waiting(sock: RawFd) -> bool {
+pub(super) fn request_waiting(sock: RawFd) -> bool {
     match receive_one(sock, PEEK_FLAGS) {
         Ok(_) => true,
         Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,

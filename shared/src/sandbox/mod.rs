@@ -55,6 +55,10 @@ pub mod heap_drain;
 #[cfg(feature = "python")]
 mod heap_reserve;
 #[cfg(feature = "python")]
+mod hot_pages;
+#[cfg(feature = "python")]
+mod huge_text;
+#[cfg(feature = "python")]
 pub mod outbuf;
 #[cfg(feature = "python")]
 pub mod pool;

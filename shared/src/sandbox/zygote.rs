@@ -12,6 +12,8 @@ use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use serde::{Deserialize, Serialize};
 
 use super::control::{FromZygote, ToZygote};
+use super::hot_pages::HotPages;
+use super::huge_text;
 use super::proto::Walls;
 use super::vm::WarmVm;
 use super::{child, outbuf, seccomp};
@@ -160,9 +162,16 @@ fn run(config_json: &str) -> ! {
     // Last: what warm-up and the checks above freed must not be where a
     // child's first allocations land (see `heap_drain`).
     super::heap_drain::drain();
+    // After the drain, so the probe allocates where a child would; the
+    // second drain takes what learning and remapping freed.
+    let mut hot = HotPages::learn(|| warm.prefault());
+    if let Some(e) = huge_text::remap_hot(&mut hot).error {
+        eprintln!("toolgate zygote: some code stays on small pages: {e}");
+    }
+    super::heap_drain::drain();
     let _ = send(&FromZygote::Ready(walls), &[]);
     serve(&|io: ChildIo, warm_up: bool| {
-        child::run(&warm, io.sock, io.out, seccomp_on, &cfg, warm_up)
+        child::run(&warm, &hot, io.sock, io.out, seccomp_on, &cfg, warm_up)
     })
 }
 

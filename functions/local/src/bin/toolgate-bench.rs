@@ -232,7 +232,7 @@ fn main() {
             assert_eq!(first.exit_code, 0, "{name}: {}", first.stderr);
             let (api_idle, child_ms) = api_series(&sandbox, code, n, GAP).await;
             let faults_before = machine_faults();
-            let (api_b2b, _) = api_series(&sandbox, code, n, Duration::ZERO).await;
+            let (api_b2b, child_b2b_ms) = api_series(&sandbox, code, n, Duration::ZERO).await;
             let faults = machine_faults()
                 .zip(faults_before)
                 .map(|(after, before)| after.saturating_sub(before) / n as u64);
@@ -240,6 +240,7 @@ fn main() {
                 "api_idle_ms": api_idle,
                 "api_b2b_ms": api_b2b,
                 "child_ms": child_ms,
+                "child_b2b_ms": child_b2b_ms,
                 "api_b2b_faults": faults,
             });
             if let Some(conn) = conn.as_mut() {
