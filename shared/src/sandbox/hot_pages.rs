@@ -387,15 +387,25 @@ mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
 
-    /// Whether this process has the page at `addr` mapped now.
-    fn present(addr: usize) -> bool {
+    /// This process's page-map entry for the page at `addr`.
+    fn entry(addr: usize) -> u64 {
         use std::os::unix::fs::FileExt;
         let pagemap = std::fs::File::open("/proc/self/pagemap").unwrap();
         let mut entry = [0u8; 8];
         pagemap
             .read_exact_at(&mut entry, (addr / PAGE * 8) as u64)
             .unwrap();
-        u64::from_le_bytes(entry) & PRESENT != 0
+        u64::from_le_bytes(entry)
+    }
+
+    /// Whether this process has the page at `addr` mapped now.
+    fn present(addr: usize) -> bool {
+        entry(addr) & PRESENT != 0
+    }
+
+    /// Whether the page at `addr` is this process's own (not shared).
+    fn exclusive(addr: usize) -> bool {
+        entry(addr) & EXCLUSIVE != 0
     }
 
     /// A fresh private mapping of `pages` pages: anonymous and writable, or
@@ -431,17 +441,6 @@ mod tests {
             unsafe { libc::write(fds[1], b"{".as_ptr().cast(), 1) };
         }
         fds
-    }
-
-    /// Whether the page at `addr` is this process's own (not shared).
-    fn exclusive(addr: usize) -> bool {
-        use std::os::unix::fs::FileExt;
-        let pagemap = std::fs::File::open("/proc/self/pagemap").unwrap();
-        let mut entry = [0u8; 8];
-        pagemap
-            .read_exact_at(&mut entry, (addr / PAGE * 8) as u64)
-            .unwrap();
-        u64::from_le_bytes(entry) & EXCLUSIVE != 0
     }
 
     fn poke(addr: usize, value: u8) {
