@@ -5148,6 +5148,29 @@ impl ExecutingFrame<'_> {
             }
             Instruction::LoadName { namei: idx } => {
                 let name = self.code.names[idx.get(arg) as usize];
+                // Toolgate (PATCHES.md 15): exact dict locals (a module's
+                // code) are read without the mapping protocol and without a
+                // KeyError for a name that is not there, as CPython does.
+                if let Some(locals) = self
+                    .locals
+                    .get_or_create(vm)
+                    .obj()
+                    .downcast_ref_if_exact::<PyDict>(vm)
+                {
+                    let mut found = locals.get_item_opt(name, vm)?;
+                    // Toolgate (PATCHES.md 12): a placeholder is restored, then read again.
+                    if let Some(x) = &found
+                        && crate::lazy_globals::resolve(x, name, vm)?
+                    {
+                        found = locals.get_item_opt(name, vm)?;
+                    }
+                    let value = match found {
+                        Some(x) => x,
+                        None => self.load_global_or_builtin(name, vm)?,
+                    };
+                    self.push_value(value);
+                    return Ok(None);
+                }
                 let mut result = self.locals.mapping(vm).subscript(name, vm);
                 // Toolgate (PATCHES.md 12): a placeholder is restored, then read again.
                 if let Ok(x) = &result
@@ -5736,6 +5759,16 @@ impl ExecutingFrame<'_> {
             Instruction::StoreName { namei: idx } => {
                 let name = self.code.names[idx.get(arg) as usize];
                 let value = self.pop_value();
+                // Toolgate (PATCHES.md 15): exact dict locals directly.
+                if let Some(locals) = self
+                    .locals
+                    .get_or_create(vm)
+                    .obj()
+                    .downcast_ref_if_exact::<PyDict>(vm)
+                {
+                    locals.set_item(name, value, vm)?;
+                    return Ok(None);
+                }
                 self.locals
                     .mapping(vm)
                     .ass_subscript(name, Some(value), vm)?;
