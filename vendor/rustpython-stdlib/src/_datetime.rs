@@ -740,12 +740,19 @@ mod _datetime {
             )));
         }
         if let Some(name) = unknown {
-            let name = name.to_string();
-            let hint =
-                crate::vm::suggestion::keyword_suggestion(vm, &name, DELTA_PARAMS.into_iter());
-            return Err(vm.new_type_error(format!(
-                "__new__() got an unexpected keyword argument '{name}'{hint}"
-            )));
+            // The name as given, surrogates too; CPython suggests nothing
+            // for a name that is not valid UTF-8.
+            let mut message = Wtf8Buf::from("__new__() got an unexpected keyword argument '");
+            message.push_wtf8(name);
+            message.push_str("'");
+            if let Ok(name) = name.as_str() {
+                message.push_str(&crate::vm::suggestion::keyword_suggestion(
+                    vm,
+                    name,
+                    DELTA_PARAMS.into_iter(),
+                ));
+            }
+            return Err(vm.new_type_error(message));
         }
         let [
             days,
