@@ -641,14 +641,9 @@ mod _datetime {
     impl Constructor for PyDelta {
         type Args = DeltaArgs;
 
-        fn slot_new(cls: PyTypeRef, mut args: FuncArgs, vm: &VirtualMachine) -> PyResult {
-            let positional = core::mem::take(&mut args.args);
-            let keywords: Vec<_> = args.remaining_keywords().collect();
-            let args = bind_delta_args(
-                &positional,
-                keywords.iter().map(|(name, value)| (&**name, value)),
-                vm,
-            )?;
+        fn slot_new(cls: PyTypeRef, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
+            let keywords = args.kwargs.iter().map(|(name, value)| (&**name, value));
+            let args = bind_delta_args(&args.args, keywords, vm)?;
             Self::py_new(&cls, args, vm)?
                 .into_ref_with_type(vm, cls)
                 .map(Into::into)

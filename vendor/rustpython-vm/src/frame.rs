@@ -5148,43 +5148,18 @@ impl ExecutingFrame<'_> {
             }
             Instruction::LoadName { namei: idx } => {
                 let name = self.code.names[idx.get(arg) as usize];
-                // Toolgate (PATCHES.md 15): exact dict locals (a module's
-                // code) are read without the mapping protocol and without a
-                // KeyError for a name that is not there, as CPython does.
-                if let Some(locals) = self
-                    .locals
-                    .get_or_create(vm)
-                    .obj()
-                    .downcast_ref_if_exact::<PyDict>(vm)
-                {
-                    let mut found = locals.get_item_opt(name, vm)?;
-                    // Toolgate (PATCHES.md 12): a placeholder is restored, then read again.
-                    if let Some(x) = &found
-                        && crate::lazy_globals::resolve(x, name, vm)?
-                    {
-                        found = locals.get_item_opt(name, vm)?;
-                    }
-                    let value = match found {
-                        Some(x) => x,
-                        None => self.load_global_or_builtin(name, vm)?,
-                    };
-                    self.push_value(value);
-                    return Ok(None);
-                }
-                let mut result = self.locals.mapping(vm).subscript(name, vm);
+                let mut found = self.load_local(name, vm)?;
                 // Toolgate (PATCHES.md 12): a placeholder is restored, then read again.
-                if let Ok(x) = &result
+                if let Some(x) = &found
                     && crate::lazy_globals::resolve(x, name, vm)?
                 {
-                    result = self.locals.mapping(vm).subscript(name, vm);
+                    found = self.load_local(name, vm)?;
                 }
-                match result {
-                    Ok(x) => self.push_value(x),
-                    Err(e) if e.fast_isinstance(vm.ctx.exceptions.key_error) => {
-                        self.push_value(self.load_global_or_builtin(name, vm)?);
-                    }
-                    Err(e) => return Err(e),
-                }
+                let value = match found {
+                    Some(x) => x,
+                    None => self.load_global_or_builtin(name, vm)?,
+                };
+                self.push_value(value);
                 Ok(None)
             }
             Instruction::LoadSpecial { method } => {
@@ -8468,6 +8443,21 @@ impl ExecutingFrame<'_> {
                 Err(err) if err.fast_isinstance(vm.ctx.exceptions.key_error) => Ok(None),
                 Err(err) => Err(err),
             }
+        }
+    }
+
+    /// `name` in the frame's locals, `None` when it is not there. Toolgate
+    /// (PATCHES.md 15): exact dict locals (a module's code) are read without
+    /// the mapping protocol and without a KeyError for a miss, as CPython does.
+    fn load_local(&self, name: &Py<PyStr>, vm: &VirtualMachine) -> PyResult<Option<PyObjectRef>> {
+        let locals = self.locals.get_or_create(vm);
+        if let Some(dict) = locals.obj().downcast_ref_if_exact::<PyDict>(vm) {
+            return dict.get_item_opt(name, vm);
+        }
+        match locals.mapping().subscript(name, vm) {
+            Ok(x) => Ok(Some(x)),
+            Err(e) if e.fast_isinstance(vm.ctx.exceptions.key_error) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
