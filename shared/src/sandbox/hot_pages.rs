@@ -18,6 +18,7 @@ use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use super::heap_reserve::request_waiting;
+use super::proc_maps::Mapping;
 
 /// The page size this module assumes; on another (arm64 kernels with 16 or
 /// 64 KiB pages) nothing is learned.
@@ -59,28 +60,21 @@ pub(super) struct HotPages {
     runs: Vec<Run>,
 }
 
-/// One line of `/proc/self/maps`, as far as the scan needs it.
-#[derive(Debug, Clone, Copy)]
-struct Mapping {
-    start: usize,
-    end: usize,
-    /// Private and writable: copied on a write after fork.
-    copied_on_write: bool,
-}
-
 impl HotPages {
     /// Forks a probe that runs `touch` (the warm-up) and reports the pages
-    /// it faulted in. None learned (an empty set) where the probe cannot
-    /// run, read its page map or answer in time, or where the kernel cannot
-    /// populate: spares then fault as before. Call in a single-threaded
-    /// process (the zygote): the probe is a fork that runs `touch`.
-    pub(super) fn learn(touch: impl FnOnce()) -> Self {
+    /// it faulted in, within `maps` (this process's, `proc_maps::read`).
+    /// None learned (an empty set) where the probe cannot run, read its
+    /// page map or answer in time, or where the kernel cannot populate:
+    /// spares then fault as before. Call in a single-threaded process (the
+    /// zygote): the probe is a fork that runs `touch`.
+    pub(super) fn learn(maps: &[Mapping], touch: impl FnOnce()) -> Self {
         if page_size() != PAGE || !populate_works() {
             return Self::default();
         }
-        let Some(maps) = mappings() else {
+        let maps: Vec<&Mapping> = maps.iter().filter(|m| scanned(m)).collect();
+        if maps.is_empty() {
             return Self::default();
-        };
+        }
         let mut fds = [0; 2];
         // SAFETY: pipe2 fills the two-int array it is given.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -281,28 +275,12 @@ fn reap(pid: libc::pid_t) -> bool {
     }
 }
 
-/// The private mappings a probe's faults can land in, from
-/// `/proc/self/maps`: not shared ones, not the kernel's (`[vvar]`,
-/// `[vdso]`), not inaccessible guards.
-fn mappings() -> Option<Vec<Mapping>> {
-    let text = std::fs::read_to_string("/proc/self/maps").ok()?;
-    Some(text.lines().filter_map(parse_mapping).collect())
-}
-
-fn parse_mapping(line: &str) -> Option<Mapping> {
-    let mut fields = line.split_ascii_whitespace();
-    let (start, end) = fields.next()?.split_once('-')?;
-    let perms = fields.next()?.as_bytes();
-    let name = fields.nth(3).unwrap_or("");
-    let special = name.starts_with('[') && name != "[heap]" && name != "[stack]";
-    if perms.len() < 4 || perms[3] != b'p' || perms[0] != b'r' || special {
-        return None;
-    }
-    Some(Mapping {
-        start: usize::from_str_radix(start, 16).ok()?,
-        end: usize::from_str_radix(end, 16).ok()?,
-        copied_on_write: perms[1] == b'w',
-    })
+/// Whether a probe's faults can land in `m` and be replayed: a private
+/// mapping, not the kernel's (`[vvar]`, `[vdso]`), not an inaccessible
+/// guard, and not a reservation too large to scan.
+fn scanned(m: &Mapping) -> bool {
+    let special = m.name.starts_with('[') && m.name != "[heap]" && m.name != "[stack]";
+    m.private() && m.readable() && !special && m.end - m.start <= MAX_MAPPING
 }
 
 /// The probe's hot pages into `runs`: in a writable mapping, those it
@@ -312,12 +290,12 @@ fn parse_mapping(line: &str) -> Option<Mapping> {
 /// populating them later costs next to nothing).
 fn scan(
     pagemap: &std::fs::File,
-    maps: &[Mapping],
+    maps: &[&Mapping],
     buf: &mut [u8],
     runs: &mut Vec<Run>,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
-    for m in maps.iter().filter(|m| m.end - m.start <= MAX_MAPPING) {
+    for m in maps {
         let mut page = m.start / PAGE;
         while page < m.end / PAGE {
             let count = (m.end / PAGE - page).min(buf.len() / 8);
@@ -325,10 +303,10 @@ fn scan(
             pagemap.read_exact_at(bytes, (page * 8) as u64)?;
             for (i, entry) in bytes.chunks_exact(8).enumerate() {
                 let e = u64::from_le_bytes(entry.try_into().expect("8 bytes"));
-                let hot = e & PRESENT != 0
-                    && (!m.copied_on_write || (e & EXCLUSIVE != 0 && e & FILE == 0));
+                let hot =
+                    e & PRESENT != 0 && (!m.writable() || (e & EXCLUSIVE != 0 && e & FILE == 0));
                 if hot {
-                    push_page(runs, (page + i) * PAGE, m.copied_on_write);
+                    push_page(runs, (page + i) * PAGE, m.writable());
                 }
             }
             page += count;
@@ -385,6 +363,7 @@ fn decode(bytes: &[u8]) -> Vec<Run> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::proc_maps;
     use std::os::fd::AsRawFd;
 
     /// This process's page-map entry for the page at `addr`.
@@ -466,7 +445,8 @@ mod tests {
         poke(anon + 12 * PAGE, 5);
         // The probe writes pages 3, 4, 9 and 12, reads page 10 of the
         // first mapping and page 700 of the second.
-        let hot = HotPages::learn(|| {
+        let maps = proc_maps::read().unwrap();
+        let hot = HotPages::learn(&maps, || {
             for page in [3, 4, 9, 12] {
                 poke(anon + page * PAGE, 7);
             }
@@ -536,7 +516,7 @@ mod tests {
 
     #[test]
     fn a_probe_that_fails_teaches_nothing() {
-        let hot = HotPages::learn(|| {
+        let hot = HotPages::learn(&proc_maps::read().unwrap(), || {
             // SAFETY: _exit has no preconditions; the probe dies early.
             unsafe { libc::_exit(3) }
         });
@@ -544,24 +524,24 @@ mod tests {
     }
 
     #[test]
-    fn maps_lines_and_reports_are_read_strictly() {
-        let m = parse_mapping("7f00aa000-7f00ab000 rw-p 00000000 00:00 0 ").unwrap();
-        assert_eq!(
-            (m.start, m.end, m.copied_on_write),
-            (0x7f00aa000, 0x7f00ab000, true)
-        );
-        let text = "5600000-5601000 r-xp 00001000 08:01 123 /usr/bin/toolgate";
-        assert!(!parse_mapping(text).unwrap().copied_on_write);
+    fn mappings_and_reports_are_read_strictly() {
+        let scans = |line: &str| scanned(&proc_maps::parse(line).unwrap());
+        for kept in [
+            "7f00aa000-7f00ab000 rw-p 00000000 00:00 0 ",
+            "5600000-5601000 r-xp 00001000 08:01 123 /usr/bin/toolgate",
+            "55d000-55e000 rw-p 00000000 00:00 0 [heap]",
+        ] {
+            assert!(scans(kept), "{kept}");
+        }
         for skipped in [
             "7f00aa000-7f00ab000 rw-s 00000000 00:01 9 /memfd:toolgate-out (deleted)",
             "7ffd1000-7ffd3000 r--p 00000000 00:00 0 [vvar]",
             "7ffd3000-7ffd5000 r-xp 00000000 00:00 0 [vdso]",
             "7f00aa000-7f00ab000 ---p 00000000 00:00 0 ",
-            "garbage",
+            "100000000-200000000 rw-p 00000000 00:00 0 ",
         ] {
-            assert!(parse_mapping(skipped).is_none(), "{skipped}");
+            assert!(!scans(skipped), "{skipped}");
         }
-        assert!(parse_mapping("55d000-55e000 rw-p 00000000 00:00 0 [heap]").is_some());
 
         let runs = vec![
             Run {

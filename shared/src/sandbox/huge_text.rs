@@ -17,6 +17,7 @@
 use std::collections::BTreeSet;
 
 use super::hot_pages::HotPages;
+use super::proc_maps::Mapping;
 
 /// A huge page on x86_64 and on arm64 with 4 KiB pages (both Lambda's and
 /// ours); elsewhere the copy is still one mapping fork copies, in smaller
@@ -33,10 +34,14 @@ pub(super) struct Remapped {
 
 /// Moves the blocks of this binary's code that hold pages in `hot` onto
 /// anonymous huge pages, and drops those pages from `hot` (the children
-/// have them mapped from the start). Call in the single-threaded zygote.
-pub(super) fn remap_hot(hot: &mut HotPages) -> Remapped {
+/// have them mapped from the start). `maps` are this process's
+/// (`proc_maps::read`). Call in the single-threaded zygote.
+pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
     let mut done = Remapped::default();
-    let Some((start, end, offset)) = code_mapping() else {
+    let Some(&Mapping {
+        start, end, offset, ..
+    }) = code_mapping(maps)
+    else {
         done.error = Some("this binary's code is not in /proc/self/maps".into());
         return done;
     };
@@ -52,8 +57,9 @@ pub(super) fn remap_hot(hot: &mut HotPages) -> Remapped {
         .map(|page| page & !(HUGE - 1))
         .filter(|&b| b >= start && b + HUGE <= end)
         .collect();
-    for (a, len) in spans(&blocks) {
-        if !room_for_mappings() {
+    for (moves, (a, len)) in spans(&blocks).into_iter().enumerate() {
+        // A move splits the code's mapping in three at most.
+        if !room_for_mappings(maps.len() + 2 * moves) {
             done.error = Some("too close to vm.max_map_count".into());
             break;
         }
@@ -84,33 +90,21 @@ fn spans(blocks: &BTreeSet<usize>) -> Vec<(usize, usize)> {
     out
 }
 
-/// The executable mapping that holds this function, the binary's code:
-/// its start, end and offset in the file.
-fn code_mapping() -> Option<(usize, usize, usize)> {
-    let here = code_mapping as fn() -> Option<(usize, usize, usize)> as usize;
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines().find_map(|line| {
-        let mut fields = line.split_ascii_whitespace();
-        let (s, e) = fields.next()?.split_once('-')?;
-        let (s, e) = (
-            usize::from_str_radix(s, 16).ok()?,
-            usize::from_str_radix(e, 16).ok()?,
-        );
-        let perms = fields.next()?;
-        let offset = usize::from_str_radix(fields.next()?, 16).ok()?;
-        (perms == "r-xp" && s <= here && here < e).then_some((s, e, offset))
-    })
+/// The executable mapping that holds this function: the binary's code.
+fn code_mapping(maps: &[Mapping]) -> Option<&Mapping> {
+    let here = code_mapping as fn(&[Mapping]) -> Option<&Mapping> as usize;
+    maps.iter()
+        .find(|m| &m.perms == b"r-xp" && m.contains(here))
 }
 
 /// Whether a move can split mappings (the original and the scratch copy,
-/// a few more entries) without reaching `vm.max_map_count`: the one limit
-/// on `mremap` that can be seen ahead.
-fn room_for_mappings() -> bool {
+/// a few more entries) without reaching `vm.max_map_count`, with `used`
+/// mappings now: the one limit on `mremap` that can be seen ahead.
+fn room_for_mappings(used: usize) -> bool {
     let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
         .and_then(|s| s.trim().parse::<usize>().ok())
         .unwrap_or(65530);
-    let used = std::fs::read_to_string("/proc/self/maps").map_or(usize::MAX, |m| m.lines().count());
     used.saturating_add(64) < limit
 }
 
@@ -258,25 +252,17 @@ fn sync_instruction_cache(_start: usize, _len: usize) {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::proc_maps;
 
     #[inline(never)]
     fn code_to_move(x: u64) -> u64 {
         std::hint::black_box(x).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555
     }
 
-    /// The start and `/proc/self/maps` line of the mapping holding `addr`.
-    fn mapping_of(addr: usize) -> (usize, String) {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        maps.lines()
-            .find_map(|l| {
-                let (s, e) = l.split_ascii_whitespace().next()?.split_once('-')?;
-                let (s, e) = (
-                    usize::from_str_radix(s, 16).ok()?,
-                    usize::from_str_radix(e, 16).ok()?,
-                );
-                (s <= addr && addr < e).then(|| (s, l.to_string()))
-            })
-            .unwrap()
+    /// The mapping holding `addr`, now.
+    fn mapping_of(addr: usize) -> Mapping {
+        let maps = proc_maps::read().unwrap();
+        maps.into_iter().find(|m| m.contains(addr)).unwrap()
     }
 
     /// Whether the host gives huge pages to a mapping that asks for them.
@@ -291,7 +277,8 @@ mod tests {
     /// gives no huge pages, checks that nothing moved. Exits 0, or with the
     /// number of the check that failed.
     fn move_and_check() -> i32 {
-        let (start, end, _) = code_mapping().expect("the test binary's code");
+        let maps = proc_maps::read().expect("procfs");
+        let &Mapping { start, end, .. } = code_mapping(&maps).expect("the test binary's code");
         let block = ((start + end) / 2) & !(HUGE - 1);
         if block < start || block + HUGE > end {
             return 100; // Under 4 MiB of code: no whole block to move.
@@ -301,7 +288,7 @@ mod tests {
         // SAFETY: the whole block lies inside the code mapping (checked).
         let bytes = unsafe { std::slice::from_raw_parts(block as *const u8, HUGE) }.to_vec();
         let mut hot = HotPages::read_at(&[block + 8192, f]);
-        let done = remap_hot(&mut hot);
+        let done = remap_hot(&maps, &mut hot);
         if !thp_on() {
             let nothing = done.bytes == 0
                 && done.error.as_deref() == Some("no huge pages to be had")
@@ -312,7 +299,7 @@ mod tests {
             done.error.is_none() && done.bytes >= HUGE,
             hot.read_pages().all(|p| p & !(HUGE - 1) != block),
             anonymous(block),
-            huge_bytes_at(mapping_of(block).0) >= HUGE,
+            huge_bytes_at(mapping_of(block).start) >= HUGE,
             // SAFETY: the block is mapped readable (checked just above).
             unsafe { std::slice::from_raw_parts(block as *const u8, HUGE) } == &bytes[..],
             code_to_move(7) == before,
@@ -320,11 +307,10 @@ mod tests {
         checks.iter().position(|ok| !ok).map_or(0, |i| i as i32 + 1)
     }
 
-    /// Whether the mapping holding `addr` is anonymous and executable: no
-    /// inode and no path, five fields.
+    /// Whether the mapping holding `addr` is anonymous and executable.
     fn anonymous(addr: usize) -> bool {
-        let line = mapping_of(addr).1;
-        line.split_ascii_whitespace().count() == 5 && line.contains(" r-xp ")
+        let m = mapping_of(addr);
+        m.name.is_empty() && &m.perms == b"r-xp"
     }
 
     #[test]

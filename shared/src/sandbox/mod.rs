@@ -63,6 +63,8 @@ pub mod outbuf;
 #[cfg(feature = "python")]
 pub mod pool;
 #[cfg(feature = "python")]
+mod proc_maps;
+#[cfg(feature = "python")]
 pub mod proto;
 #[cfg(feature = "python")]
 pub mod rlimit;

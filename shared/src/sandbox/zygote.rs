@@ -164,8 +164,9 @@ fn run(config_json: &str) -> ! {
     super::heap_drain::drain();
     // After the drain, so the probe allocates where a child would; the
     // second drain takes what learning and remapping freed.
-    let mut hot = HotPages::learn(|| warm.prefault());
-    if let Some(e) = huge_text::remap_hot(&mut hot).error {
+    let maps = super::proc_maps::read().unwrap_or_default();
+    let mut hot = HotPages::learn(&maps, || warm.prefault());
+    if let Some(e) = huge_text::remap_hot(&maps, &mut hot).error {
         eprintln!("toolgate zygote: some code stays on small pages: {e}");
     }
     super::heap_drain::drain();
