@@ -1,67 +1,125 @@
 #!/usr/bin/env python3
-"""Merges bench/run's measurements into the markdown table README.md shows."""
-import json, sys
+"""Merges bench/run's rounds into the markdown table README.md shows.
 
-sandbox = json.load(open(sys.argv[1]))
-anchors = json.load(open(sys.argv[2]))
-cold = json.load(open(sys.argv[3]))
-alone = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else {}
+Each argument is one round's folder (sandbox.json, anchors.json, cold.json
+and in_process.json, every engine measured within minutes of the others).
+A cell is the median of its rounds' medians; a ratio is the median of its
+rounds' ratios, so that two engines are compared within a round, not across
+the host's slower and faster minutes."""
+import json, pathlib, statistics, sys
+
+ROUNDS = []
+for d in map(pathlib.Path, sys.argv[1:]):
+    for needed in ("sandbox.json", "anchors.json"):
+        if not (d / needed).is_file():
+            sys.exit(f"report.py: {d} has no {needed}: not a finished round")
+    load = lambda name: json.loads((d / name).read_text()) if (d / name).exists() else {}
+    ROUNDS.append({"sandbox": load("sandbox.json"), "anchors": load("anchors.json"),
+                   "cold": load("cold.json"), "alone": load("in_process.json")})
+if not ROUNDS:
+    sys.exit("report.py: give one folder per round")
 
 
-def ms(row, engine):
-    c = row.get(engine) or {}
-    return None if c.get("error") else c.get("median_ms")
-
-
-def apart_ms(row, engine):
-    """The median 20 ms apart: None where it failed, "—" where not measured."""
-    c = row.get(engine) or {}
-    if c.get("error") or c.get("apart_error"):
+def anchor(rnd, name, engine, key):
+    """An anchor's median; None where the engine failed, "—" where not measured."""
+    c = rnd["anchors"].get(name, {}).get(engine) or {}
+    if c.get("error") or (key == "median_apart_ms" and c.get("apart_error")):
         return None
-    return c.get("median_apart_ms", "—")
+    return c.get(key, "—")
+
+
+def ours(rnd, name, key):
+    return rnd["sandbox"].get("sandbox", {}).get(name, {}).get(key)
+
+
+def number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def median(values):
+    """The median of the rounds' values: None (ERR) if any round failed, "—"
+    if none measured it."""
+    if any(v is None for v in values):
+        return None
+    nums = [v for v in values if number(v)]
+    return statistics.median(nums) if nums else "—"
 
 
 def fmt(v):
     return "ERR" if v is None else v if isinstance(v, str) else f"{v:.2f}"
 
 
-def ratio(a, b):
-    numbers = all(isinstance(v, (int, float)) for v in (a, b))
-    return f"{a / b:.2f}×" if numbers and b != 0 else "—"
+def ratios(a, b):
+    """Per round, a ÷ b where both are numbers."""
+    return [x / y for x, y in zip(a, b) if number(x) and number(y) and y != 0]
 
 
+def fmt_ratio(rs):
+    return f"{statistics.median(rs):.2f}×" if rs else "—"
+
+
+names = sorted({n for r in ROUNDS for n in r["anchors"]})
+COLUMNS = [("API ÷ monty", "api_b2b_ms", "monty", "median_ms"),
+           ("API ÷ monty, 20 ms apart", "api_idle_ms", "monty", "median_apart_ms"),
+           ("HTTP ÷ monty", "http_b2b_ms", "monty", "median_ms"),
+           ("API ÷ CPython", "api_b2b_ms", "cpython-exec", "median_ms")]
 print("| snippet | API, 20 ms apart | API, back to back | HTTP, back to back | HTTP, 20 ms apart "
-      "| CPython exec | RestrictedPython | monty | monty, 20 ms apart | API ÷ monty "
-      "| API ÷ monty, 20 ms apart | HTTP ÷ monty | API ÷ CPython |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for name in sorted(anchors):
-    row, ours = anchors[name], sandbox["sandbox"].get(name, {})
-    idle, b2b = ours.get("api_idle_ms"), ours.get("api_b2b_ms")
-    h_b2b, h_idle = ours.get("http_b2b_ms"), ours.get("http_idle_ms")
-    cpy, rp, monty = ms(row, "cpython-exec"), ms(row, "restricted"), ms(row, "monty")
-    monty_apart = apart_ms(row, "monty")
-    print(f"| {name} | {fmt(idle)} | {fmt(b2b)} | {fmt(h_b2b)} | {fmt(h_idle)} | {fmt(cpy)} | {fmt(rp)} "
-          f"| {fmt(monty)} | {fmt(monty_apart)} | {ratio(b2b, monty)} | {ratio(idle, monty_apart)} "
-          f"| {ratio(h_b2b, monty)} | {ratio(b2b, cpy)} |")
-faults = {name: row.get("api_b2b_faults") for name, row in sorted(sandbox["sandbox"].items())}
-if any(v is not None for v in faults.values()):
+      "| CPython exec | RestrictedPython | monty | monty, 20 ms apart | "
+      + " | ".join(c[0] for c in COLUMNS) + " |")
+print("|---|" + "---:|" * (8 + len(COLUMNS)))
+per_round = {}
+for name in names:
+    cells = [median([ours(r, name, k) for r in ROUNDS])
+             for k in ("api_idle_ms", "api_b2b_ms", "http_b2b_ms", "http_idle_ms")]
+    cells += [median([anchor(r, name, e, k) for r in ROUNDS])
+              for e, k in (("cpython-exec", "median_ms"), ("restricted", "median_ms"),
+                           ("monty", "median_ms"), ("monty", "median_apart_ms"))]
+    shown = []
+    for label, mine, engine, key in COLUMNS:
+        rs = ratios([ours(r, name, mine) for r in ROUNDS], [anchor(r, name, engine, key) for r in ROUNDS])
+        per_round.setdefault(label, {})[name] = rs
+        shown.append(fmt_ratio(rs))
+    print(f"| {name} | " + " | ".join(map(fmt, cells)) + " | " + " | ".join(shown) + " |")
+
+if len(ROUNDS) > 1:
+    for label in ("API ÷ monty", "API ÷ monty, 20 ms apart"):
+        rows = [f"{name} " + ", ".join(f"{x:.2f}" for x in rs) for name, rs in per_round[label].items() if rs]
+        if rows:
+            print()
+            print(f"{label}{'' if 'apart' in label else ', back to back'}, round by round: "
+                  + "; ".join(rows) + ".")
+
+
+def sandbox_line(key):
+    return {n: median([ours(r, n, key) for r in ROUNDS]) for n in sorted(ROUNDS[0]["sandbox"].get("sandbox", {}))}
+
+
+faults = sandbox_line("api_b2b_faults")
+if any(number(v) for v in faults.values()):
     print()
     print("Page faults per call back to back at the API, whole machine: "
-          + ", ".join(f"{name} {v}" for name, v in faults.items() if v is not None) + ".")
-child = {name: (row.get("child_b2b_ms"), row.get("child_ms")) for name, row in sorted(sandbox["sandbox"].items())}
-if any(b2b is not None for b2b, _ in child.values()):
+          + ", ".join(f"{n} {v:.0f}" for n, v in faults.items() if number(v)) + ".")
+child_b2b, child_apart = sandbox_line("child_b2b_ms"), sandbox_line("child_ms")
+if any(number(v) for v in child_b2b.values()):
     print()
     print("Of a call at the API, the time in the child (from its request to its report), back to back / "
-          "20 ms apart: " + ", ".join(f"{name} {fmt(b2b)} / {fmt(apart)}" for name, (b2b, apart) in child.items()
-                                        if b2b is not None) + " ms.")
-hot, cold_vm = alone.get("in_process", {}), alone.get("in_process_apart", {})
+          "20 ms apart: " + ", ".join(f"{n} {fmt(v)} / {fmt(child_apart.get(n))}"
+                                        for n, v in child_b2b.items() if number(v)) + " ms.")
+hot = {n: median([r["alone"].get("in_process", {}).get(n) for r in ROUNDS])
+       for n in sorted(ROUNDS[0]["alone"].get("in_process", {}))}
+cold_vm = {n: median([r["alone"].get("in_process_apart", {}).get(n) for r in ROUNDS])
+           for n in sorted(ROUNDS[0]["alone"].get("in_process_apart", {}))}
 if hot:
     print()
     print("The interpreter alone (in-process, one warm VM, no fork), back to back"
           + (" / 20 ms apart" if cold_vm else "") + ": "
-          + ", ".join(f"{name} {hot[name]:.3f}" + (f" / {cold_vm[name]:.3f}" if name in cold_vm else "")
-                      for name in sorted(hot)) + " ms.")
+          + ", ".join(f"{n} {v:.3f}" + (f" / {cold_vm[n]:.3f}" if number(cold_vm.get(n)) else "")
+                      for n, v in hot.items() if number(v)) + " ms.")
 print()
-print(f"Medians in ms over {sandbox['n']} calls each. Ratios compare back-to-back calls with back-to-back "
-      f"anchors, and calls 20 ms apart with monty's calls 20 ms apart. Cold start (process start to first answered call): {cold['cold_start_ms']} ms; "
-      f"zygote warm-up {sandbox['zygote_warm_ms']:.0f} ms.")
+starts = ", ".join(str(r["cold"].get("cold_start_ms", "—")) for r in ROUNDS)
+warm = ", ".join(f"{r['sandbox'].get('zygote_warm_ms', 0):.0f}" for r in ROUNDS)
+rounds = (f", in {len(ROUNDS)} rounds (each measures every engine within minutes): a cell is the median "
+          "of the rounds' medians, a ratio the median of the rounds' ratios" if len(ROUNDS) > 1 else "")
+print(f"Medians in ms over {ROUNDS[0]['sandbox'].get('n', '?')} calls each{rounds}. Ratios compare "
+      "back-to-back calls with back-to-back anchors, and calls 20 ms apart with monty's calls 20 ms apart. "
+      f"Cold start (process start to first answered call): {starts} ms; zygote warm-up {warm} ms.")
