@@ -18,6 +18,10 @@ for d in map(pathlib.Path, sys.argv[1:]):
                    "cold": load("cold.json"), "alone": load("in_process.json")})
 if not ROUNDS:
     sys.exit("report.py: give one folder per round")
+GAPS = {r["sandbox"].get("gap_ms", 20) for r in ROUNDS}
+if len(GAPS) > 1:
+    sys.exit(f"report.py: the rounds paused differently between calls ({sorted(GAPS)} ms)")
+APART = f"{GAPS.pop()} ms apart"
 
 
 def anchor(rnd, name, engine, key):
@@ -60,11 +64,11 @@ def fmt_ratio(rs):
 
 names = sorted({n for r in ROUNDS for n in r["anchors"]})
 COLUMNS = [("API ÷ monty", "api_b2b_ms", "monty", "median_ms"),
-           ("API ÷ monty, 20 ms apart", "api_idle_ms", "monty", "median_apart_ms"),
+           (f"API ÷ monty, {APART}", "api_idle_ms", "monty", "median_apart_ms"),
            ("HTTP ÷ monty", "http_b2b_ms", "monty", "median_ms"),
            ("API ÷ CPython", "api_b2b_ms", "cpython-exec", "median_ms")]
-print("| snippet | API, 20 ms apart | API, back to back | HTTP, back to back | HTTP, 20 ms apart "
-      "| CPython exec | RestrictedPython | monty | monty, 20 ms apart | "
+print(f"| snippet | API, {APART} | API, back to back | HTTP, back to back | HTTP, {APART} "
+      f"| CPython exec | RestrictedPython | monty | monty, {APART} | "
       + " | ".join(c[0] for c in COLUMNS) + " |")
 print("|---|" + "---:|" * (8 + len(COLUMNS)))
 per_round = {}
@@ -82,7 +86,7 @@ for name in names:
     print(f"| {name} | " + " | ".join(map(fmt, cells)) + " | " + " | ".join(shown) + " |")
 
 if len(ROUNDS) > 1:
-    for label in ("API ÷ monty", "API ÷ monty, 20 ms apart"):
+    for label in ("API ÷ monty", f"API ÷ monty, {APART}"):
         rows = [f"{name} " + ", ".join(f"{x:.2f}" for x in rs) for name, rs in per_round[label].items() if rs]
         if rows:
             print()
@@ -103,7 +107,7 @@ child_b2b, child_apart = sandbox_line("child_b2b_ms"), sandbox_line("child_ms")
 if any(number(v) for v in child_b2b.values()):
     print()
     print("Of a call at the API, the time in the child (from its request to its report), back to back / "
-          "20 ms apart: " + ", ".join(f"{n} {fmt(v)} / {fmt(child_apart.get(n))}"
+          f"{APART}: " + ", ".join(f"{n} {fmt(v)} / {fmt(child_apart.get(n))}"
                                         for n, v in child_b2b.items() if number(v)) + " ms.")
 hot = {n: median([r["alone"].get("in_process", {}).get(n) for r in ROUNDS])
        for n in sorted(ROUNDS[0]["alone"].get("in_process", {}))}
@@ -112,7 +116,7 @@ cold_vm = {n: median([r["alone"].get("in_process_apart", {}).get(n) for r in ROU
 if hot:
     print()
     print("The interpreter alone (in-process, one warm VM, no fork), back to back"
-          + (" / 20 ms apart" if cold_vm else "") + ": "
+          + (f" / {APART}" if cold_vm else "") + ": "
           + ", ".join(f"{n} {v:.3f}" + (f" / {cold_vm[n]:.3f}" if number(cold_vm.get(n)) else "")
                       for n, v in hot.items() if number(v)) + " ms.")
 print()
@@ -121,5 +125,5 @@ warm = ", ".join(f"{r['sandbox'].get('zygote_warm_ms', 0):.0f}" for r in ROUNDS)
 rounds = (f", in {len(ROUNDS)} rounds (each measures every engine within minutes): a cell is the median "
           "of the rounds' medians, a ratio the median of the rounds' ratios" if len(ROUNDS) > 1 else "")
 print(f"Medians in ms over {ROUNDS[0]['sandbox'].get('n', '?')} calls each{rounds}. Ratios compare "
-      "back-to-back calls with back-to-back anchors, and calls 20 ms apart with monty's calls 20 ms apart. "
+      f"back-to-back calls with back-to-back anchors, and calls {APART} with monty's calls {APART}. "
       f"Cold start (process start to first answered call): {starts} ms; zygote warm-up {warm} ms.")

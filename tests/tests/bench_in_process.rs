@@ -100,3 +100,16 @@ fn a_missing_or_malformed_corpus_is_refused_with_its_name() {
     }
     let _ = std::fs::remove_file(scratch);
 }
+
+#[test]
+fn a_pause_that_is_not_a_whole_number_of_ms_from_1_is_refused() {
+    for gap in ["0", "-5", "soon", "10001"] {
+        let out = Command::new(bench_bin())
+            .args(["--in-process", &format!("--gap-ms={gap}")])
+            .output()
+            .expect("run toolgate-bench");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{gap}: {err}");
+        assert!(err.contains("--gap-ms"), "{gap}: {err}");
+    }
+}

@@ -1,15 +1,15 @@
 //! Per-call latency of python.execute on each snippet, one call at a time:
 //! - at the sandbox API (`Sandbox::execute` in-process, no HTTP), with calls
-//!   20 ms apart (as a warm Lambda sees them: the CPU has gone idle and the
-//!   replacement fork is done) and back to back;
+//!   `--gap-ms` apart (20 ms unless set: as a warm Lambda sees them, the CPU
+//!   has gone idle and the replacement fork is done) and back to back;
 //! - with `--http HOST:PORT`, through a running `toolgate serve`, on one
-//!   kept-alive connection, back to back and 20 ms apart.
+//!   kept-alive connection, back to back and `--gap-ms` apart.
 //!
 //! With `--sessions`, instead: a session call's cost over a stateless one at
 //! the sandbox API, by the size of the state restored and saved again.
 //!
 //! With `--in-process`, instead: the interpreter alone (`in_process`), back
-//! to back and 20 ms apart.
+//! to back and `--gap-ms` apart.
 //!
 //! Prints JSON medians.
 
@@ -47,13 +47,14 @@ struct Args {
     /// (`{"cases": [{"code": ...}]}`; repeatable).
     #[arg(long, value_name = "FILE", requires = "in_process")]
     corpus: Vec<String>,
+    /// The pause before each call in the "apart" series, in ms: the
+    /// CPU's caches go cold in it, as between an agent's calls.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    gap_ms: u64,
     /// The snippets (`*.py`) [default: bench/snippets, or none with
     /// `--corpus`].
     dir: Option<String>,
 }
-
-/// The pause before each call in the "idle" series.
-const GAP: Duration = Duration::from_millis(20);
 
 /// `n` calls at the sandbox API, each after `gap`: medians of the whole call
 /// and of the part spent in the child, in ms.
@@ -122,18 +123,18 @@ async fn session_series(
 /// an int, a string and a float), as an agent's loaded CSV would be. A call
 /// that never reads the state (`n = 1`) restores none of it; one that reads
 /// it (`n = len(rows)`) restores all of it.
-async fn sessions_bench(sandbox: &Sandbox, n: usize) -> serde_json::Value {
+async fn sessions_bench(sandbox: &Sandbox, n: usize, gap: Duration) -> serde_json::Value {
     let call = "n = 1";
     let read = "n = len(rows)";
-    let (stateless, _) = api_series(sandbox, call, n, GAP).await;
+    let (stateless, _) = api_series(sandbox, call, n, gap).await;
     let mut rows = serde_json::Map::new();
     for (label, count) in [("1KB", 24), ("64KB", 2_200), ("1MB", 36_000)] {
         let make = format!(
             "rows = [{{'id': i, 'name': 'row%d' % i, 'score': i * 0.5}} for i in range({count})]"
         );
         let (_, state) = session_series(sandbox, &make, &[], 1, Duration::ZERO).await;
-        let (ms, after) = session_series(sandbox, call, &state, n, GAP).await;
-        let (read_ms, _) = session_series(sandbox, read, &state, n, GAP).await;
+        let (ms, after) = session_series(sandbox, call, &state, n, gap).await;
+        let (read_ms, _) = session_series(sandbox, read, &state, n, gap).await;
         rows.insert(
             label.into(),
             json!({
@@ -146,7 +147,7 @@ async fn sessions_bench(sandbox: &Sandbox, n: usize) -> serde_json::Value {
             }),
         );
     }
-    json!({ "sessions": rows, "n": n, "gap_ms": GAP.as_millis() as u64 })
+    json!({ "sessions": rows, "n": n, "gap_ms": gap.as_millis() as u64 })
 }
 
 /// `n` calls through `toolgate serve` on one kept-alive connection, each
@@ -172,8 +173,10 @@ fn main() {
         sessions,
         in_process,
         corpus,
+        gap_ms,
         dir,
     } = Args::parse();
+    let gap_apart = Duration::from_millis(gap_ms);
     let dir = match dir {
         Some(dir) => Some(dir),
         None if corpus.is_empty() => Some("bench/snippets".to_owned()),
@@ -204,7 +207,7 @@ fn main() {
         }
         // Training a profile (a corpus) wants no pauses.
         let gap = if corpus.is_empty() {
-            GAP
+            gap_apart
         } else {
             Duration::ZERO
         };
@@ -222,15 +225,18 @@ fn main() {
         let sandbox = Sandbox::start(SandboxConfig::for_python(&cfg).unwrap()).unwrap();
         let warm_ms = started.elapsed().as_secs_f64() * 1e3;
         if sessions {
-            println!("{}", sessions_bench(&sandbox, n).await);
+            println!("{}", sessions_bench(&sandbox, n, gap_apart).await);
             return;
         }
         let mut conn = http.as_deref().map(Conn::open);
         let mut out = serde_json::Map::new();
         for (name, code) in &snippets {
-            let first = sandbox.execute(code, Duration::from_secs(60)).await.unwrap();
+            let first = sandbox
+                .execute(code, Duration::from_secs(60))
+                .await
+                .unwrap();
             assert_eq!(first.exit_code, 0, "{name}: {}", first.stderr);
-            let (api_idle, child_ms) = api_series(&sandbox, code, n, GAP).await;
+            let (api_idle, child_ms) = api_series(&sandbox, code, n, gap_apart).await;
             let faults_before = machine_faults();
             let (api_b2b, child_b2b_ms) = api_series(&sandbox, code, n, Duration::ZERO).await;
             let faults = machine_faults()
@@ -247,13 +253,13 @@ fn main() {
                 // The server process is separate; blocking here is harmless.
                 http_series(conn, code, 1, Duration::ZERO);
                 row["http_b2b_ms"] = json!(http_series(conn, code, n, Duration::ZERO));
-                row["http_idle_ms"] = json!(http_series(conn, code, n, GAP));
+                row["http_idle_ms"] = json!(http_series(conn, code, n, gap_apart));
             }
             out.insert(name.clone(), row);
         }
         println!(
             "{}",
-            json!({ "sandbox": out, "zygote_warm_ms": warm_ms, "n": n, "gap_ms": GAP.as_millis() as u64 })
+            json!({ "sandbox": out, "zygote_warm_ms": warm_ms, "n": n, "gap_ms": gap_ms })
         );
     });
 }
