@@ -530,11 +530,14 @@ mod tests {
             "7f00aa000-7f00ab000 rw-p 00000000 00:00 0 ",
             "5600000-5601000 r-xp 00001000 08:01 123 /usr/bin/toolgate",
             "55d000-55e000 rw-p 00000000 00:00 0 [heap]",
+            "7ffd0000-7ffd2000 rw-p 00000000 00:00 0 [stack]",
+            "40000000-80000000 rw-p 00000000 00:00 0",
         ] {
             assert!(scans(kept), "{kept}");
         }
         for skipped in [
             "7f00aa000-7f00ab000 rw-s 00000000 00:01 9 /memfd:toolgate-out (deleted)",
+            "7f00aa000-7f00ab000 r--s 00000000 08:01 9 /usr/share/zoneinfo.db",
             "7ffd1000-7ffd3000 r--p 00000000 00:00 0 [vvar]",
             "7ffd3000-7ffd5000 r-xp 00000000 00:00 0 [vdso]",
             "7f00aa000-7f00ab000 ---p 00000000 00:00 0 ",

@@ -38,6 +38,10 @@ pub(super) struct Remapped {
 /// (`proc_maps::read`). Call in the single-threaded zygote.
 pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
     let mut done = Remapped::default();
+    if maps.is_empty() {
+        done.error = Some("/proc/self/maps could not be read".into());
+        return done;
+    }
     let Some(&Mapping {
         start, end, offset, ..
     }) = code_mapping(maps)
@@ -57,13 +61,15 @@ pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
         .map(|page| page & !(HUGE - 1))
         .filter(|&b| b >= start && b + HUGE <= end)
         .collect();
+    let limit = max_map_count();
     for (moves, (a, len)) in spans(&blocks).into_iter().enumerate() {
-        // A move splits the code's mapping in three at most.
-        if !room_for_mappings(maps.len() + 2 * moves) {
+        // An estimate, not a count: the mappings read at start, and two
+        // more per move (it splits the code's mapping in three at most).
+        if !room_for_mappings(maps.len() + 2 * moves, limit) {
             done.error = Some("too close to vm.max_map_count".into());
             break;
         }
-        let at = (offset + (a - start)) as u64;
+        let at = offset + (a - start) as u64;
         match remap(a, len, &exe, at) {
             Ok(()) => {
                 done.bytes += len;
@@ -98,14 +104,20 @@ fn code_mapping(maps: &[Mapping]) -> Option<&Mapping> {
 }
 
 /// Whether a move can split mappings (the original and the scratch copy,
-/// a few more entries) without reaching `vm.max_map_count`, with `used`
-/// mappings now: the one limit on `mremap` that can be seen ahead.
-fn room_for_mappings(used: usize) -> bool {
-    let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+/// a few more entries) without reaching `limit`, with about `used`
+/// mappings now: the one limit on `mremap` that can be seen ahead. The
+/// margin covers the scratch copy and the few mappings made since `used`
+/// was counted.
+fn room_for_mappings(used: usize, limit: usize) -> bool {
+    used.saturating_add(64) < limit
+}
+
+/// `vm.max_map_count`, or the kernel's default where it cannot be read.
+fn max_map_count() -> usize {
+    std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
         .and_then(|s| s.trim().parse::<usize>().ok())
-        .unwrap_or(65530);
-    used.saturating_add(64) < limit
+        .unwrap_or(65530)
 }
 
 /// Bytes of the mapping that starts at `addr` backed by huge pages, from
@@ -188,7 +200,7 @@ fn remap(a: usize, len: usize, exe: &std::fs::File, at: u64) -> Result<(), Strin
         // the range, and returns into identical bytes. The kernel unmaps the
         // original before it moves the copy: should the move itself then
         // fail (its own memory exhausted; the map count, the limit that can
-        // be seen, was checked by the caller), the code is gone and the
+        // be seen, was estimated with a margin by the caller), the code is gone and the
         // zygote dies, and the supervisor starts another.
         rc == 0
             && unsafe {
@@ -337,6 +349,21 @@ mod tests {
             "check {} failed",
             libc::WEXITSTATUS(status)
         );
+    }
+
+    #[test]
+    fn nothing_moves_without_maps_or_room() {
+        let mut hot = HotPages::read_at(&[code_to_move as fn(u64) -> u64 as usize]);
+        let done = remap_hot(&[], &mut hot);
+        assert_eq!(done.bytes, 0);
+        assert_eq!(
+            done.error.as_deref(),
+            Some("/proc/self/maps could not be read")
+        );
+        assert!(code_mapping(&[]).is_none());
+        assert!(room_for_mappings(100, 65530));
+        assert!(!room_for_mappings(65530 - 64, 65530));
+        assert!(!room_for_mappings(usize::MAX, 65530));
     }
 
     #[test]

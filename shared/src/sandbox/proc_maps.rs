@@ -11,7 +11,7 @@ pub(super) struct Mapping {
     /// or `s` (shared).
     pub perms: [u8; 4],
     /// Where the mapping starts in its file (0 for anonymous memory).
-    pub offset: usize,
+    pub offset: u64,
     /// The file's path or the kernel's name (`[heap]`, `[vdso]`); empty
     /// for anonymous memory.
     pub name: String,
@@ -36,14 +36,17 @@ impl Mapping {
 }
 
 /// Every mapping of this process, in address order; None if the file
-/// cannot be read (no procfs).
+/// cannot be read (no procfs) or has a line [`parse`] refuses: a partial
+/// list would undercount the mappings `huge_text` checks room for.
 pub(super) fn read() -> Option<Vec<Mapping>> {
     let text = std::fs::read_to_string("/proc/self/maps").ok()?;
-    Some(text.lines().filter_map(parse).collect())
+    text.lines().map(parse).collect()
 }
 
-/// One line, or None if it is not one the kernel writes. Fields are
-/// `start-end perms offset dev inode [name]`; the name may hold spaces.
+/// One line, or None if it is not in the kernel's layout (the range, the
+/// permissions and the offset are checked; the device and inode only for
+/// being there). Fields are `start-end perms offset dev inode [name]`; the
+/// name may hold spaces.
 pub(super) fn parse(line: &str) -> Option<Mapping> {
     let mut rest = line;
     let mut field = || {
@@ -55,7 +58,7 @@ pub(super) fn parse(line: &str) -> Option<Mapping> {
     };
     let (start, end) = field()?.split_once('-')?;
     let perms: [u8; 4] = field()?.as_bytes().try_into().ok()?;
-    let offset = usize::from_str_radix(field()?, 16).ok()?;
+    let offset = u64::from_str_radix(field()?, 16).ok()?;
     let (_dev, _inode) = (field()?, field()?);
     Some(Mapping {
         start: usize::from_str_radix(start, 16).ok()?,
@@ -81,6 +84,11 @@ mod tests {
         assert!(code.contains(0x5600fff) && !code.contains(0x5601000));
         let anon = parse("7f00aa000-7f00ab000 rw-s 00000000 00:00 0 ").unwrap();
         assert!(anon.writable() && !anon.private() && anon.name.is_empty());
+        // No trailing space after the inode: the same mapping.
+        let bare = parse("7f00aa000-7f00ab000 rw-s 00000000 00:00 0").unwrap();
+        assert_eq!(bare, anon);
+        let vsyscall = parse("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]");
+        assert_eq!(vsyscall.unwrap().name, "[vsyscall]");
         for bad in [
             "garbage",
             "",

@@ -159,16 +159,20 @@ fn run(config_json: &str) -> ! {
         memory_mb: cfg.memory_mb,
         sandbox_error: None,
     };
-    // Last: what warm-up and the checks above freed must not be where a
-    // child's first allocations land (see `heap_drain`).
-    super::heap_drain::drain();
-    // After the drain, so the probe allocates where a child would; the
-    // second drain takes what learning and remapping freed.
-    let maps = super::proc_maps::read().unwrap_or_default();
-    let mut hot = HotPages::learn(&maps, || warm.prefault());
-    if let Some(e) = huge_text::remap_hot(&maps, &mut hot).error {
-        eprintln!("toolgate zygote: some code stays on small pages: {e}");
-    }
+    let hot = {
+        // Read before the drain, which then leaves no hole for the probe's
+        // first allocations (they land where a child's would), and dropped
+        // at the end of this block, for the second drain to take.
+        let maps = super::proc_maps::read().unwrap_or_default();
+        // Last: what warm-up and the checks above freed must not be where a
+        // child's first allocations land (see `heap_drain`).
+        super::heap_drain::drain();
+        let mut hot = HotPages::learn(&maps, || warm.prefault());
+        if let Some(e) = huge_text::remap_hot(&maps, &mut hot).error {
+            eprintln!("toolgate zygote: some code stays on small pages: {e}");
+        }
+        hot
+    };
     super::heap_drain::drain();
     let _ = send(&FromZygote::Ready(walls), &[]);
     serve(&|io: ChildIo, warm_up: bool| {
