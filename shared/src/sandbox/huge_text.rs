@@ -200,8 +200,8 @@ fn remap(a: usize, len: usize, exe: &std::fs::File, at: u64) -> Result<(), Strin
         // the range, and returns into identical bytes. The kernel unmaps the
         // original before it moves the copy: should the move itself then
         // fail (its own memory exhausted; the map count, the limit that can
-        // be seen, was estimated with a margin by the caller), the code is gone and the
-        // zygote dies, and the supervisor starts another.
+        // be seen, was estimated with a margin by the caller), the code is
+        // gone and the zygote dies, and the supervisor starts another.
         rc == 0
             && unsafe {
                 libc::mremap(
