@@ -600,3 +600,61 @@ fn a_running_child_is_isolated() {
     let out = runner.join().unwrap();
     assert_eq!(out["exit_code"], 0);
 }
+
+/// Bytes on huge pages in the mappings of `pid` that `pick` takes (by the
+/// mapping's line in /proc/PID/smaps).
+fn huge_bytes(pid: u32, pick: impl Fn(&str) -> bool) -> u64 {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut taken = false;
+    let mut kib = 0;
+    for line in smaps.lines() {
+        if let Some(v) = line.strip_prefix("AnonHugePages:") {
+            if taken {
+                kib += v
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap();
+            }
+        } else if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+        {
+            taken = pick(line);
+        }
+    }
+    kib << 10
+}
+
+/// What fork hands each child by the 2 MiB entry instead of the 4 KiB
+/// page (README: the per-call costs): the zygote's heap and its hot code
+/// are on huge pages. Where the kernel has no huge pages to give (THP set
+/// to `never`), there is nothing to check.
+#[test]
+fn the_warm_image_is_on_huge_pages() {
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.is_empty() || thp.contains("[never]") {
+        eprintln!("THP is off here: nothing to check");
+        return;
+    }
+    let s = Server::start(&[]);
+    s.exec("print(1)");
+    let zygote = toolgate_e2e::children_of(s.pid())[0];
+    let heap = huge_bytes(zygote, |l| l.ends_with("[heap]"));
+    assert!(
+        heap >= 4 << 20,
+        "the zygote's heap: {heap} bytes on huge pages"
+    );
+    // The hot code's copy: executable, anonymous (inode 0, no path).
+    let code = huge_bytes(zygote, |l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() == 5 && f[1] == "r-xp" && f[4] == "0"
+    });
+    assert!(
+        code >= 2 << 20,
+        "the zygote's hot code: {code} bytes on huge pages"
+    );
+}

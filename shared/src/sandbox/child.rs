@@ -17,6 +17,7 @@ use rustpython_vm::signal::UserSignalSender;
 
 use super::heap_reserve::HeapReserve;
 use super::hot_pages::HotPages;
+use super::huge_heap::HugeHeap;
 use super::outbuf::OutBuf;
 use super::proto::{self, ChildReport, ChildRequest};
 use super::seccomp::CHILD_FD;
@@ -270,11 +271,20 @@ fn seal(seccomp_on: bool, memory_mb: u64, base: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// What a sealed spare maps while it waits, learned by the zygote.
+pub(super) struct Ahead {
+    /// The pages a call faults in (lean spares only: a warm one ran the
+    /// warm-up).
+    pub hot: HotPages,
+    /// The heap's blocks on huge pages, split ahead by every spare.
+    pub heap: HugeHeap,
+}
+
 /// The child's whole life. `out` is the shared output mapping; `warm_up`
 /// runs the throwaway script first (see [`WarmVm::prefault`]).
 pub(super) fn run(
     warm: &WarmVm,
-    hot: &HotPages,
+    ahead: &Ahead,
     sock: RawFd,
     out: *mut u8,
     seccomp_on: bool,
@@ -317,8 +327,9 @@ pub(super) fn run(
     }
     // A lean spare maps, while it waits, what its call would fault in.
     if !warm_up {
-        hot.populate_until_request(CHILD_FD);
+        ahead.hot.populate_until_request(CHILD_FD);
     }
+    ahead.heap.split_until_request(CHILD_FD);
     reserve.write_until_request(CHILD_FD);
     drop(reserve);
     let frame = proto::read_frame(&mut *sock);

@@ -133,11 +133,7 @@ mod tests {
         // SAFETY: socketpair fills the two-int array it is given.
         let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) };
         assert_eq!(rc, 0);
-        // SAFETY: fork in a test; glibc resets its allocator's locks in the
-        // child, which only allocates, counts and exits.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
+        crate::sandbox::in_a_fork::exit_code_of(|| {
             if request {
                 // SAFETY: write from a static byte to our own socket.
                 unsafe { libc::write(fds[1], b"{".as_ptr().cast(), 1) };
@@ -150,19 +146,12 @@ mod tests {
             let taken = faults() - before;
             std::hint::black_box(objects);
             let expected = if request { 0 } else { SIZE / CHUNK };
-            let code = if written == expected {
+            if written == expected {
                 (taken / 4).min(255) as i32
             } else {
                 255
-            };
-            // SAFETY: _exit has no preconditions.
-            unsafe { libc::_exit(code) }
-        }
-        let mut status = 0;
-        // SAFETY: reaping our own child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        assert!(libc::WIFEXITED(status), "status {status:#x}");
-        libc::WEXITSTATUS(status)
+            }
+        })
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::proc_maps::Mapping;
 /// A huge page on x86_64 and on arm64 with 4 KiB pages (both Lambda's and
 /// ours); elsewhere the copy is still one mapping fork copies, in smaller
 /// pages.
-const HUGE: usize = 2 << 20;
+pub(super) const HUGE: usize = 2 << 20;
 
 /// What remapping did: bytes of code now on anonymous memory, and the
 /// first failure, if any (the rest of the code stays as it was).
@@ -122,7 +122,7 @@ fn max_map_count() -> usize {
 
 /// Bytes of the mapping that starts at `addr` backed by huge pages, from
 /// `/proc/self/smaps`.
-fn huge_bytes_at(addr: usize) -> usize {
+pub(super) fn huge_bytes_at(addr: usize) -> usize {
     let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
         return 0;
     };
@@ -137,7 +137,7 @@ fn huge_bytes_at(addr: usize) -> usize {
         .map_or(0, |kb| kb << 10)
 }
 
-fn last_error(what: &str) -> String {
+pub(super) fn last_error(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
 

@@ -57,7 +57,11 @@ mod heap_reserve;
 #[cfg(feature = "python")]
 mod hot_pages;
 #[cfg(feature = "python")]
+mod huge_heap;
+#[cfg(feature = "python")]
 mod huge_text;
+#[cfg(all(test, feature = "python"))]
+mod in_a_fork;
 #[cfg(feature = "python")]
 pub mod outbuf;
 #[cfg(feature = "python")]

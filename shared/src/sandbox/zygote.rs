@@ -11,12 +11,13 @@ use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
 use serde::{Deserialize, Serialize};
 
+use super::child::Ahead;
 use super::control::{FromZygote, ToZygote};
 use super::hot_pages::HotPages;
-use super::huge_text;
 use super::proto::Walls;
 use super::vm::WarmVm;
 use super::{child, outbuf, seccomp};
+use super::{huge_heap, huge_text};
 
 /// `argv[1]` that turns a hosting binary into the zygote.
 pub const ZYGOTE_ARG: &str = "__toolgate-sandbox-zygote";
@@ -173,10 +174,22 @@ fn run(config_json: &str) -> ! {
         }
         hot
     };
+    // After warm-up and the probe, the heap is what children share; the
+    // maps read here are freed for the drain to take.
+    let maps = super::proc_maps::read().unwrap_or_default();
+    let collapsed = huge_heap::collapse(&maps);
+    if let Some(e) = &collapsed.error {
+        eprintln!("toolgate zygote: the heap stays on small pages: {e}");
+    }
+    drop(maps);
+    let ahead = Ahead {
+        hot,
+        heap: collapsed.heap,
+    };
     super::heap_drain::drain();
     let _ = send(&FromZygote::Ready(walls), &[]);
     serve(&|io: ChildIo, warm_up: bool| {
-        child::run(&warm, &hot, io.sock, io.out, seccomp_on, &cfg, warm_up)
+        child::run(&warm, &ahead, io.sock, io.out, seccomp_on, &cfg, warm_up)
     })
 }
 

@@ -1,0 +1,213 @@
+//! The warm image's heap on huge pages, shared by every child.
+//!
+//! Fork copies one page-table entry per 4 KiB page of the zygote's heap
+//! (~16 MiB warm: ~4,000 entries, each with a reference taken), and a
+//! child's exit drops them all again. On huge pages fork copies one entry
+//! per 2 MiB, and exit drops as few. A child's first write to a block
+//! splits that block's entry (a page table filled) and copies the 4 KiB
+//! page it wrote, as before: the image stays shared, and no child sees
+//! another's writes. Each spare splits every block while it waits
+//! ([`HugeHeap::split_until_request`]), so that a call pays for no split.
+//! Where the kernel cannot collapse (before 6.1, THP off), the heap stays
+//! on small pages, as before.
+
+use std::os::fd::RawFd;
+
+use super::heap_reserve::request_waiting;
+use super::hot_pages::PAGE;
+use super::huge_text::{HUGE, huge_bytes_at, last_error};
+use super::proc_maps::Mapping;
+
+/// `MADV_COLLAPSE` (Linux 6.1): make huge pages of a range now, whatever
+/// the system's THP setting says (the libc crate has no name for it yet).
+const MADV_COLLAPSE: libc::c_int = 25;
+
+/// What collapsing did: bytes of heap now on huge pages, the blocks
+/// collapsed, and the first failure, if any (that part of the heap stays
+/// on small pages).
+#[derive(Debug, Default)]
+pub(super) struct Collapsed {
+    pub bytes: usize,
+    pub heap: HugeHeap,
+    pub error: Option<String>,
+}
+
+/// The heap's blocks on huge pages, by address.
+#[derive(Debug, Default)]
+pub(super) struct HugeHeap {
+    blocks: Vec<usize>,
+}
+
+impl HugeHeap {
+    /// Splits each block's entry in this process (a sealed spare) while it
+    /// waits, until the request is waiting on `sock`: a child's first write
+    /// to a block costs the split (a page table filled, ~5 µs) on top of
+    /// the page's copy, and a call should pay neither. Writing one page of
+    /// each does it; the rest of the block stays shared.
+    pub(super) fn split_until_request(&self, sock: RawFd) {
+        for &block in &self.blocks {
+            if request_waiting(sock) {
+                return;
+            }
+            // SAFETY: populating changes no contents: a write copies the
+            // page shared with the zygote as the script's own first write
+            // would. The block lies in the heap every child inherits at the
+            // same address.
+            unsafe { libc::madvise(block as *mut libc::c_void, PAGE, libc::MADV_POPULATE_WRITE) };
+        }
+    }
+}
+
+/// Puts the 2 MiB-aligned blocks of the heap in `maps` (this process's,
+/// read after warm-up) on huge pages. Call in the zygote once its heap is
+/// what children should share.
+pub(super) fn collapse(maps: &[Mapping]) -> Collapsed {
+    let mut done = Collapsed::default();
+    for m in maps.iter().filter(|m| heap(m)) {
+        let Some((start, len)) = aligned(m.start, m.end) else {
+            continue;
+        };
+        let range = start as *mut libc::c_void;
+        // SAFETY: advice on whole pages of a mapping of this process (the
+        // aligned part of its heap). Neither call changes a byte anyone
+        // reads: MADV_HUGEPAGE marks the range, and MADV_COLLAPSE copies
+        // its pages onto huge pages in place.
+        let rc = unsafe {
+            if libc::madvise(range, len, libc::MADV_HUGEPAGE) != 0 {
+                done.error = Some(last_error("MADV_HUGEPAGE"));
+                break;
+            }
+            libc::madvise(range, len, MADV_COLLAPSE)
+        };
+        if rc != 0 {
+            done.error = Some(last_error("MADV_COLLAPSE"));
+            // SAFETY: as above; the range goes back to small pages only, so
+            // that the kernel's background collapsing leaves the zygote be.
+            unsafe { libc::madvise(range, len, libc::MADV_NOHUGEPAGE) };
+            break;
+        }
+        done.bytes += huge_bytes_at(start);
+        done.heap.blocks.extend((start..start + len).step_by(HUGE));
+    }
+    done
+}
+
+/// glibc's heap (the zygote's only arena: it is single-threaded).
+fn heap(m: &Mapping) -> bool {
+    m.name == "[heap]" && m.private() && m.writable()
+}
+
+/// The 2 MiB-aligned part of [start, end), as (start, length); None when
+/// it holds no whole block.
+fn aligned(start: usize, end: usize) -> Option<(usize, usize)> {
+    let a = start.checked_next_multiple_of(HUGE)?;
+    let b = end & !(HUGE - 1);
+    (b > a).then(|| (a, b - a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::proc_maps;
+
+    #[test]
+    fn only_whole_aligned_blocks_are_collapsed() {
+        assert_eq!(aligned(0, HUGE), Some((0, HUGE)));
+        assert_eq!(aligned(1, 3 * HUGE + 5), Some((HUGE, 2 * HUGE)));
+        assert_eq!(aligned(1, 2 * HUGE - 1), None);
+        assert_eq!(aligned(HUGE, HUGE), None);
+        assert_eq!(aligned(usize::MAX - 10, usize::MAX), None);
+    }
+
+    #[test]
+    fn only_the_private_writable_heap_is_taken() {
+        let line = |l: &str| proc_maps::parse(l).unwrap();
+        assert!(heap(&line("5000-9000 rw-p 00000000 00:00 0  [heap]")));
+        assert!(!heap(&line("5000-9000 rw-p 00000000 00:00 0  [stack]")));
+        assert!(!heap(&line("5000-9000 rw-p 00000000 00:00 0 ")));
+        assert!(!heap(&line("5000-9000 r--p 00000000 00:00 0  [heap]")));
+        assert!(!heap(&line("5000-9000 rw-s 00000000 00:00 0  [heap]")));
+    }
+
+    /// Whether this kernel can collapse on request: 6.1+, with THP built
+    /// in and not set to `never` (collapsing ignores `madvise`/`always`).
+    fn collapse_possible() -> bool {
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .is_ok_and(|s| !s.contains("[never]"))
+    }
+
+    /// In a forked child (collapsing changes the whole process's heap):
+    /// grows the heap by 12 MiB, fills it, collapses it, and
+    /// checks that the contents held, that the heap is on huge pages, and
+    /// that a grandchild's writes stay its own. Exits 0 on success, with a
+    /// code naming the failed check otherwise.
+    fn collapse_in_a_child() -> i32 {
+        crate::sandbox::in_a_fork::exit_code_of(|| {
+            // The heap's own pages (brk), as glibc's main arena grows
+            // it: a test thread's allocations come from an arena of
+            // its own, elsewhere.
+            const WORDS: usize = (12 << 20) / 8;
+            // SAFETY: sbrk grows this process's heap; the new range is
+            // ours alone and is only used below, as u64 words.
+            let blocks = unsafe {
+                let p = libc::sbrk((WORDS * 8) as libc::intptr_t);
+                if p as isize == -1 {
+                    return 9;
+                }
+                std::slice::from_raw_parts_mut(p.cast::<u64>(), WORDS)
+            };
+            for (i, w) in blocks.iter_mut().enumerate() {
+                *w = i as u64;
+            }
+            let Some(maps) = proc_maps::read() else {
+                return 10;
+            };
+            let done = collapse(&maps);
+            if done.error.is_some() || done.bytes < 2 * HUGE {
+                return 11;
+            }
+            if blocks.iter().enumerate().any(|(i, &w)| w != i as u64) {
+                return 12;
+            }
+            // SAFETY: fork of a single-threaded test child.
+            let grandchild = unsafe { libc::fork() };
+            if grandchild == 0 {
+                for w in blocks.iter_mut().step_by(512) {
+                    *w = u64::MAX;
+                }
+                // SAFETY: _exit has no preconditions.
+                unsafe { libc::_exit(0) }
+            }
+            let mut status = 0;
+            // SAFETY: reaping our own child.
+            unsafe { libc::waitpid(grandchild, &mut status, 0) };
+            if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                return 13;
+            }
+            if blocks.iter().enumerate().any(|(i, &w)| w != i as u64) {
+                return 14;
+            }
+            0
+        })
+    }
+
+    #[test]
+    fn a_collapsed_heap_keeps_its_contents_and_children_their_own_writes() {
+        if !collapse_possible() {
+            eprintln!("THP is off here: nothing to collapse");
+            return;
+        }
+        let code = collapse_in_a_child();
+        let what = match code {
+            0 => return,
+            9 => "sbrk refused to grow the heap",
+            10 => "/proc/self/maps could not be read",
+            11 => "the heap was not collapsed onto huge pages",
+            12 => "collapsing changed the heap's contents",
+            13 => "the grandchild failed",
+            14 => "a child's write reached its parent through a huge page",
+            _ => "unknown",
+        };
+        panic!("{what} (code {code})");
+    }
+}
