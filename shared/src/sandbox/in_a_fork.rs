@@ -5,7 +5,9 @@
 /// returned, or the panic's.
 pub(super) fn exit_code_of(f: impl FnOnce() -> i32) -> i32 {
     // SAFETY: fork in a test; glibc resets its allocator's locks in the
-    // child, which runs `f` alone and exits without unwinding.
+    // child, which runs `f` alone and exits without unwinding. A panic in
+    // `f` runs the harness's hook, whose output lock another test thread
+    // may have held at the fork: the child could then hang, not fail.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
     if pid == 0 {
