@@ -629,8 +629,8 @@ fn huge_bytes(pid: u32, pick: impl Fn(&str) -> bool) -> u64 {
 }
 
 /// What fork hands each child by the 2 MiB entry instead of the 4 KiB
-/// page (README: the per-call costs): the zygote's heap and its hot code
-/// are on huge pages. Where the kernel has no huge pages to give (THP set
+/// page (README: the per-call costs): the zygote's heap, its hot code and
+/// its hot read-only data are on huge pages. Where the kernel has no huge pages to give (THP set
 /// to `never`), there is nothing to check.
 #[test]
 fn the_warm_image_is_on_huge_pages() {
@@ -648,13 +648,17 @@ fn the_warm_image_is_on_huge_pages() {
         heap >= 4 << 20,
         "the zygote's heap: {heap} bytes on huge pages"
     );
-    // The hot code's copy: executable, anonymous (inode 0, no path).
-    let code = huge_bytes(zygote, |l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        f.len() == 5 && f[1] == "r-xp" && f[4] == "0"
-    });
-    assert!(
-        code >= 2 << 20,
-        "the zygote's hot code: {code} bytes on huge pages"
-    );
+    // The copies of its hot code and read-only data (the frozen stdlib, the
+    // Unicode tables): anonymous (inode 0, no path), with the original's
+    // protection.
+    for (perms, what) in [("r-xp", "code"), ("r--p", "read-only data")] {
+        let bytes = huge_bytes(zygote, |l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() == 5 && f[1] == perms && f[4] == "0"
+        });
+        assert!(
+            bytes >= 2 << 20,
+            "the zygote's hot {what}: {bytes} bytes on huge pages"
+        );
+    }
 }

@@ -1,18 +1,22 @@
-//! The interpreter's hot code on huge pages, shared by every child.
+//! The interpreter's hot code and read-only data on huge pages, shared by
+//! every child.
 //!
-//! Fork copies no page-table entries of the binary's code (a file mapping
-//! no one wrote), so each child maps again, a few pages at a time, the code
-//! it runs, and misses the TLB on each 4 KiB page of it. The zygote copies
-//! the 2 MiB blocks of its code that the probe ran (`hot_pages`) from the
-//! binary's file onto anonymous memory with `MADV_HUGEPAGE` and, once the
-//! copy is on huge pages and matches the code in memory, moves it over the
-//! original (`mremap`): the same bytes at the same addresses, read-only and
-//! executable as before. Fork then copies the mapping itself, one entry per
-//! 2 MiB, and a child starts with that code mapped. Where huge pages are
-//! not to be had (THP off, memory too fragmented), nothing moves: on small
-//! pages the copy would cost every fork its page-table entries. Measured on `hello` at
-//! the API (dev build, six rounds alternating): back to back 0.378 → 0.291
-//! ms, 20 ms apart 0.494 → 0.412.
+//! Fork copies no page-table entries of the binary's code and read-only
+//! data (file mappings no one wrote), so each child maps again, a few pages
+//! at a time, what it runs and reads (the frozen stdlib's bytecode, the
+//! Unicode tables), misses the TLB on each 4 KiB page of it, and drops
+//! those entries again at exit. The zygote copies the 2 MiB blocks of both
+//! that the probe touched (`hot_pages`) from the binary's file onto
+//! anonymous memory with `MADV_HUGEPAGE` and, once the copy is on huge
+//! pages and matches what is in memory, moves it over the original
+//! (`mremap`): the same bytes at the same addresses, with the same
+//! protection as before (read and execute for code, read for data). Fork
+//! then copies the mapping itself, one entry per 2 MiB, and a child starts
+//! with those blocks mapped. Where huge pages are not to be had (THP off,
+//! memory too fragmented), nothing moves: on small pages the copy would
+//! cost every fork its page-table entries. Measured on `hello` at the API
+//! (dev build, six rounds alternating), code alone: back to back 0.378 →
+//! 0.291 ms, 20 ms apart 0.494 → 0.412.
 
 use std::collections::BTreeSet;
 
@@ -24,28 +28,25 @@ use super::proc_maps::Mapping;
 /// pages.
 pub(super) const HUGE: usize = 2 << 20;
 
-/// What remapping did: bytes of code now on anonymous memory, and the
-/// first failure, if any (the rest of the code stays as it was).
+/// What remapping did: bytes of code and read-only data now on anonymous
+/// memory, and the first failure, if any (the rest stays as it was).
 #[derive(Debug, Default)]
 pub(super) struct Remapped {
     pub bytes: usize,
     pub error: Option<String>,
 }
 
-/// Moves the blocks of this binary's code that hold pages in `hot` onto
-/// anonymous huge pages, and drops those pages from `hot` (the children
-/// have them mapped from the start). `maps` are this process's
-/// (`proc_maps::read`). Call in the single-threaded zygote.
+/// Moves the blocks of this binary's code and read-only data that hold
+/// pages in `hot` onto anonymous huge pages, and drops those pages from
+/// `hot` (the children have them mapped from the start). `maps` are this
+/// process's (`proc_maps::read`). Call in the single-threaded zygote.
 pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
     let mut done = Remapped::default();
     if maps.is_empty() {
         done.error = Some("/proc/self/maps could not be read".into());
         return done;
     }
-    let Some(&Mapping {
-        start, end, offset, ..
-    }) = code_mapping(maps)
-    else {
+    let Some(code) = code_mapping(maps) else {
         done.error = Some("this binary's code is not in /proc/self/maps".into());
         return done;
     };
@@ -56,33 +57,49 @@ pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
             return done;
         }
     };
-    let blocks: BTreeSet<usize> = hot
-        .read_pages()
-        .map(|page| page & !(HUGE - 1))
-        .filter(|&b| b >= start && b + HUGE <= end)
-        .collect();
     let limit = max_map_count();
-    for (moves, (a, len)) in spans(&blocks).into_iter().enumerate() {
-        // An estimate, not a count: the mappings read at start, and two
-        // more per move (it splits the code's mapping in three at most).
-        if !room_for_mappings(maps.len() + 2 * moves, limit) {
-            done.error = Some("too close to vm.max_map_count".into());
-            break;
-        }
-        let at = offset + (a - start) as u64;
-        match remap(a, len, &exe, at) {
-            Ok(()) => {
-                done.bytes += len;
-                hot.forget(a, a + len);
+    let mut moves = 0;
+    for m in read_only_mappings(maps, code) {
+        let blocks: BTreeSet<usize> = hot
+            .read_pages()
+            .map(|page| page & !(HUGE - 1))
+            .filter(|&b| b >= m.start && b + HUGE <= m.end)
+            .collect();
+        let prot = if m.perms[2] == b'x' {
+            libc::PROT_READ | libc::PROT_EXEC
+        } else {
+            libc::PROT_READ
+        };
+        for (a, len) in spans(&blocks) {
+            // An estimate, not a count: the mappings read at start, and two
+            // more per move (it splits a mapping in three at most).
+            if !room_for_mappings(maps.len() + 2 * moves, limit) {
+                done.error = Some("too close to vm.max_map_count".into());
+                return done;
             }
-            Err(e) => {
-                done.error = Some(e);
-                break;
+            moves += 1;
+            let at = m.offset + (a - m.start) as u64;
+            match remap(a, len, &exe, at, prot) {
+                Ok(()) => {
+                    done.bytes += len;
+                    hot.forget(a, a + len);
+                }
+                // Relocated data, or a breakpoint in code: this span stays.
+                Err(e) if e == DIFFERS => {
+                    done.error.get_or_insert(e);
+                }
+                Err(e) => {
+                    done.error = Some(e);
+                    return done;
+                }
             }
         }
     }
     done
 }
+
+/// A span whose memory is not the file's, which stays where it is.
+const DIFFERS: &str = "the memory differs from the binary's";
 
 /// Consecutive blocks as (start, length) spans, one `mremap` each.
 fn spans(blocks: &BTreeSet<usize>) -> Vec<(usize, usize)> {
@@ -101,6 +118,18 @@ fn code_mapping(maps: &[Mapping]) -> Option<&Mapping> {
     let here = code_mapping as fn(&[Mapping]) -> Option<&Mapping> as usize;
     maps.iter()
         .find(|m| &m.perms == b"r-xp" && m.contains(here))
+}
+
+/// The binary's mappings no one writes: its code, and its read-only data
+/// (the same file, mapped `r--p`). Its relocated data (`.data.rel.ro`) is
+/// already anonymous, and fork copies it.
+fn read_only_mappings<'a>(maps: &'a [Mapping], code: &'a Mapping) -> Vec<&'a Mapping> {
+    maps.iter()
+        .filter(|m| {
+            std::ptr::eq(*m, code)
+                || (&m.perms == b"r--p" && !code.name.is_empty() && m.name == code.name)
+        })
+        .collect()
 }
 
 /// Whether a move can split mappings (the original and the scratch copy,
@@ -141,10 +170,16 @@ pub(super) fn last_error(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
 
-/// Copies the code at [a, a + len) (2 MiB-aligned), read from the
-/// binary at file offset `at`, onto anonymous huge pages and moves the
-/// copy over it.
-fn remap(a: usize, len: usize, exe: &std::fs::File, at: u64) -> Result<(), String> {
+/// Copies the code or data at [a, a + len) (2 MiB-aligned), read from
+/// the binary at file offset `at`, onto anonymous huge pages and moves the
+/// copy over it, with protection `prot`.
+fn remap(
+    a: usize,
+    len: usize,
+    exe: &std::fs::File,
+    at: u64,
+    prot: libc::c_int,
+) -> Result<(), String> {
     use std::os::unix::fs::FileExt;
     // Room to align the copy: only an aligned copy gets huge pages, and
     // mremap keeps them only between aligned addresses.
@@ -174,34 +209,32 @@ fn remap(a: usize, len: usize, exe: &std::fs::File, at: u64) -> Result<(), Strin
     };
     // From the file, not from memory: a debugger's or uprobe's breakpoint
     // in the code would otherwise be copied into memory no probe handles.
-    // SAFETY: the code at [a, a + len) is mapped readable for the
+    // SAFETY: the code or data at [a, a + len) is mapped readable for the
     // process's life.
     let code = unsafe { std::slice::from_raw_parts(a as *const u8, len) };
     let err = match exe.read_exact_at(scratch, at) {
         Err(e) => Some(format!("reading the binary: {e}")),
-        Ok(()) if scratch != code => Some("the code in memory differs from the binary's".into()),
+        Ok(()) if scratch != code => Some(DIFFERS.into()),
         Ok(()) if huge_bytes_at(copy) < len => Some("no huge pages to be had".into()),
         Ok(()) => None,
     };
     let moved = err.is_none() && {
-        sync_instruction_cache(copy, len);
-        // SAFETY: the copy's own range, inside the mapping made above. Read
-        // and execute, as the code's original mapping: never writable again.
-        let rc = unsafe {
-            libc::mprotect(
-                copy as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_EXEC,
-            )
-        };
+        if prot & libc::PROT_EXEC != 0 {
+            sync_instruction_cache(copy, len);
+        }
+        // SAFETY: the copy's own range, inside the mapping made above. The
+        // original's protection (`prot` is read, or read and execute):
+        // never writable again.
+        let rc = unsafe { libc::mprotect(copy as *mut libc::c_void, len, prot) };
         // SAFETY: moves the copy (the same bytes, the same protection)
-        // over the original code. The zygote is single-threaded, so nothing
-        // else runs that code meanwhile; this function's caller may lie in
-        // the range, and returns into identical bytes. The kernel unmaps the
-        // original before it moves the copy: should the move itself then
-        // fail (its own memory exhausted; the map count, the limit that can
-        // be seen, was estimated with a margin by the caller), the code is
-        // gone and the zygote dies, and the supervisor starts another.
+        // over the original. The zygote is single-threaded, so nothing
+        // else runs that code or reads that data meanwhile; this function's
+        // caller may lie in the range, and returns into identical bytes.
+        // The kernel unmaps the original before it moves the copy: should
+        // the move itself then fail (its own memory exhausted; the map
+        // count, the limit that can be seen, was estimated with a margin by
+        // the caller), the original is gone and the zygote dies, and the
+        // supervisor starts another.
         rc == 0
             && unsafe {
                 libc::mremap(
@@ -264,7 +297,7 @@ fn sync_instruction_cache(_start: usize, _len: usize) {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::proc_maps;
+    use crate::sandbox::{in_a_fork, proc_maps};
 
     #[inline(never)]
     fn code_to_move(x: u64) -> u64 {
@@ -317,6 +350,55 @@ mod tests {
             code_to_move(7) == before,
         ];
         checks.iter().position(|ok| !ok).map_or(0, |i| i as i32 + 1)
+    }
+
+    /// As [`move_and_check`], for the block in the middle of the test
+    /// binary's largest mapping of read-only data. Exits 0, or with the
+    /// number of the check that failed (from 61).
+    fn move_data_and_check() -> i32 {
+        let maps = proc_maps::read().expect("procfs");
+        let code = code_mapping(&maps).expect("the test binary's code");
+        let Some(data) = read_only_mappings(&maps, code)
+            .into_iter()
+            .filter(|m| &m.perms == b"r--p")
+            .max_by_key(|m| m.end - m.start)
+        else {
+            return 60; // No read-only data named as the code's file.
+        };
+        let block = ((data.start + data.end) / 2) & !(HUGE - 1);
+        if block < data.start || block + HUGE > data.end {
+            return 100; // Under 4 MiB of read-only data: no whole block.
+        }
+        // SAFETY: the whole block lies inside the data mapping (checked).
+        let bytes = unsafe { std::slice::from_raw_parts(block as *const u8, HUGE) }.to_vec();
+        let mut hot = HotPages::read_at(&[block + 4096]);
+        let done = remap_hot(&maps, &mut hot);
+        if !thp_on() {
+            let nothing = done.bytes == 0 && mapping_of(block).name == data.name;
+            return if nothing { 0 } else { 50 };
+        }
+        let m = mapping_of(block);
+        let checks = [
+            done.error.is_none() && done.bytes == HUGE,
+            hot.read_pages().all(|p| p & !(HUGE - 1) != block),
+            m.name.is_empty() && &m.perms == b"r--p",
+            huge_bytes_at(m.start) >= HUGE,
+            // SAFETY: the block is mapped readable (checked just above).
+            unsafe { std::slice::from_raw_parts(block as *const u8, HUGE) } == &bytes[..],
+        ];
+        checks
+            .iter()
+            .position(|ok| !ok)
+            .map_or(0, |i| i as i32 + 61)
+    }
+
+    #[test]
+    fn hot_read_only_data_moves_onto_anonymous_memory_unchanged() {
+        assert_eq!(
+            in_a_fork::exit_code_of(move_data_and_check),
+            0,
+            "a check failed (see move_data_and_check)"
+        );
     }
 
     /// Whether the mapping holding `addr` is anonymous and executable.

@@ -170,7 +170,7 @@ fn run(config_json: &str) -> ! {
         super::heap_drain::drain();
         let mut hot = HotPages::learn(&maps, || warm.prefault());
         if let Some(e) = huge_text::remap_hot(&maps, &mut hot).error {
-            eprintln!("toolgate zygote: some code stays on small pages: {e}");
+            eprintln!("toolgate zygote: some code or read-only data stays on small pages: {e}");
         }
         hot
     };
