@@ -84,8 +84,12 @@ pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
                     done.bytes += len;
                     hot.forget(a, a + len);
                 }
-                // Relocated data, or a breakpoint in code: this span stays.
-                Err(e) if e == DIFFERS => {
+                // Relocated data (`.data.rel.ro` is `r--p` too): expected,
+                // and not worth a warning.
+                Err(e) if e == DIFFERS && prot & libc::PROT_EXEC == 0 => {}
+                // A breakpoint in code, or data that cannot move: this span
+                // stays, the rest still go.
+                Err(e) if e == DIFFERS || prot & libc::PROT_EXEC == 0 => {
                     done.error.get_or_insert(e);
                 }
                 Err(e) => {
@@ -120,16 +124,16 @@ fn code_mapping(maps: &[Mapping]) -> Option<&Mapping> {
         .find(|m| &m.perms == b"r-xp" && m.contains(here))
 }
 
-/// The binary's mappings no one writes: its code, and its read-only data
-/// (the same file, mapped `r--p`). Its relocated data (`.data.rel.ro`) is
-/// already anonymous, and fork copies it.
+/// The binary's mappings no one writes: its code first (a failure with
+/// data must not keep code from moving), then its read-only data (the same
+/// file, mapped `r--p`). That includes its relocated data (`.data.rel.ro`,
+/// write-protected after relocation), whose memory differs from the file:
+/// `remap` refuses it.
 fn read_only_mappings<'a>(maps: &'a [Mapping], code: &'a Mapping) -> Vec<&'a Mapping> {
-    maps.iter()
-        .filter(|m| {
-            std::ptr::eq(*m, code)
-                || (&m.perms == b"r--p" && !code.name.is_empty() && m.name == code.name)
-        })
-        .collect()
+    let data = maps
+        .iter()
+        .filter(|m| &m.perms == b"r--p" && !code.name.is_empty() && m.name == code.name);
+    std::iter::once(code).chain(data).collect()
 }
 
 /// Whether a move can split mappings (the original and the scratch copy,
@@ -246,6 +250,12 @@ fn remap(
                 )
             } != libc::MAP_FAILED
     };
+    if !moved && err.is_none() && !mapped(a, len) {
+        // The kernel unmapped the original and could not move the copy:
+        // every child would inherit the hole. The supervisor starts another
+        // zygote.
+        std::process::abort();
+    }
     let err = err.or_else(|| (!moved).then(|| last_error("mprotect or mremap")));
     // What is left of the scratch mapping: the alignment's head and tail,
     // and, when nothing moved, the copy too.
@@ -261,6 +271,15 @@ fn remap(
         libc::munmap(keep_to as *mut libc::c_void, raw + len + HUGE - keep_to);
     }
     err.map_or(Ok(()), Err)
+}
+
+/// Whether [a, a + len) is still mapped (`mincore` fails with ENOMEM on a
+/// hole).
+fn mapped(a: usize, len: usize) -> bool {
+    let mut vec = vec![0u8; len.div_ceil(4096)];
+    // SAFETY: `vec` holds one byte per 4 KiB page of the range (the
+    // smallest page size), as mincore writes; the range is only queried.
+    unsafe { libc::mincore(a as *mut libc::c_void, len, vec.as_mut_ptr()) == 0 }
 }
 
 /// Code written as data must reach the instruction cache before it runs:
@@ -374,7 +393,9 @@ mod tests {
         let mut hot = HotPages::read_at(&[block + 4096]);
         let done = remap_hot(&maps, &mut hot);
         if !thp_on() {
-            let nothing = done.bytes == 0 && mapping_of(block).name == data.name;
+            let nothing = done.bytes == 0
+                && done.error.as_deref() == Some("no huge pages to be had")
+                && mapping_of(block).name == data.name;
             return if nothing { 0 } else { 50 };
         }
         let m = mapping_of(block);

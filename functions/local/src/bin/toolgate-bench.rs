@@ -56,17 +56,21 @@ struct Args {
     dir: Option<String>,
 }
 
+/// Waits `gap` before a call; not at all for a zero gap: tokio rounds a
+/// timer up to its next millisecond tick, which would hand every
+/// back-to-back call's spare a pause to settle in.
+async fn pause(gap: Duration) {
+    if !gap.is_zero() {
+        tokio::time::sleep(gap).await;
+    }
+}
+
 /// `n` calls at the sandbox API, each after `gap`: medians of the whole call
 /// and of the part spent in the child, in ms.
 async fn api_series(sandbox: &Sandbox, code: &str, n: usize, gap: Duration) -> (f64, f64) {
     let (mut total, mut child) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        // Not even a zero sleep back to back: tokio rounds a timer up to
-        // its next millisecond tick, which would hand every call's spare a
-        // pause to settle in.
-        if !gap.is_zero() {
-            tokio::time::sleep(gap).await;
-        }
+        pause(gap).await;
         let t = Instant::now();
         let r = sandbox
             .execute(code, Duration::from_secs(60))
@@ -105,7 +109,7 @@ async fn session_series(
     let mut times = Vec::with_capacity(n);
     let mut last = state.to_vec();
     for _ in 0..n {
-        tokio::time::sleep(gap).await;
+        pause(gap).await;
         let t = Instant::now();
         let r = sandbox
             .execute_for(
