@@ -65,7 +65,8 @@ pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
             .map(|page| page & !(HUGE - 1))
             .filter(|&b| b >= m.start && b + HUGE <= m.end)
             .collect();
-        let prot = if m.perms[2] == b'x' {
+        let exec = m.perms[2] == b'x';
+        let prot = if exec {
             libc::PROT_READ | libc::PROT_EXEC
         } else {
             libc::PROT_READ
@@ -86,10 +87,10 @@ pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
                 }
                 // Relocated data (`.data.rel.ro` is `r--p` too): expected,
                 // and not worth a warning.
-                Err(e) if e == DIFFERS && prot & libc::PROT_EXEC == 0 => {}
+                Err(e) if e == DIFFERS && !exec => {}
                 // A breakpoint in code, or data that cannot move: this span
                 // stays, the rest still go.
-                Err(e) if e == DIFFERS || prot & libc::PROT_EXEC == 0 => {
+                Err(e) if e == DIFFERS || !exec => {
                     done.error.get_or_insert(e);
                 }
                 Err(e) => {
@@ -237,8 +238,7 @@ fn remap(
         // The kernel unmaps the original before it moves the copy: should
         // the move itself then fail (its own memory exhausted; the map
         // count, the limit that can be seen, was estimated with a margin by
-        // the caller), the original is gone and the zygote dies, and the
-        // supervisor starts another.
+        // the caller), the original is gone and the zygote aborts (below).
         rc == 0
             && unsafe {
                 libc::mremap(
@@ -430,28 +430,8 @@ mod tests {
 
     #[test]
     fn hot_code_moves_onto_anonymous_memory_and_runs_the_same() {
-        // SAFETY: fork in a test; the child only reads its maps, moves its
-        // own code, checks it and exits.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            let code = move_and_check();
-            // SAFETY: _exit has no preconditions.
-            unsafe { libc::_exit(code) }
-        }
-        let mut status = 0;
-        // SAFETY: reaping our own child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        assert!(
-            libc::WIFEXITED(status),
-            "the child died: status {status:#x}"
-        );
-        assert_eq!(
-            libc::WEXITSTATUS(status),
-            0,
-            "check {} failed",
-            libc::WEXITSTATUS(status)
-        );
+        let code = in_a_fork::exit_code_of(move_and_check);
+        assert_eq!(code, 0, "check {code} failed");
     }
 
     #[test]
