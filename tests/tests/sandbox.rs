@@ -630,8 +630,8 @@ fn huge_bytes(pid: u32, pick: impl Fn(&str) -> bool) -> u64 {
 
 /// What fork hands each child by the 2 MiB entry instead of the 4 KiB
 /// page (README: the per-call costs): the zygote's heap, its hot code and
-/// its hot read-only data are on huge pages. Where the kernel has no huge pages to give (THP set
-/// to `never`), there is nothing to check.
+/// its hot read-only data are on huge pages. Where the kernel has no huge
+/// pages to give (THP set to `never`), there is nothing to check.
 #[test]
 fn the_warm_image_is_on_huge_pages() {
     let thp =

@@ -87,14 +87,14 @@ pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
                 }
                 // Relocated data (`.data.rel.ro` is `r--p` too): expected,
                 // and not worth a warning.
-                Err(e) if e == DIFFERS && !exec => {}
+                Err(Stayed::Differs) if !exec => {}
                 // A breakpoint in code, or data that cannot move: this span
                 // stays, the rest still go.
-                Err(e) if e == DIFFERS || !exec => {
-                    done.error.get_or_insert(e);
+                Err(e) if !exec || matches!(e, Stayed::Differs) => {
+                    done.error.get_or_insert(e.message());
                 }
                 Err(e) => {
-                    done.error = Some(e);
+                    done.error = Some(e.message());
                     return done;
                 }
             }
@@ -103,8 +103,23 @@ pub(super) fn remap_hot(maps: &[Mapping], hot: &mut HotPages) -> Remapped {
     done
 }
 
-/// A span whose memory is not the file's, which stays where it is.
-const DIFFERS: &str = "the memory differs from the binary's";
+/// Why a span stayed where it was.
+enum Stayed {
+    /// Its memory is not the binary's file (relocated data, a breakpoint in
+    /// code): only this span stays.
+    Differs,
+    /// Anything else, in words.
+    Failed(String),
+}
+
+impl Stayed {
+    fn message(self) -> String {
+        match self {
+            Stayed::Differs => "the memory differs from the binary's".into(),
+            Stayed::Failed(e) => e,
+        }
+    }
+}
 
 /// Consecutive blocks as (start, length) spans, one `mremap` each.
 fn spans(blocks: &BTreeSet<usize>) -> Vec<(usize, usize)> {
@@ -184,7 +199,7 @@ fn remap(
     exe: &std::fs::File,
     at: u64,
     prot: libc::c_int,
-) -> Result<(), String> {
+) -> Result<(), Stayed> {
     use std::os::unix::fs::FileExt;
     // Room to align the copy: only an aligned copy gets huge pages, and
     // mremap keeps them only between aligned addresses.
@@ -200,7 +215,7 @@ fn remap(
         )
     };
     if raw == libc::MAP_FAILED {
-        return Err(last_error("mmap"));
+        return Err(Stayed::Failed(last_error("mmap")));
     }
     let raw = raw as usize;
     let copy = raw.next_multiple_of(HUGE);
@@ -218,9 +233,11 @@ fn remap(
     // process's life.
     let code = unsafe { std::slice::from_raw_parts(a as *const u8, len) };
     let err = match exe.read_exact_at(scratch, at) {
-        Err(e) => Some(format!("reading the binary: {e}")),
-        Ok(()) if scratch != code => Some(DIFFERS.into()),
-        Ok(()) if huge_bytes_at(copy) < len => Some("no huge pages to be had".into()),
+        Err(e) => Some(Stayed::Failed(format!("reading the binary: {e}"))),
+        Ok(()) if scratch != code => Some(Stayed::Differs),
+        Ok(()) if huge_bytes_at(copy) < len => {
+            Some(Stayed::Failed("no huge pages to be had".into()))
+        }
         Ok(()) => None,
     };
     let moved = err.is_none() && {
@@ -256,7 +273,7 @@ fn remap(
         // zygote.
         std::process::abort();
     }
-    let err = err.or_else(|| (!moved).then(|| last_error("mprotect or mremap")));
+    let err = err.or_else(|| (!moved).then(|| Stayed::Failed(last_error("mprotect or mremap"))));
     // What is left of the scratch mapping: the alignment's head and tail,
     // and, when nothing moved, the copy too.
     let (keep_from, keep_to) = if moved {
