@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Merges bench/run's rounds into the markdown table README.md shows.
+"""Merges bench/run's rounds into the markdown table docs/benchmarks.md shows.
 
 Each argument is one round's folder (sandbox.json, anchors.json, cold.json
 and in_process.json, every engine measured within minutes of the others).

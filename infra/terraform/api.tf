@@ -5,28 +5,45 @@
 # gateway, which knows every function's tools.
 
 locals {
-  # Route key => the function behind it, and whether it is public. Only the
-  # person's clarification routes are: the person holds a link, not a token,
-  # and the clarification's unguessable id (160 random bits) is the
-  # capability. Health stays behind the authorizer: it names the tools and
-  # the walls. $default gives the contract's JSON 404 instead of API
-  # Gateway's own.
+  # Route key => the function behind it, and who may call it: "open",
+  # "callers" (the agents' tokens) or "approvers". Only the routes that
+  # check their own proof are open: the person's clarification routes (the
+  # person holds a link, not a token, and the clarification's unguessable
+  # id, 160 random bits, is the capability), the approvers' inbox page
+  # (which calls the approvers' JSON API with the approver's own
+  # credentials), link decisions (a capability posted in the body, refused
+  # unless approvals_link_holder is "true") and Slack's signed button
+  # clicks. The approvers' JSON API takes the authorizer (with
+  # approvers_jwt_audience, the approvers' own); the clarify function then
+  # takes as an approver only a JWT in approvers_jwt_group or an ARN in
+  # approvers_iam_arns. "GET /clarifications" is the list alone: an exact
+  # path, so "/clarifications/{id}..." stay open. Health stays behind the
+  # authorizer: it names the tools and the walls. $default gives the
+  # contract's JSON 404 instead of API Gateway's own.
   routes = {
-    "GET /tools"                       = { function = "gateway", public = false }
-    "POST /tools/python.execute"       = { function = "python-execute", public = false }
-    "POST /tools/python__execute"      = { function = "python-execute", public = false }
-    "POST /tools/list_servers"         = { function = "ssh", public = false }
-    "POST /tools/ssh_run"              = { function = "ssh", public = false }
-    "POST /tools/clarify"              = { function = "clarify", public = false }
-    "GET /clarifications/{id}"         = { function = "clarify", public = true }
-    "GET /clarifications/{id}/answer"  = { function = "clarify", public = true }
-    "POST /clarifications/{id}/answer" = { function = "clarify", public = true }
-    "POST /clarifications/{id}/cancel" = { function = "clarify", public = true }
-    "POST /tools/{name}"               = { function = "cloud", public = false }
-    "GET /openapi.json"                = { function = "gateway", public = false }
-    "ANY /mcp"                         = { function = "gateway", public = false }
-    "GET /healthz"                     = { function = "gateway", public = false }
-    "$default"                         = { function = "gateway", public = false }
+    "GET /tools"                       = { function = "gateway", auth = "callers" }
+    "POST /tools/python.execute"       = { function = "python-execute", auth = "callers" }
+    "POST /tools/python__execute"      = { function = "python-execute", auth = "callers" }
+    "POST /tools/list_servers"         = { function = "ssh", auth = "callers" }
+    "POST /tools/ssh_run"              = { function = "ssh", auth = "callers" }
+    "POST /tools/clarify"              = { function = "clarify", auth = "callers" }
+    "GET /clarifications/{id}"         = { function = "clarify", auth = "open" }
+    "GET /clarifications/{id}/answer"  = { function = "clarify", auth = "open" }
+    "POST /clarifications/{id}/answer" = { function = "clarify", auth = "open" }
+    "POST /clarifications/{id}/cancel" = { function = "clarify", auth = "open" }
+    "GET /approvals"                   = { function = "clarify", auth = "approvers" }
+    "GET /approvals/{id}"              = { function = "clarify", auth = "approvers" }
+    "POST /approvals/{id}/decision"    = { function = "clarify", auth = "approvers" }
+    "GET /clarifications"              = { function = "clarify", auth = "approvers" }
+    "GET /inbox"                       = { function = "clarify", auth = "open" }
+    "GET /inbox/{id}"                  = { function = "clarify", auth = "open" }
+    "POST /approval-links/{id}"        = { function = "clarify", auth = "open" }
+    "POST /slack/interactions"         = { function = "clarify", auth = "open" }
+    "POST /tools/{name}"               = { function = "cloud", auth = "callers" }
+    "GET /openapi.json"                = { function = "gateway", auth = "callers" }
+    "ANY /mcp"                         = { function = "gateway", auth = "callers" }
+    "GET /healthz"                     = { function = "gateway", auth = "callers" }
+    "$default"                         = { function = "gateway", auth = "callers" }
   }
 }
 
@@ -74,7 +91,23 @@ resource "aws_apigatewayv2_authorizer" "jwt" {
 
   jwt_configuration {
     issuer   = var.jwt_issuer
-    audience = [var.jwt_audience]
+    audience = split(",", var.jwt_audience)
+  }
+}
+
+# People's tokens (approvers_jwt_audience), for the approvers' routes alone:
+# the same issuer, another audience.
+resource "aws_apigatewayv2_authorizer" "approvers" {
+  count = var.auth_mode == "JWT" && var.approvers_jwt_audience != "" ? 1 : 0
+
+  api_id           = aws_apigatewayv2_api.this.id
+  name             = "jwt-approvers"
+  authorizer_type  = "JWT"
+  identity_sources = ["$request.header.Authorization"]
+
+  jwt_configuration {
+    issuer   = var.jwt_issuer
+    audience = split(",", var.approvers_jwt_audience)
   }
 }
 
@@ -104,7 +137,7 @@ resource "aws_apigatewayv2_route" "this" {
   api_id             = aws_apigatewayv2_api.this.id
   route_key          = each.key
   target             = "integrations/${aws_apigatewayv2_integration.function[each.value.function].id}"
-  authorization_type = each.value.public ? "NONE" : local.authorization_type
-  authorizer_id      = !each.value.public && var.auth_mode == "JWT" ? aws_apigatewayv2_authorizer.jwt[0].id : null
-  #checkov:skip=CKV_AWS_309:Every route takes the chosen authorizer except the person's clarification routes, whose unguessable id is the capability (README, "clarify"); auth_mode = NONE must be chosen explicitly.
+  authorization_type = each.value.auth == "open" ? "NONE" : local.authorization_type
+  authorizer_id      = each.value.auth == "approvers" && var.auth_mode == "JWT" && var.approvers_jwt_audience != "" ? aws_apigatewayv2_authorizer.approvers[0].id : each.value.auth != "open" && var.auth_mode == "JWT" ? aws_apigatewayv2_authorizer.jwt[0].id : null
+  #checkov:skip=CKV_AWS_309:Every route takes the chosen authorizer except those that check their own proof: the person's clarification routes (the unguessable id is the capability), the approvers' inbox page, link decisions and Slack's signed clicks (docs/approvals.md); auth_mode = NONE must be chosen explicitly.
 }

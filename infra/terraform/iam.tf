@@ -104,13 +104,47 @@ resource "aws_iam_role_policy" "ssh_inventory" {
 }
 
 # ssh_run's and the cloud tools' approvals are clarifications: kept in
-# clarify's table (answered through the clarify function), announced on its
-# topic.
+# clarify's table (decided through the clarify function), announced on its
+# topic. These functions ask, read and use approvals, but may write only the
+# attributes they own: never a decision (decision, approver, decided_at, decided_binding) or
+# an answer (answer, choice), so even a compromised function cannot approve
+# its own call. A write names or tests only these attributes and returns no
+# others.
 data "aws_iam_policy_document" "approvals" {
   statement {
     effect    = "Allow"
-    actions   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:GetItem"]
     resources = [aws_dynamodb_table.clarify.arn]
+  }
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:Attributes"
+      values = [
+        "id",
+        "question",
+        "options",
+        "status",
+        "created_at",
+        "expires_at",
+        "ttl",
+        "settled_at",
+        "due_at",
+        "approval",
+        "approval_details",
+        "approval_cap",
+        "approval_used_at",
+        "notice:*",
+      ]
+    }
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:ReturnValues"
+      values   = ["NONE", "UPDATED_OLD", "UPDATED_NEW"]
+    }
   }
   statement {
     effect    = "Allow"
@@ -133,6 +167,59 @@ resource "aws_iam_role_policy" "approvals" {
   name   = "approvals"
   role   = aws_iam_role.function[each.key].id
   policy = data.aws_iam_policy_document.approvals.json
+}
+
+# ---------------------------------------------------------------- clarify, ssh and cloud: the notification secrets
+
+locals {
+  # The SSM SecureStrings each function that notifies reads once at start,
+  # by name: the channels' secrets, and for clarify alone the Slack app's
+  # signing secret (whoever holds it can forge an approver's click in
+  # Slack). An empty name is no secret.
+  secret_parameters = {
+    clarify = compact([var.clarify_webhook_secret_parameter, var.clarify_slack_webhook_url_parameter, var.slack_signing_secret_parameter])
+    ssh     = compact([var.clarify_webhook_secret_parameter, var.clarify_slack_webhook_url_parameter])
+    cloud   = compact([var.clarify_webhook_secret_parameter, var.clarify_slack_webhook_url_parameter])
+  }
+  # Their ARNs, for the functions that have any.
+  secret_readers = {
+    for f, names in local.secret_parameters : f => [for n in names : "${local.ssm_parameter_arn}${n}"] if length(names) > 0
+  }
+}
+
+# GetParameter on exactly those, and decrypting them through SSM only (the
+# encryption context names the parameter).
+data "aws_iam_policy_document" "secrets" {
+  for_each = local.secret_readers
+
+  statement {
+    effect    = "Allow"
+    actions   = ["ssm:GetParameter"]
+    resources = each.value
+  }
+  statement {
+    effect    = "Allow"
+    actions   = ["kms:Decrypt"]
+    resources = ["*"]
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["ssm.${data.aws_region.current.name}.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "kms:EncryptionContext:PARAMETER_ARN"
+      values   = each.value
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "secrets" {
+  for_each = local.secret_readers
+
+  name   = "secrets"
+  role   = aws_iam_role.function[each.key].id
+  policy = data.aws_iam_policy_document.secrets[each.key].json
 }
 
 # Their SecureStrings (cloud tokens, SSH private keys) are decrypted through
@@ -186,10 +273,17 @@ resource "aws_iam_role_policy" "vpc" {
 
 # ---------------------------------------------------------------- clarify: its table, the workflows' task tokens, its topic
 
+# Only this role may Scan the table: the approvers' lists (GET /approvals,
+# GET /clarifications) read it whole; the sweep queries its index.
 data "aws_iam_policy_document" "clarify_table" {
   statement {
     effect    = "Allow"
     actions   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+  }
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:Scan"]
     resources = [aws_dynamodb_table.clarify.arn]
   }
   statement {

@@ -51,7 +51,7 @@ resource "aws_lambda_function" "this" {
 
   #checkov:skip=CKV_AWS_50:No X-Ray: the functions log each call's tool, duration and outcome as JSON, and tracing would need rights and cost the template does not grant either.
   #checkov:skip=CKV_AWS_116:No dead-letter queue: every invocation is synchronous (API Gateway, the gateway, Step Functions) except the sweep schedule, whose next run a minute later does the same work.
-  #checkov:skip=CKV_AWS_173:The environment holds no secrets (log format, limits, table names, SSM prefixes); Lambda encrypts it at rest with an AWS key. Keys and tokens live in SSM SecureStrings.
+  #checkov:skip=CKV_AWS_173:The environment holds no secrets (log format, limits, table names, SSM prefixes and the names of the SSM SecureStrings that hold the notification secrets, read at start); Lambda encrypts it at rest with an AWS key. Keys, tokens and webhook secrets live in SSM SecureStrings.
   #checkov:skip=CKV_AWS_272:Code signing needs an AWS Signer profile of the user's own; the zips are built by scripts/build-lambda on the user's machine. Add aws_lambda_code_signing_config if your organisation signs code.
 
   # The policies are separate resources: without this a first call could
@@ -63,6 +63,7 @@ resource "aws_lambda_function" "this" {
     aws_iam_role_policy.cloud_inventory,
     aws_iam_role_policy.ssh_inventory,
     aws_iam_role_policy.decrypt_via_ssm,
+    aws_iam_role_policy.secrets,
     aws_iam_role_policy.vpc,
     aws_iam_role_policy.clarify_table,
     aws_iam_role_policy.clarify_task_callbacks,

@@ -9,8 +9,7 @@ data "aws_caller_identity" "current" {}
 locals {
   in_vpc = length(var.vpc_subnet_ids) > 0
 
-  # The authorizer every route takes except the person's clarification
-  # routes (api.tf).
+  # The authorization every route takes but the open ones (api.tf).
   authorization_type = {
     JWT  = "JWT"
     IAM  = "AWS_IAM"
@@ -43,7 +42,7 @@ locals {
       vpc         = true
     }
     "clarify" = {
-      description = "Toolgate clarify: ask a human; answers over HTTPS complete Step Functions tasks"
+      description = "Toolgate clarify: ask a human, and the approvers' inbox; answers over HTTPS complete Step Functions tasks"
       memory      = 256
       timeout     = 60
       vpc         = false
@@ -72,14 +71,18 @@ locals {
       TOOLGATE_CLOUD_SSM_PREFIX    = var.cloud_ssm_prefix
       TOOLGATE_CLOUD_APPROVE_TOOLS = var.cloud_approve_tools
       # Approvals: clarify's table, links and channels.
-      TOOLGATE_CLARIFY_TABLE          = aws_dynamodb_table.clarify.name
-      TOOLGATE_CLARIFY_EXPIRY_SECS    = tostring(var.clarify_expiry_seconds)
-      TOOLGATE_PUBLIC_URL             = local.api_url
-      TOOLGATE_CLARIFY_SNS_TOPIC_ARN  = aws_sns_topic.clarify.arn
-      TOOLGATE_CLARIFY_SNS_EVENTS     = var.clarify_notify_events
-      TOOLGATE_CLARIFY_WEBHOOK_URL    = var.clarify_webhook_url
-      TOOLGATE_CLARIFY_WEBHOOK_SECRET = var.clarify_webhook_secret
-      TOOLGATE_CLARIFY_SLACK_URL      = var.clarify_slack_webhook_url
+      TOOLGATE_CLARIFY_TABLE         = aws_dynamodb_table.clarify.name
+      TOOLGATE_CLARIFY_EXPIRY_SECS   = tostring(var.clarify_expiry_seconds)
+      TOOLGATE_PUBLIC_URL            = local.api_url
+      TOOLGATE_CLARIFY_SNS_TOPIC_ARN = aws_sns_topic.clarify.arn
+      TOOLGATE_CLARIFY_SNS_EVENTS    = var.clarify_notify_events
+      TOOLGATE_CLARIFY_WEBHOOK_URL   = var.clarify_webhook_url
+      # Secrets by name only: read from SSM at start.
+      TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER = var.clarify_webhook_secret_parameter
+      TOOLGATE_CLARIFY_SLACK_URL_PARAMETER      = var.clarify_slack_webhook_url_parameter
+      # What the channels' messages offer: Slack buttons, a capability link.
+      TOOLGATE_APPROVERS_SLACK_USERS = var.approvers_slack_users
+      TOOLGATE_APPROVALS_LINK_HOLDER = var.approvals_link_holder
     }
     "ssh" = {
       TOOLGATE_LOG                = "json"
@@ -88,14 +91,18 @@ locals {
       TOOLGATE_SSH_APPROVE_PRESET = var.ssh_approve_preset
       TOOLGATE_SSH_APPROVE_TAGS   = var.ssh_approve_tags
       # Approvals: clarify's table, links and channels.
-      TOOLGATE_CLARIFY_TABLE          = aws_dynamodb_table.clarify.name
-      TOOLGATE_CLARIFY_EXPIRY_SECS    = tostring(var.clarify_expiry_seconds)
-      TOOLGATE_PUBLIC_URL             = local.api_url
-      TOOLGATE_CLARIFY_SNS_TOPIC_ARN  = aws_sns_topic.clarify.arn
-      TOOLGATE_CLARIFY_SNS_EVENTS     = var.clarify_notify_events
-      TOOLGATE_CLARIFY_WEBHOOK_URL    = var.clarify_webhook_url
-      TOOLGATE_CLARIFY_WEBHOOK_SECRET = var.clarify_webhook_secret
-      TOOLGATE_CLARIFY_SLACK_URL      = var.clarify_slack_webhook_url
+      TOOLGATE_CLARIFY_TABLE         = aws_dynamodb_table.clarify.name
+      TOOLGATE_CLARIFY_EXPIRY_SECS   = tostring(var.clarify_expiry_seconds)
+      TOOLGATE_PUBLIC_URL            = local.api_url
+      TOOLGATE_CLARIFY_SNS_TOPIC_ARN = aws_sns_topic.clarify.arn
+      TOOLGATE_CLARIFY_SNS_EVENTS    = var.clarify_notify_events
+      TOOLGATE_CLARIFY_WEBHOOK_URL   = var.clarify_webhook_url
+      # Secrets by name only: read from SSM at start.
+      TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER = var.clarify_webhook_secret_parameter
+      TOOLGATE_CLARIFY_SLACK_URL_PARAMETER      = var.clarify_slack_webhook_url_parameter
+      # What the channels' messages offer: Slack buttons, a capability link.
+      TOOLGATE_APPROVERS_SLACK_USERS = var.approvers_slack_users
+      TOOLGATE_APPROVALS_LINK_HOLDER = var.approvals_link_holder
     }
     "clarify" = {
       TOOLGATE_LOG                   = "json"
@@ -104,10 +111,18 @@ locals {
       TOOLGATE_PUBLIC_URL            = local.api_url
       TOOLGATE_CLARIFY_SNS_TOPIC_ARN = aws_sns_topic.clarify.arn
       TOOLGATE_CLARIFY_SNS_EVENTS    = var.clarify_notify_events
-      # Blank when unset: no such channel.
-      TOOLGATE_CLARIFY_WEBHOOK_URL    = var.clarify_webhook_url
-      TOOLGATE_CLARIFY_WEBHOOK_SECRET = var.clarify_webhook_secret
-      TOOLGATE_CLARIFY_SLACK_URL      = var.clarify_slack_webhook_url
+      # Blank when unset: no such channel. Secrets by name only: read from
+      # SSM at start.
+      TOOLGATE_CLARIFY_WEBHOOK_URL              = var.clarify_webhook_url
+      TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER = var.clarify_webhook_secret_parameter
+      TOOLGATE_CLARIFY_SLACK_URL_PARAMETER      = var.clarify_slack_webhook_url_parameter
+      TOOLGATE_SLACK_SIGNING_SECRET_PARAMETER   = var.slack_signing_secret_parameter
+      # Who may decide approvals (blank: nobody by that means).
+      TOOLGATE_APPROVERS_JWT_GROUP   = var.approvers_jwt_group
+      TOOLGATE_APPROVERS_JWT_CLAIM   = var.approvers_jwt_claim
+      TOOLGATE_APPROVERS_IAM         = var.approvers_iam_arns
+      TOOLGATE_APPROVERS_SLACK_USERS = var.approvers_slack_users
+      TOOLGATE_APPROVALS_LINK_HOLDER = var.approvals_link_holder
     }
     "gateway" = {
       TOOLGATE_LOG = "json"

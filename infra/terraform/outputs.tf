@@ -5,6 +5,11 @@ output "api_url" {
   value       = local.api_url
 }
 
+output "inbox_url" {
+  description = "The approvers' inbox, where an approver signs in to decide approvals"
+  value       = "${local.api_url}/inbox"
+}
+
 output "auth_mode" {
   description = "How the API authenticates callers"
   value       = var.auth_mode

@@ -44,12 +44,16 @@ variable "jwt_issuer" {
 }
 
 variable "jwt_audience" {
-  description = "JWT audience, i.e. the app client id (auth_mode = JWT)."
+  description = "auth_mode = JWT: the audience the agents' tokens carry (for Cognito, the agents' app client ids), comma-separated; every route but the open ones and the approvers' takes these tokens and no others."
   type        = string
   default     = ""
   validation {
     condition     = var.auth_mode != "JWT" || var.jwt_audience != ""
     error_message = "auth_mode = JWT needs jwt_audience."
+  }
+  validation {
+    condition     = can(regex("^([^,\\s]+(,[^,\\s]+)*)?$", var.jwt_audience))
+    error_message = "jwt_audience must be app client ids (audiences) separated by commas, without spaces."
   }
 }
 
@@ -188,7 +192,7 @@ variable "clarify_notify_events" {
 }
 
 variable "clarify_webhook_url" {
-  description = "A webhook told of every clarification event, signed with clarify_webhook_secret; empty for none."
+  description = "A webhook told of every clarification event, signed with the key clarify_webhook_secret_parameter names; empty for none."
   type        = string
   default     = ""
   validation {
@@ -196,26 +200,110 @@ variable "clarify_webhook_url" {
     error_message = "clarify_webhook_url must be an http(s):// URL, or empty."
   }
   validation {
-    condition     = var.clarify_webhook_url == "" || var.clarify_webhook_secret != ""
-    error_message = "clarify_webhook_url needs clarify_webhook_secret (the key of the events' signature)."
+    condition     = var.clarify_webhook_url == "" || var.clarify_webhook_secret_parameter != ""
+    error_message = "clarify_webhook_url needs clarify_webhook_secret_parameter (the SSM SecureString holding the key of the events' signature)."
   }
 }
 
-variable "clarify_webhook_secret" {
-  description = "The webhook's HMAC key, at least 16 characters."
+# Secrets by name: each is an SSM SecureString the functions read once at
+# start, so no secret is in a function's environment (which anyone who may
+# read the function's configuration reads), in a variable or in the state.
+
+variable "clarify_webhook_secret_parameter" {
+  description = "The SSM SecureString holding the webhook's HMAC key (at least 16 characters), by its full name, e.g. /toolgate/webhook-secret."
   type        = string
   default     = ""
-  sensitive   = true
+  validation {
+    condition     = can(regex("^(/[a-zA-Z0-9_.-]+)*$", var.clarify_webhook_secret_parameter))
+    error_message = "clarify_webhook_secret_parameter must be an SSM parameter's full name such as /toolgate/webhook-secret, or empty."
+  }
 }
 
-variable "clarify_slack_webhook_url" {
-  description = "A Slack incoming webhook told of every clarification event; empty for none."
+variable "clarify_slack_webhook_url_parameter" {
+  description = "The SSM SecureString holding a Slack incoming webhook's URL (its credential), told of every clarification event; empty for none."
   type        = string
   default     = ""
-  sensitive   = true
   validation {
-    condition     = can(regex("^(https://.+)?$", var.clarify_slack_webhook_url))
-    error_message = "clarify_slack_webhook_url must be an https:// URL, or empty."
+    condition     = can(regex("^(/[a-zA-Z0-9_.-]+)*$", var.clarify_slack_webhook_url_parameter))
+    error_message = "clarify_slack_webhook_url_parameter must be an SSM parameter's full name such as /toolgate/slack-webhook-url, or empty."
+  }
+}
+
+variable "slack_signing_secret_parameter" {
+  description = "The SSM SecureString holding your Slack app's signing secret, so that approvers can decide from Slack; only the clarify function reads it. Empty for none."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^(/[a-zA-Z0-9_.-]+)*$", var.slack_signing_secret_parameter))
+    error_message = "slack_signing_secret_parameter must be an SSM parameter's full name such as /toolgate/slack-signing-secret, or empty."
+  }
+}
+
+# Who may decide approvals (docs/approvals.md, "Who can approve"). With none
+# of these, no Slack app and no link-holder mode, nobody can approve a gated
+# call: it waits until it expires.
+
+variable "approvers_jwt_group" {
+  description = "auth_mode = JWT: a JWT whose approvers_jwt_claim lists this group is an approver (e.g. a Cognito group \"toolgate-approvers\"); empty for none."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^\\S*$", var.approvers_jwt_group))
+    error_message = "approvers_jwt_group must be a group name without spaces, or empty."
+  }
+}
+
+variable "approvers_jwt_audience" {
+  description = "auth_mode = JWT: the audience of the tokens people sign in with (for Cognito, the app client ids approvers use), comma-separated. Set, the approvers' routes take only these tokens (an authorizer of their own) and no other route takes them; empty, the approvers' routes take the agents' tokens (jwt_audience)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^([^,\\s]+(,[^,\\s]+)*)?$", var.approvers_jwt_audience))
+    error_message = "approvers_jwt_audience must be app client ids (audiences) separated by commas, without spaces, or empty."
+  }
+  validation {
+    condition     = var.approvers_jwt_audience == "" || length(setintersection(split(",", var.approvers_jwt_audience), split(",", var.jwt_audience))) == 0
+    error_message = "approvers_jwt_audience names the app clients people sign in with, none of the agents' (jwt_audience): an agent's token must not reach the approvers' routes."
+  }
+}
+
+variable "approvers_jwt_claim" {
+  description = "The JWT claim that lists the user's groups."
+  type        = string
+  default     = "cognito:groups"
+  validation {
+    condition     = can(regex("^\\S+$", var.approvers_jwt_claim))
+    error_message = "approvers_jwt_claim must be a claim name without spaces."
+  }
+}
+
+variable "approvers_iam_arns" {
+  description = "auth_mode = IAM: comma-separated principal ARNs, as API Gateway reports the caller (arn:aws:iam::123456789012:user/alice), that are approvers; empty for none."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^(arn:[^,\\s]+(, ?arn:[^,\\s]+)*)?$", var.approvers_iam_arns))
+    error_message = "approvers_iam_arns must be comma-separated ARNs such as arn:aws:iam::123456789012:user/alice, or empty."
+  }
+}
+
+variable "approvers_slack_users" {
+  description = "Comma-separated Slack user ids (U012ABCDEF) who may approve with the Slack message's buttons, or * for anyone the message reaches. The messages carry buttons only when this is set (and slack_signing_secret_parameter names your Slack app's signing secret)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^(\\*|[A-Z0-9]{2,32}(, ?[A-Z0-9]{2,32})*)?$", var.approvers_slack_users))
+    error_message = "approvers_slack_users must be comma-separated Slack user ids such as U012ABCDEF, or *, or empty."
+  }
+}
+
+variable "approvals_link_holder" {
+  description = "\"true\": whoever holds a channel's link (webhook, Slack, email) may decide, with no sign-in. Off unless you choose it."
+  type        = string
+  default     = "false"
+  validation {
+    condition     = contains(["false", "true"], var.approvals_link_holder)
+    error_message = "approvals_link_holder must be \"false\" or \"true\"."
   }
 }
 

@@ -10,30 +10,7 @@ use crate::error::ToolError;
 use crate::registry::Registry;
 use crate::tool::CallContext;
 
-/// What carried a call, for its log line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// `POST /tools/{name}` (serve, API Gateway, Function URLs, the Worker).
-    Http,
-    /// `tools/call` on `/mcp`.
-    Mcp,
-    /// A Lambda function invoked directly (Step Functions, the SDK, a gateway).
-    Lambda,
-    /// `toolgate call`.
-    Cli,
-}
-
-impl Transport {
-    /// The transport as the log line names it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Http => "http",
-            Self::Mcp => "mcp",
-            Self::Lambda => "lambda",
-            Self::Cli => "cli",
-        }
-    }
-}
+pub use crate::tool::Transport;
 
 /// A requested name is logged as sent only when it named no tool; this
 /// many characters of it, so that a hostile name cannot flood the log.
@@ -42,7 +19,8 @@ const LOGGED_NAME_CHARS: usize = 80;
 /// Resolves `name`, then reads the arguments (`args` runs only for a known
 /// tool, given the largest body that tool takes, so an unknown name is
 /// answered before a body is read), calls, and logs one line: the
-/// canonical name, transport, caller, duration and outcome.
+/// canonical name, transport, caller, duration and outcome. The tool sees
+/// `transport` in its context.
 pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
     registry: &Registry,
     transport: Transport,
@@ -51,6 +29,10 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
     ctx: &CallContext,
 ) -> Result<Value, ToolError> {
     let started = Instant::now();
+    let ctx = &CallContext {
+        transport: Some(transport),
+        ..ctx.clone()
+    };
     let tool = match registry.get(name) {
         Ok(t) => t,
         Err(e) => {
@@ -96,7 +78,7 @@ pub fn log(
             caller,
             duration_ms,
             outcome = e.code.as_str(),
-            error = %e.message,
+            error = %crate::logging::field(&crate::logging::redact_ids(&e.message)),
             "tool call"
         ),
     }
@@ -144,6 +126,44 @@ mod tests {
         let out = now(invoke(&registry(), Transport::Http, "nope", args, &ctx));
         assert_eq!(out.unwrap_err().code, ErrorCode::UnknownTool);
         assert!(!read.load(Ordering::SeqCst));
+    }
+
+    /// A tool that answers with the transport its context names.
+    struct Transports(ToolSpec);
+
+    impl crate::tool::Tool for Transports {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn call<'a>(&'a self, _: Value, ctx: &'a CallContext) -> crate::tool::ToolFuture<'a> {
+            let t = ctx.transport.map(Transport::as_str);
+            Box::pin(async move { Ok(json!(t)) })
+        }
+    }
+
+    #[test]
+    fn the_tool_sees_what_carried_the_call() {
+        let mut r = Registry::new();
+        r.add(Arc::new(Transports(ToolSpec {
+            name: "clarify".into(),
+            description: "names its transport".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({}),
+        })))
+        .unwrap();
+        let ctx = CallContext::default();
+        for t in [
+            Transport::Http,
+            Transport::Mcp,
+            Transport::Lambda,
+            Transport::Cli,
+        ] {
+            let ready = |_| std::future::ready(Ok(json!({})));
+            assert_eq!(
+                now(invoke(&r, t, "clarify", ready, &ctx)).unwrap(),
+                json!(t.as_str())
+            );
+        }
     }
 
     #[test]

@@ -11,15 +11,21 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use axum::{Router, extract::Request, middleware::Next, response::Response};
+use axum::{
+    Router,
+    extract::{Request, State},
+    middleware::Next,
+    response::Response,
+};
 use lambda_http::lambda_runtime::{self, Diagnostic, LambdaEvent};
 use lambda_http::request::{LambdaRequest, RequestContext};
 use lambda_http::{Adapter, Context, Service};
 use serde_json::{Value, json};
 
-use crate::config::Config;
+use crate::config::{ApprovalsConfig, Config};
 use crate::envelope::Envelope;
 use crate::error::{ErrorCode, ToolError};
+use crate::http::Approver;
 use crate::invoke::{Transport, invoke, log};
 use crate::registry::Registry;
 use crate::tool::CallContext;
@@ -36,11 +42,21 @@ pub struct Function {
 
 impl Function {
     /// API Gateway authenticates (JWT or IAM authorizer), so the router has
-    /// no bearer token of its own and answers any `Host`.
+    /// no bearer token of its own and answers any `Host`. No one is an
+    /// approver: see [`Self::with_approvals`].
     pub fn new(tools: &Toolset) -> Self {
-        let state = tools.app_state(None, false);
+        Self::with_approvals(tools, &ApprovalsConfig::default())
+    }
+
+    /// As [`Self::new`], with the authorizer's identities that are approvers
+    /// (`[approvals] jwt_group`, `iam_approvers`).
+    pub fn with_approvals(tools: &Toolset, approvals: &ApprovalsConfig) -> Self {
+        let state = tools.app_state(crate::http::Tokens::default(), false);
         let registry = state.registry.clone();
-        let router = crate::http::router(state).layer(axum::middleware::from_fn(call_context));
+        let router = crate::http::router(state).layer(axum::middleware::from_fn_with_state(
+            Arc::new(approvals.clone()),
+            call_context,
+        ));
         Self {
             registry,
             router,
@@ -78,10 +94,10 @@ impl Function {
     /// schedule's failure metrics see it) when the table cannot be read.
     async fn sweep(&self) -> Result<Value, Diagnostic> {
         let Some(clarify) = &self.clarify else {
-            return Err(diagnostic(&ToolError::new(
+            return Err(logged(diagnostic(&ToolError::new(
                 ErrorCode::NotConfigured,
                 "this function does not serve clarify: nothing to sweep",
-            )));
+            ))));
         };
         let started = Instant::now();
         let outcome = clarify
@@ -95,20 +111,23 @@ impl Function {
     }
 
     async fn http(&self, payload: Value, context: Context) -> Result<Value, Diagnostic> {
-        let mut request: LambdaRequest =
-            serde_json::from_value(payload).map_err(|e| Diagnostic {
+        let mut request: LambdaRequest = serde_json::from_value(payload).map_err(|e| {
+            logged(Diagnostic {
                 error_type: "InvalidEvent".into(),
                 error_message: format!("unreadable HTTP event: {e}"),
-            })?;
+            })
+        })?;
         drop_stage(&mut request);
         let mut adapter = Adapter::from(self.router.clone());
         let response = match adapter.call(LambdaEvent::new(request, context)).await {
             Ok(r) => r,
             Err(never) => match never {},
         };
-        serde_json::to_value(response).map_err(|e| Diagnostic {
-            error_type: "Internal".into(),
-            error_message: format!("cannot encode the response: {e}"),
+        serde_json::to_value(response).map_err(|e| {
+            logged(Diagnostic {
+                error_type: "Internal".into(),
+                error_message: format!("cannot encode the response: {e}"),
+            })
         })
     }
 
@@ -145,12 +164,26 @@ fn is_http_event(payload: &Value) -> bool {
 }
 
 /// The function error a direct call fails with: `errorType` is the error
-/// code in PascalCase (`InvalidInput`, `Forbidden`, `Internal`, ...).
+/// code in PascalCase (`InvalidInput`, `Forbidden`, `Internal`, ...). The
+/// message is the error's whole, ids included (a workflow passes the id
+/// back as `approval`); lambda_runtime's log line of it is dropped
+/// ([`crate::logging::init`]), and the call's own line says what failed.
 pub fn diagnostic(e: &ToolError) -> Diagnostic {
     Diagnostic {
         error_type: crate::envelope::error_type(e.code).into(),
         error_message: e.message.clone(),
     }
+}
+
+/// `d`, once logged: a failure no tool call's line reports (lambda_runtime's
+/// own line of it is dropped, [`crate::logging::init`]), ids as refs.
+fn logged(d: Diagnostic) -> Diagnostic {
+    tracing::warn!(
+        error_type = %d.error_type,
+        error = %crate::logging::field(&crate::logging::redact_ids(&d.error_message)),
+        "invocation failed"
+    );
+    d
 }
 
 /// Deadlines below this (2001-09-09 in ms since the epoch) are not wall-clock
@@ -207,8 +240,13 @@ fn drop_stage(request: &mut LambdaRequest) {
 const API_GATEWAY_LIMIT: Duration = Duration::from_secs(30);
 
 /// Puts the invocation's deadline and the authorizer's identity where the
-/// router's tool handler finds them.
-async fn call_context(mut req: Request, next: Next) -> Response {
+/// router's tool handler finds them, and the identity as an approver when
+/// `approvals` says it is one.
+async fn call_context(
+    State(approvals): State<Arc<ApprovalsConfig>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let mut deadline = req.extensions().get::<Context>().and_then(deadline);
     let request_context = req.extensions().get::<RequestContext>();
     let via_api_gateway = match request_context {
@@ -225,20 +263,59 @@ async fn call_context(mut req: Request, next: Next) -> Response {
     }
     let authorizer = request_context.and_then(RequestContext::authorizer);
     let claims = authorizer.and_then(|a| a.jwt.as_ref()).map(|j| &j.claims);
-    let caller = claims
-        .and_then(|c| c.get("sub").cloned())
-        .or_else(|| authorizer.and_then(|a| a.iam.as_ref()?.user_arn.clone()));
+    let sub = claims.and_then(|c| c.get("sub").cloned());
+    let user_arn = authorizer.and_then(|a| a.iam.as_ref()?.user_arn.clone());
+    let approver = match (&approvals.jwt_group, claims, &sub, &user_arn) {
+        (Some(group), Some(claims), Some(sub), _)
+            if claims
+                .get(&approvals.jwt_claim)
+                .is_some_and(|v| claim_values(v).iter().any(|g| g == group)) =>
+        {
+            Some(Approver {
+                id: format!("jwt:{sub}"),
+                via: "jwt",
+            })
+        }
+        (_, _, _, Some(arn)) if approvals.iam_approvers.contains(arn) => Some(Approver {
+            id: format!("iam:{arn}"),
+            via: "iam",
+        }),
+        _ => None,
+    };
+    let caller = sub.or(user_arn);
     // A claim set by the identity provider outranks the caller's header.
     let servers = match claims.and_then(|c| c.get(crate::scope::CLAIM)) {
         Some(raw) => crate::scope::parse(raw),
         None => crate::http::context::header_scope(req.headers()),
     };
+    if let Some(a) = approver {
+        req.extensions_mut().insert(a);
+    }
     req.extensions_mut().insert(CallContext {
         deadline,
         caller,
         servers,
+        transport: None,
     });
     next.run(req).await
+}
+
+/// A claim's values: a JSON array, or API Gateway's flattening of one
+/// (`[a b]`), or `a,b`, or `a b`.
+fn claim_values(raw: &str) -> Vec<String> {
+    let raw = raw.trim();
+    if let Ok(list) = serde_json::from_str::<Vec<String>>(raw) {
+        return list;
+    }
+    let inner = raw
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .unwrap_or(raw);
+    inner
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A function binary's `main`: logs, config, the tools (built during
@@ -262,6 +339,7 @@ where
             Ok(c) => c,
             Err(e) => return fail(&e.to_string()),
         };
+        let approvals = cfg.approvals.clone();
         let tools = match assemble(cfg).await {
             Ok(t) => t,
             Err(e) => {
@@ -269,7 +347,7 @@ where
                 return fail(&e);
             }
         };
-        let function = Arc::new(Function::new(&tools));
+        let function = Arc::new(Function::with_approvals(&tools, &approvals));
         tracing::info!(
             tools = ?tools.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
             "function ready"
@@ -315,4 +393,83 @@ async fn report_init_error(msg: &str) {
 fn fail(msg: &str) -> ExitCode {
     tracing::error!(error = msg, "function cannot start");
     ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An HTTP API event for `GET path`, from the authorizer's `authorizer`.
+    fn event(path: &str, authorizer: Value) -> Value {
+        let mut e: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/lambda/apigw_v2_healthz.json"
+        ))
+        .unwrap();
+        e["rawPath"] = json!(path);
+        e["requestContext"]["http"]["path"] = json!(path);
+        e["requestContext"]["authorizer"] = authorizer;
+        e
+    }
+
+    async fn answer(f: &Function, event: Value) -> (u64, Value) {
+        let r = f
+            .handle(LambdaEvent::new(event, Context::default()))
+            .await
+            .unwrap();
+        let body: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+        (r["statusCode"].as_u64().unwrap(), body)
+    }
+
+    #[tokio::test]
+    async fn the_authorizers_identity_is_an_approver_only_when_configured() {
+        let approvals = ApprovalsConfig {
+            jwt_group: Some("ops".into()),
+            iam_approvers: vec!["arn:aws:iam::123456789012:user/boss".into()],
+            ..Default::default()
+        };
+        let tools = Toolset::new();
+        let f = Function::with_approvals(&tools, &approvals);
+        let jwt =
+            |groups: &str| json!({"jwt": {"claims": {"sub": "u-1", "cognito:groups": groups}}});
+        let iam = |arn: &str| json!({"iam": {"userArn": arn}});
+        // Past the auth layer: this function serves no approvals (404).
+        for who in [
+            jwt("[admins ops]"),
+            iam("arn:aws:iam::123456789012:user/boss"),
+        ] {
+            let (status, body) = answer(&f, event("/approvals", who.clone())).await;
+            assert_eq!(status, 404, "{who}: {body}");
+        }
+        // Authenticated, but no approver.
+        for who in [jwt("[admins]"), iam("arn:aws:iam::123456789012:user/agent")] {
+            let (status, body) = answer(&f, event("/approvals", who.clone())).await;
+            assert_eq!(
+                (status, &body["error"]["code"]),
+                (403, &json!("forbidden")),
+                "{who}"
+            );
+        }
+        // Without the configuration nobody is.
+        let f = Function::new(&tools);
+        let (status, _) = answer(&f, event("/approvals", jwt("[ops]"))).await;
+        assert_eq!(status, 403);
+        let (status, _) = answer(&f, event("/approvals", json!(null))).await;
+        assert_eq!(status, 401);
+    }
+
+    #[test]
+    fn a_groups_claim_in_every_shape_api_gateway_sends() {
+        for raw in [
+            r#"["ops","approvers"]"#,
+            "[ops approvers]",
+            "ops,approvers",
+            "ops approvers",
+            " [ops, approvers] ",
+        ] {
+            assert_eq!(claim_values(raw), ["ops", "approvers"], "{raw}");
+        }
+        assert_eq!(claim_values("approvers"), ["approvers"]);
+        assert!(claim_values("[]").is_empty());
+        assert!(claim_values("").is_empty());
+    }
 }

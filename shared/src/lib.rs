@@ -6,6 +6,7 @@
 /// free of dependencies and of inner docs, because the Worker sandbox's build
 /// script includes it.
 pub mod allowlist;
+pub mod approvals;
 pub mod clarify;
 pub mod clock;
 pub mod cloud;
@@ -18,7 +19,6 @@ pub mod http;
 pub mod invoke;
 #[cfg(feature = "lambda")]
 pub mod lambda;
-#[cfg(feature = "native")]
 pub mod logging;
 #[cfg(feature = "mcp")]
 pub mod mcp;

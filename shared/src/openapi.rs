@@ -49,7 +49,7 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
                 ErrorCode::Expired => "The clarification expired",
                 ErrorCode::NotConfigured => "The deployment is missing its bearer secret",
                 ErrorCode::ApprovalRequired => {
-                    "The call needs a person's approval first: error.approval has its id and answer_url; call again with \"approval\" once approved"
+                    "The call needs a person's approval first: error.approval has its id, expiry and what it is for; once an approver approved it, call again with \"approval\": its id"
                 }
             };
             (c.status().to_string(), error_response(what))

@@ -85,6 +85,13 @@ impl Tool for RemoteTool {
 
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(async move {
+            // A forwarded call came over HTTP or MCP, never from a Step
+            // Functions workflow: it may not complete a workflow's task.
+            if args.get("task_token").is_some() {
+                return Err(crate::error::ToolError::invalid_input(
+                    crate::tools::clarify::TASK_TOKEN_DIRECT_ONLY,
+                ));
+            }
             let payload = Envelope {
                 tool: self.spec.name.clone(),
                 arguments: args,

@@ -69,6 +69,35 @@ pub struct CallContext {
     /// The servers this caller may use, when something narrows them
     /// (`scope` module); `None` means all that configuration allows.
     pub servers: Option<Vec<String>>,
+    /// What carried the call, set by `invoke::invoke`; `None` for a call
+    /// that did not come through it (a tool may then refuse what only one
+    /// transport may ask for, as clarify's `task_token`).
+    pub transport: Option<Transport>,
+}
+
+/// What carried a call, for its log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// `POST /tools/{name}` (serve, API Gateway, Function URLs, the Worker).
+    Http,
+    /// `tools/call` on `/mcp`.
+    Mcp,
+    /// A Lambda function invoked directly (Step Functions, the SDK, a gateway).
+    Lambda,
+    /// `toolgate call`.
+    Cli,
+}
+
+impl Transport {
+    /// The transport as the log line names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Mcp => "mcp",
+            Self::Lambda => "lambda",
+            Self::Cli => "cli",
+        }
+    }
 }
 
 /// A tool any runtime can serve.

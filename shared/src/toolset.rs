@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::approvals::Approvals;
 use crate::cloud::account::ConfigAccounts;
 use crate::cloud::{CloudSettings, CloudTools};
 use crate::config::Config;
@@ -26,10 +27,15 @@ pub struct Toolset {
     pub registry: Registry,
     health: Vec<(&'static str, HealthPart)>,
     cloud: Option<Arc<CloudTools>>,
+    /// The clarify service: questions, and the approvals kept with them.
+    clarify_service: Option<Arc<crate::clarify::Clarify>>,
+    /// `clarify` is served here (the tool and its answer routes).
     clarify: Option<Arc<crate::clarify::Clarify>>,
+    /// Where gated calls wait for approvers, once set up.
+    approvals: Option<Arc<Approvals>>,
+    /// The approvers' routes, where clarify is served.
+    approval_routes: Option<crate::approvals::http::Routes>,
     long_running: bool,
-    #[cfg(feature = "ssh")]
-    ssh_run: Option<Arc<crate::tools::ssh_run::SshRun>>,
     #[cfg(feature = "ssh")]
     ssh: Option<Arc<crate::ssh::Ssh>>,
 }
@@ -92,11 +98,12 @@ impl Toolset {
             ttl: std::time::Duration::from_secs(c.ttl_secs),
             timeout: std::time::Duration::from_secs(c.timeout_secs),
         };
+        let approvals = self.gate_approvals(cfg).await?;
         let cloud = match &c.ssm_prefix {
             #[cfg(feature = "aws")]
             Some(prefix) => {
                 let source = crate::cloud::ssm::SsmAccounts::from_env(prefix).await;
-                CloudTools::start(&source, settings, c.approve_tools.clone()).await?
+                CloudTools::start(&source, settings, c.approve_tools.clone(), approvals).await?
             }
             #[cfg(not(feature = "aws"))]
             Some(_) => {
@@ -110,16 +117,11 @@ impl Toolset {
                     &ConfigAccounts(c.accounts.clone()),
                     settings,
                     c.approve_tools.clone(),
+                    approvals,
                 )
                 .await?
             }
         };
-        // Approvals are clarifications (see `with_ssh`).
-        if let Some(clarify) = &self.clarify {
-            cloud.use_approvals(clarify.clone());
-        } else if cfg.clarify.table.is_some() {
-            cloud.use_approvals(Arc::new(self.clarify_service(cfg, false).await?));
-        }
         let cloud = Arc::new(cloud);
         self.registry.add_source(cloud.clone());
         let health = cloud.clone();
@@ -174,18 +176,9 @@ impl Toolset {
             },
         ));
         self.registry.add(Arc::new(ListServers::new(ssh.clone())))?;
-        // Approvals are clarifications: whichever of the two is set up
-        // second connects them.
-        let run = Arc::new(SshRun::new(ssh.clone()));
-        if let Some(clarify) = &self.clarify {
-            run.use_approvals(clarify.clone());
-        } else if cfg.clarify.table.is_some() {
-            // The ssh Lambda function: approvals live in clarify's table
-            // and are answered through the clarify function's routes.
-            run.use_approvals(Arc::new(self.clarify_service(cfg, false).await?));
-        }
-        self.registry.add(run.clone())?;
-        self.ssh_run = Some(run);
+        let approvals = self.gate_approvals(cfg).await?;
+        self.registry
+            .add(Arc::new(SshRun::new(ssh.clone(), approvals)))?;
         let health = ssh.clone();
         self.health.push(("ssh", Arc::new(move || health.health())));
         self.ssh = Some(ssh);
@@ -240,37 +233,119 @@ impl Toolset {
         if !c.notify.is_empty() {
             let spawn = self.long_running.then(crate::clarify::notify::tokio_spawn);
             let post = Arc::new(crate::clarify::notify::post::Reqwest::new()?);
-            let notifier =
-                crate::clarify::notify::from_config(&c.notify, post, clarify.nap(), spawn).await?;
+            let notifier = crate::clarify::notify::from_config(
+                &c.notify,
+                post,
+                clarify.nap(),
+                spawn,
+                !cfg.approvals.slack_users.is_empty(),
+            )
+            .await?;
             tracing::info!(channels = ?notifier.names(), "clarify notifications");
             clarify = clarify.with_notifier(notifier);
         }
         Ok(clarify)
     }
 
-    /// `clarify` and its answer routes: SQLite locally, DynamoDB with
-    /// `TOOLGATE_CLARIFY_TABLE` (feature `aws`), Step Functions callbacks
-    /// when enabled. Expired clarifications that hold a task token are
-    /// swept by `sweep_every` (a long-running server) or by a schedule
-    /// (Lambda, `{"toolgate": "sweep"}`).
+    /// Where approvals are kept and decided: the clarify service `cfg`
+    /// describes (SQLite locally, DynamoDB with `TOOLGATE_CLARIFY_TABLE`),
+    /// set up now if it is not yet. Call it before the gated tools
+    /// (`with_ssh`, `with_cloud`) on a runtime that keeps approvals
+    /// itself; on Lambda, the ssh and cloud functions get them from
+    /// clarify's table without it.
+    pub async fn with_approvals(mut self, cfg: &Config) -> Result<Self, String> {
+        self.ensure_approvals(cfg, false).await?;
+        Ok(self)
+    }
+
+    /// The approvals, set up on first use; `callbacks` completes Step
+    /// Functions tasks (where clarify itself is served).
+    async fn ensure_approvals(
+        &mut self,
+        cfg: &Config,
+        callbacks: bool,
+    ) -> Result<Arc<Approvals>, String> {
+        if let Some(a) = &self.approvals {
+            return Ok(a.clone());
+        }
+        let clarify = match &self.clarify_service {
+            Some(c) => c.clone(),
+            None => {
+                let c = Arc::new(self.clarify_service(cfg, callbacks).await?);
+                self.clarify_service = Some(c.clone());
+                c
+            }
+        };
+        let approvals = Arc::new(Approvals::new(clarify, cfg.approvals.link_holder));
+        self.approvals = Some(approvals.clone());
+        Ok(approvals)
+    }
+
+    /// The approvals a gated tool waits on: those set up, or on a Lambda
+    /// function with clarify's table, its own over that table; `None`
+    /// where there is nowhere to keep one (a gated call is then refused).
+    async fn gate_approvals(&mut self, cfg: &Config) -> Result<Option<Arc<Approvals>>, String> {
+        if self.approvals.is_none() && cfg.clarify.table.is_none() {
+            return Ok(None);
+        }
+        self.ensure_approvals(cfg, false).await.map(Some)
+    }
+
+    /// The approvals of the machine `cfg` describes, for its operator's
+    /// command line (`toolgate approvals`): no process stays to send
+    /// notifications later, so they go before each command returns.
+    pub async fn open_approvals(cfg: &Config) -> Result<Arc<Approvals>, String> {
+        let mut set = Self::new();
+        set.ensure_approvals(cfg, false).await
+    }
+
+    /// `clarify` and its answer routes, with the approvers' routes:
+    /// SQLite locally, DynamoDB with `TOOLGATE_CLARIFY_TABLE` (feature
+    /// `aws`), Step Functions callbacks when enabled. Expired
+    /// clarifications that hold a task token are swept by `sweep_every` (a
+    /// long-running server) or by a schedule (Lambda,
+    /// `{"toolgate": "sweep"}`).
     pub async fn with_clarify(mut self, cfg: &Config) -> Result<Self, String> {
-        let clarify = self
-            .clarify_service(cfg, cfg.clarify.step_functions)
+        let approvals = self
+            .ensure_approvals(cfg, cfg.clarify.step_functions)
             .await?;
-        let clarify = Arc::new(clarify);
-        #[cfg(feature = "ssh")]
-        if let Some(run) = &self.ssh_run {
-            run.use_approvals(clarify.clone());
-        }
-        if let Some(cloud) = &self.cloud {
-            cloud.use_approvals(clarify.clone());
-        }
+        let clarify = approvals.clarify().clone();
         self.registry
             .add(Arc::new(crate::tools::clarify::ClarifyTool::new(
                 clarify.clone(),
             )))?;
+        self.approval_routes = Some(crate::approvals::http::Routes {
+            approvals,
+            slack: self.slack_app(cfg).await?,
+        });
         self.clarify = Some(clarify);
         Ok(self)
+    }
+
+    /// The Slack app whose signed clicks decide approvals, when its
+    /// signing secret is configured (read from SSM now, on AWS).
+    async fn slack_app(
+        &self,
+        cfg: &Config,
+    ) -> Result<Option<crate::approvals::http::SlackApp>, String> {
+        let Some(secret) = &cfg.approvals.slack_signing_secret else {
+            return Ok(None);
+        };
+        let signing_secret = secret
+            .reveal()
+            .await
+            .map_err(|e| format!("the Slack app's signing secret: {e}"))?;
+        if cfg.approvals.slack_users.is_empty() {
+            tracing::warn!(
+                "a Slack signing secret is set but no Slack user may decide ([approvals] slack_users): every click is refused"
+            );
+        }
+        Ok(Some(crate::approvals::http::SlackApp {
+            signing_secret,
+            users: cfg.approvals.slack_users.clone(),
+            post: Some(Arc::new(crate::clarify::notify::post::Reqwest::new()?)),
+            spawn: self.long_running.then(crate::clarify::notify::tokio_spawn),
+        }))
     }
 
     /// Sweeps expired clarifications every `period` while clarify lives, so
@@ -362,14 +437,15 @@ impl Toolset {
         })
     }
 
-    /// The router's state for this set; `token` and `loopback_hosts_only` as in [`AppState`].
-    pub fn app_state(&self, token: Option<&str>, loopback_hosts_only: bool) -> AppState {
+    /// The router's state for this set; `tokens` and `loopback_hosts_only` as in [`AppState`].
+    pub fn app_state(&self, tokens: crate::http::Tokens, loopback_hosts_only: bool) -> AppState {
         AppState {
             registry: Arc::new(self.registry.clone()),
-            token: token.map(Arc::from),
+            tokens: Arc::new(tokens),
             health: self.health(),
             loopback_hosts_only,
             clarify: self.clarify.clone(),
+            approvals: self.approval_routes.clone(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Real headless Chromium (Debian's, through playwright-core) on the
-//! clarify page: `support/clarify_page.cjs`.
+//! people's pages: the clarify page (`support/clarify_page.cjs`) and the
+//! approvers' inbox (`support/inbox_page.cjs`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -20,6 +21,22 @@ pub fn answer_in_chromium(url: &str, choice: usize) -> Value {
             .arg(choice.to_string())
             .env("TOOLGATE_TEST_TOOLS", tools_dir()),
         "headless Chromium on the clarify page",
+    );
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// Runs `support/inbox_page.cjs` in `mode` (`approve`, `link` or `choice`)
+/// with `args`: what the page showed (the script fails the test itself,
+/// with the reason, when the page is wrong).
+pub fn inbox_in_chromium(mode: &str, args: &[&str]) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("support/inbox_page.cjs");
+    let out = run_ok(
+        Command::new("node")
+            .arg(script)
+            .arg(mode)
+            .args(args)
+            .env("TOOLGATE_TEST_TOOLS", tools_dir()),
+        "headless Chromium on the inbox page",
     );
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
 }

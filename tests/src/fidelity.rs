@@ -100,7 +100,7 @@ pub fn run(cases: &[Case], threads: usize, exec: impl Fn(&str) -> Value + Sync) 
     found.into_inner().unwrap()
 }
 
-/// The per-module table, as README shows it.
+/// The per-module table, as docs/sandbox.md shows it.
 pub fn table(per: &BTreeMap<String, (usize, usize)>) -> String {
     let mut out = String::from("| module | examples | match |\n|---|---|---|\n");
     let (mut m, mut t) = (0, 0);

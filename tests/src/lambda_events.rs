@@ -26,10 +26,22 @@ pub fn context(deadline_in: Duration) -> Context {
     ctx
 }
 
+/// Invokes `f` with `payload`; its answer, or its error's type and message.
+/// (Records the ids and tokens in both for the log scan, [`crate::issued`].)
 pub async fn invoke(f: &Function, payload: Value) -> Result<Value, (String, String)> {
-    f.handle(LambdaEvent::new(payload, context(Duration::from_secs(60))))
+    crate::issued::record_request_json(&payload);
+    let out = f
+        .handle(LambdaEvent::new(payload, context(Duration::from_secs(60))))
         .await
-        .map_err(|d| (d.error_type, d.error_message))
+        .map_err(|d| (d.error_type, d.error_message));
+    match &out {
+        Ok(v) => crate::issued::record_json(v),
+        Err((_, message)) => {
+            crate::issued::record_text(message);
+            crate::issued::record_json(&Value::String(message.clone()));
+        }
+    }
+    out
 }
 
 /// An HTTP response event: status, headers and the body parsed as JSON.
@@ -37,6 +49,7 @@ pub fn http_parts(resp: &Value) -> (u64, Value, Value) {
     let status = resp["statusCode"].as_u64().expect("statusCode");
     let body = resp["body"].as_str().expect("text body");
     let parsed = serde_json::from_str(body).unwrap_or_else(|e| panic!("{body}: {e}"));
+    crate::issued::record_json(&parsed);
     (status, resp["headers"].clone(), parsed)
 }
 

@@ -16,7 +16,9 @@ pub mod escapes;
 pub mod exhaustion;
 pub mod fidelity;
 pub mod hostile;
+pub mod issued;
 pub mod lambda_events;
+pub mod logsink;
 pub mod mcp;
 pub mod peer;
 pub mod sshd;
@@ -140,8 +142,10 @@ impl Server {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        record_secrets(env, args);
         let mut child = cmd.spawn().expect("spawn toolgate");
         let stderr = child.stderr.take().expect("stderr");
+        let sink = logsink::Sink::open(child.id(), "toolgate-serve");
         let logs = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let l = logs.clone();
@@ -149,6 +153,9 @@ impl Server {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
+                if let Some(s) = &sink {
+                    s.line(&line);
+                }
                 if let Some(i) = line.find("listening on http://") {
                     let rest = &line[i + "listening on http://".len()..];
                     let addr: String = rest
@@ -261,6 +268,23 @@ impl Server {
     }
 }
 
+/// Records the tokens and secrets a server is given: in its env, by
+/// `--token`, and in the config file `--config` names.
+fn record_secrets(env: &[(&str, &str)], args: &[&str]) {
+    for (k, v) in env {
+        issued::record_env(k, v);
+    }
+    for pair in args.windows(2) {
+        match pair[0] {
+            "--token" => issued::record("--token", pair[1]),
+            "--config" => {
+                issued::record_config(&std::fs::read_to_string(pair[1]).unwrap_or_default())
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -284,6 +308,7 @@ pub fn raw_request(
     }
     let mut has_len = false;
     for (k, v) in headers {
+        issued::record_header(k, v);
         has_len |=
             k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("transfer-encoding");
         req.push_str(&format!("{k}: {v}\r\n"));
@@ -295,7 +320,14 @@ pub fn raw_request(
     s.write_all(req.as_bytes()).expect("write head");
     // The server may answer (413) before reading a large body; ignore EPIPE.
     let _ = s.write_all(body);
-    parse_response(&read_response(&mut s))
+    if logsink::dir().is_some()
+        && let Ok(v) = serde_json::from_slice::<Value>(body)
+    {
+        issued::record_request_json(&v);
+    }
+    let r = parse_response(&read_response(&mut s));
+    issued::record_body(&r.body);
+    r
 }
 
 /// Reads one response: to its Content-Length, or its last chunk, or the
@@ -452,6 +484,7 @@ pub fn temp_file(stem: &str, text: &str) -> TempPath {
             .as_nanos()
     ));
     std::fs::write(&p, text).expect("write temp file");
+    issued::record_config(text);
     TempPath(p)
 }
 
@@ -460,19 +493,33 @@ pub fn temp_file(stem: &str, text: &str) -> TempPath {
 /// killed, if it still runs after `within`. `.output()` would hang CI
 /// instead when a regression lets the server start.
 pub fn output_within(mut cmd: Command, within: Duration) -> std::process::Output {
+    let what = logsink::toolgate_process(&cmd);
+    for (k, v) in cmd.get_envs() {
+        if let (Some(k), Some(v)) = (k.to_str(), v.and_then(|v| v.to_str())) {
+            issued::record_env(k, v);
+        }
+    }
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
+    let pid = child.id();
+    // Its stderr, for the log scan, once it has exited.
+    let sunk = |out: std::process::Output| {
+        if let Some(what) = &what {
+            logsink::record_finished(pid, what, &out);
+        }
+        out
+    };
     let deadline = Instant::now() + within;
     loop {
         match child.try_wait().expect("try_wait") {
-            Some(_) => return child.wait_with_output().expect("output"),
+            Some(_) => return sunk(child.wait_with_output().expect("output")),
             None if Instant::now() >= deadline => {
                 let _ = child.kill();
-                let out = child.wait_with_output().expect("output");
+                let out = sunk(child.wait_with_output().expect("output"));
                 panic!(
                     "still running after {within:?}; it should have refused to start. stderr: {}",
                     String::from_utf8_lossy(&out.stderr)

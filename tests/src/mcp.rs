@@ -17,6 +17,7 @@ pub async fn rmcp_client(
 ) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, String> {
     let mut cfg = StreamableHttpClientTransportConfig::with_uri(url);
     if let Some(t) = token {
+        crate::issued::record("bearer token", t);
         cfg = cfg.auth_header(t.to_owned());
     }
     ().serve(StreamableHttpClientTransport::from_config(cfg))
@@ -27,6 +28,10 @@ pub async fn rmcp_client(
 /// The MCP Inspector's CLI over streamable HTTP; its JSON output.
 pub fn inspector(url: &str, extra: &[&str]) -> Value {
     let bin = tools_dir().join("node_modules/.bin/mcp-inspector");
+    // `--header "Authorization: Bearer …"`
+    for h in extra.iter().filter_map(|a| a.split_once(':')) {
+        crate::issued::record_header(h.0.trim(), h.1.trim());
+    }
     let stdout = run_ok(
         Command::new(&bin)
             .arg("--cli")
@@ -39,6 +44,8 @@ pub fn inspector(url: &str, extra: &[&str]) -> Value {
             ),
         "the MCP Inspector",
     );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("inspector output is not JSON ({e}): {stdout}"))
+    let v = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("inspector output is not JSON ({e}): {stdout}"));
+    crate::issued::record_json(&v);
+    v
 }

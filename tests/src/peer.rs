@@ -30,10 +30,9 @@ pub fn tools_path() -> String {
 }
 
 /// Runs a third-party tool; fails the test, with its output, unless it succeeds.
+/// (A Toolgate command's stderr is copied for the log scan, [`crate::logsink::output`].)
 pub fn run_ok(cmd: &mut Command, what: &str) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let out = crate::logsink::output(cmd).unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -61,8 +60,19 @@ pub struct Peer {
 
 impl Peer {
     /// Starts `cmd` in a new process group, capturing stdout and stderr.
+    /// When it runs Toolgate's code (`cargo lambda watch`), both are also
+    /// copied for the log scan ([`crate::logsink`]), and the secrets in its
+    /// environment recorded ([`crate::issued`]).
     pub fn spawn(name: &str, cmd: &mut Command) -> Self {
         use std::os::unix::process::CommandExt;
+        let toolgate = crate::logsink::toolgate_process(cmd);
+        if toolgate.is_some() {
+            for (k, v) in cmd.get_envs() {
+                if let (Some(k), Some(v)) = (k.to_str(), v.and_then(|v| v.to_str())) {
+                    crate::issued::record_env(k, v);
+                }
+            }
+        }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -70,6 +80,7 @@ impl Peer {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let sink = toolgate.and_then(|what| crate::logsink::Sink::open(child.id(), &what));
         let logs = Arc::new(Mutex::new(String::new()));
         for pipe in [
             child
@@ -85,9 +96,13 @@ impl Peer {
         .flatten()
         {
             let logs = logs.clone();
+            let sink = sink.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(pipe).lines() {
                     let Ok(line) = line else { break };
+                    if let Some(s) = &sink {
+                        s.line(&line);
+                    }
                     let mut g = logs.lock().unwrap();
                     g.push_str(&line);
                     g.push('\n');

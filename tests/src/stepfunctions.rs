@@ -65,10 +65,9 @@ else:
         &[name],
     );
     let mut lines = out.lines();
-    (
-        lines.next().unwrap().to_owned(),
-        lines.next().unwrap().to_owned(),
-    )
+    let (execution, token) = (lines.next().unwrap(), lines.next().unwrap());
+    crate::issued::record("task_token", token);
+    (execution.to_owned(), token.to_owned())
 }
 
 /// Polls the execution until it leaves RUNNING; returns status, output, error.

@@ -1,5 +1,5 @@
 //! The notification receiver on loopback (`support/webhook_receiver.py`):
-//! it verifies webhook signatures with README's snippet and records what
+//! it verifies webhook signatures with docs/notifications.md's snippet and records what
 //! the webhook, Slack and SNS channels deliver.
 
 use std::process::Command;

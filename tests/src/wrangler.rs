@@ -4,9 +4,11 @@
 //! scripts/test runs).
 
 use std::fs::File;
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub fn repo_root() -> PathBuf {
@@ -14,6 +16,16 @@ pub fn repo_root() -> PathBuf {
         .parent()
         .expect("repo root")
         .to_path_buf()
+}
+
+/// The tree `wrangler dev` runs in (its wrangler.toml and Worker build):
+/// this repository, or `TOOLGATE_TEST_WORKER_ROOT`, a copy built with a
+/// fault on purpose, to watch a test fail without touching this tree.
+fn worker_root() -> PathBuf {
+    std::env::var_os("TOOLGATE_TEST_WORKER_ROOT")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(repo_root)
 }
 
 fn tools_dir() -> PathBuf {
@@ -69,9 +81,9 @@ impl Wrangler {
         let port = free_port();
         let log = state.join(format!("{role:?}-{port}.log").to_lowercase());
         std::fs::create_dir_all(state).expect("state dir");
-        let out = File::create(&log).expect("log file");
+        let out = Arc::new(Mutex::new(File::create(&log).expect("log file")));
         let mut cmd = Command::new(tools_dir().join("node_modules/.bin/wrangler"));
-        cmd.current_dir(repo_root())
+        cmd.current_dir(worker_root())
             .args(["dev", "--local", "--ip", "127.0.0.1", "--port"])
             .arg(port.to_string())
             .arg("--inspector-port")
@@ -85,18 +97,51 @@ impl Wrangler {
             .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
             .env("TOOLGATE_WORKER_PREBUILT", "1")
             .stdin(Stdio::null())
-            .stdout(out.try_clone().expect("log"))
-            .stderr(out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .process_group(0);
         if role == Role::Sandbox {
             cmd.args(["--env", "sandbox"]);
         }
         for (k, v) in vars {
             cmd.arg("--var").arg(format!("{k}:{v}"));
+            crate::issued::record_env(k, v);
         }
-        let child = cmd
+        let mut child = cmd
             .spawn()
             .expect("spawn wrangler (scripts/install-test-tools)");
+        // Both pipes into the log file, line by line, and into the copy
+        // for the log scan (crate::logsink): the Worker's log is Toolgate's.
+        let sink = crate::logsink::Sink::open(
+            child.id(),
+            &format!("wrangler-dev-{role:?}").to_lowercase(),
+        );
+        let pipes = [
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+        ];
+        for pipe in pipes.into_iter().flatten() {
+            let (out, sink) = (out.clone(), sink.clone());
+            std::thread::spawn(move || {
+                crate::logsink::pump(pipe, |line| {
+                    let mut text = line.to_vec();
+                    text.push(b'\n');
+                    let _ = out
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .write_all(&text);
+                    if let Some(s) = &sink {
+                        s.bytes(line);
+                    }
+                })
+            });
+        }
         Self {
             child,
             addr: format!("127.0.0.1:{port}"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does infra/terraform deploy what template.yaml deploys?
 
-    python tf_parity.py TEMPLATE.yaml TERRAFORM_DIR [--dump]
+    python tf_parity.py TEMPLATE.yaml TERRAFORM_DIR [--dump] [--decisions=a,b,…]
 
 Run it with the Python of the AWS tools venv (aws-sam-translator and
 python-hcl2). Both sides are read into one model and compared:
@@ -11,10 +11,13 @@ python-hcl2). Both sides are read into one model and compared:
                  (and when), the log group and its retention, and the IAM
                  statements of the function's role (effect, actions,
                  resources, conditions, and when they apply)
-  routes         each route key, the function behind it, and whether it
-                 takes the authorizer
+  routes         each route key, the function behind it, whether it takes
+                 the authorizer, and which JWT authorizer when (the
+                 approvers' routes: theirs once approvers_jwt_audience is
+                 set, else the agents')
   api            integrations, invoke permissions, the stage (throttling,
-                 access-log format), the JWT authorizer
+                 access-log format), the JWT authorizers (when each exists,
+                 issuer, audience)
   tables         keys, indexes, TTL, point-in-time recovery, encryption
   schedule       the sweep's rate, input and target
   state machine  its definition file, substitutions, type, logging, and its
@@ -29,11 +32,24 @@ itself. References are made comparable by naming what they point at, not
 what it is called in either file: a function by its name
 ("{name}-python-execute"), a log group by its name, a table by its role
 (SessionsTable and aws_dynamodb_table.sessions are "table:sessions").
+A value present only when parameters are set (an `Fn::If` with
+`AWS::NoValue`; a `compact([var…])` list) is written "VALUE when COND", and
+a policy present only then has "when": COND, where COND is the canonical
+"name != ''" (joined with " or " in name order) on both sides.
 Anything this script cannot read is an error that names it: a module
 written differently fails loudly rather than passing.
 
+Two rules hold for the module on its own (template_rules.py checks the
+same on the template): no function's environment takes a secret (a
+`sensitive` variable, or one named like a secret that is not an SSM
+parameter's name), and, with --decisions, no role but the clarify
+function's may write those clarify-table attributes (a write needs a
+dynamodb:Attributes condition that names none of them, and no ReturnValues
+ALL_OLD/ALL_NEW).
+
 Prints "parity: ok (N facts)" and exits 0, or prints a unified diff of the
-two models (--- sam, +++ terraform) and exits 1. --dump prints both models.
+two models (--- sam, +++ terraform) and each broken rule ("rule: …") and
+exits 1. --dump prints both models.
 """
 
 from __future__ import annotations
@@ -108,7 +124,7 @@ class Sam:
         if kind == "AWS::ApiGatewayV2::Api":
             return "api"
         if kind == "AWS::ApiGatewayV2::Authorizer":
-            return "authorizer"
+            return "authorizer:" + self.value(props["Name"])
         if kind == "AWS::StepFunctions::StateMachine":
             return "statemachine:" + self.value(props["Name"])
         if kind == "AWS::ApiGatewayV2::Integration":
@@ -169,16 +185,89 @@ class Sam:
             if fn == "Fn::Join":
                 sep, parts = arg
                 return sep.join(str(self.value(p)) for p in parts)
+            if fn == "Fn::Split":
+                sep, whole = arg
+                return f"split({sep!r}, {self.value(whole)})"
+            if fn == "Fn::If" and arg[2] == {"Ref": "AWS::NoValue"}:
+                return f"{self.value(arg[1])} when {self.cond_text(arg[0])}"
         if isinstance(node, dict):
             return {k: self.value(v) for k, v in node.items()}
         raise Unreadable(f"value {node!r}")
+
+    def cond_text(self, name: str) -> str:
+        """A Condition as the canonical "param != ''" (an Fn::Or of them
+        joined with " or ", in name order); any other as its snake_case name."""
+
+        def terms(node):
+            if isinstance(node, dict) and list(node) == ["Condition"]:
+                return terms(self.t["Conditions"][node["Condition"]])
+            if isinstance(node, dict) and list(node) == ["Fn::Or"]:
+                return [t for n in node["Fn::Or"] for t in terms(n)]
+            try:
+                (ref, empty), = [node["Fn::Not"][0]["Fn::Equals"]]
+                if empty == "" and list(ref) == ["Ref"] and ref["Ref"] in self.params:
+                    return [f"{snake(ref['Ref'])} != ''"]
+            except (KeyError, TypeError, IndexError, ValueError):
+                pass
+            return None
+
+        try:
+            found = terms(self.t.get("Conditions", {})[name])
+        except TypeError:
+            found = None
+        return " or ".join(sorted(set(found))) if found else snake(name)
+
+    def cond_expr(self, node) -> str:
+        """A Condition made of parameter tests as "name == VALUE" and
+        "name != ''" terms, joined with " and " in order (as
+        Terraform.condition reads `var.name == "VALUE" && …`)."""
+        terms = []
+
+        def walk(n):
+            if isinstance(n, str):
+                n = {"Condition": n}
+            (fn, arg), = n.items()
+            if fn == "Condition":
+                return walk(self.t["Conditions"][arg])
+            if fn == "Fn::And":
+                return [walk(x) for x in arg]
+            negated = fn == "Fn::Not"
+            if negated:
+                (fn, arg), = arg[0].items()
+            if fn == "Fn::Equals" and list(arg[0]) == ["Ref"] and arg[0]["Ref"] in self.params \
+                    and isinstance(arg[1], str) and (not negated or arg[1] == ""):
+                name = snake(arg[0]["Ref"])
+                return terms.append(f"{name} != ''" if negated else f"{name} == {arg[1]}")
+            raise Unreadable(f"condition {n}")
+
+        walk(node)
+        return " and ".join(sorted(terms))
+
+    def route_authorizer(self, node):
+        """A route's AuthorizerId as "authorizer:NAME when COND[, else …]",
+        each authorizer named only under the Condition it exists under."""
+        if node is None or node == {"Ref": "AWS::NoValue"}:
+            return None
+        if isinstance(node, dict) and list(node) == ["Fn::If"]:
+            cond, yes, no = node["Fn::If"]
+            logical = yes.get("Ref") if isinstance(yes, dict) else None
+            if self.res.get(logical, {}).get("Type") != "AWS::ApiGatewayV2::Authorizer":
+                raise Unreadable(f"AuthorizerId {node}")
+            when = self.cond_expr(cond)
+            exists = self.res[logical].get("Condition")
+            exists = self.cond_expr(exists) if exists else "always"
+            if exists != when:
+                raise Unreadable(f"AuthorizerId names {logical} when {when}, which exists when {exists}")
+            rest = self.route_authorizer(no)
+            return f"{self.canon(logical)} when {when}" + (f", else {rest}" if rest else "")
+        raise Unreadable(f"AuthorizerId {node}")
 
     def conditional(self, node):
         """(condition, value) of a property that may be an Fn::If with NoValue."""
         if isinstance(node, dict) and list(node) == ["Fn::If"]:
             cond, yes, no = node["Fn::If"]
             if no == {"Ref": "AWS::NoValue"}:
-                return snake(cond), yes
+                return self.cond_text(cond), yes
             raise Unreadable(f"Fn::If {cond} without NoValue")
         return None, node
 
@@ -252,8 +341,8 @@ class Sam:
             m["routes"][p["RouteKey"]] = {
                 "function": function,
                 "authorized": authorized,
-                # The authorizer is attached only when it exists (JWT).
-                "authorizer": "authorizer when auth_mode == JWT" if "AuthorizerId" in p else None,
+                # Each authorizer is attached only when it exists.
+                "authorizer": self.route_authorizer(p.get("AuthorizerId")),
             }
             if authorized and p["AuthorizationType"] != {
                 "Fn::If": ["UseJwt", "JWT", {"Fn::If": ["UseIam", "AWS_IAM", "NONE"]}]
@@ -287,15 +376,16 @@ class Sam:
         (api,) = self.of_type("AWS::ApiGatewayV2::Api").values()
         m["api"] = {"name": self.value(api["Properties"]["Name"]),
                     "protocol": api["Properties"]["ProtocolType"]}
-        (authz,) = self.of_type("AWS::ApiGatewayV2::Authorizer").values()
-        ap = authz["Properties"]
-        m["authorizer"] = {
-            "when": "auth_mode == JWT" if authz.get("Condition") == "UseJwt" else authz.get("Condition"),
-            "type": ap["AuthorizerType"],
-            "identity": ap["IdentitySource"],
-            "issuer": self.value(ap["JwtConfiguration"]["Issuer"]),
-            "audience": self.value(ap["JwtConfiguration"]["Audience"]),
-        }
+        m["authorizers"] = {}
+        for logical, authz in self.of_type("AWS::ApiGatewayV2::Authorizer").items():
+            ap = authz["Properties"]
+            m["authorizers"][self.canon(logical)] = {
+                "when": self.cond_expr(authz["Condition"]) if "Condition" in authz else None,
+                "type": ap["AuthorizerType"],
+                "identity": ap["IdentitySource"],
+                "issuer": self.value(ap["JwtConfiguration"]["Issuer"]),
+                "audience": self.value(ap["JwtConfiguration"]["Audience"]),
+            }
         m["tables"] = {}
         for logical, r in self.of_type("AWS::DynamoDB::Table").items():
             p = r["Properties"]
@@ -448,6 +538,8 @@ class Terraform:
                 return {0: (self.condition(m.group(1)), None)}
             return {None: (None, None)}
         m = re.fullmatch(r"\$\{local\.(\w+)\}", fe)
+        if m and isinstance(self.locals[m.group(1)], str):
+            return self.lists_by_key(m.group(1))
         if m:
             return {k: (None, v) for k, v in self.locals[m.group(1)].items()}
         # local.in_vpc ? toset([for f, spec in local.functions : f if spec.vpc]) : toset([])
@@ -459,11 +551,78 @@ class Terraform:
             return {k: (cond, v) for k, v in self.locals[src].items() if v[field] is True}
         raise Unreadable(f"{kind}.{name}: for_each {fe}")
 
+    def lists_by_key(self, local: str) -> dict:
+        """key -> (condition, items) of a local of the one form
+        `{for k, names in local.SRC : k => [for n in names : "TEMPLATE"] if
+        length(names) > 0}`, where each of SRC's values is `compact([var.a,
+        …])`: each item is "TEMPLATE with n = var.a when a != ''", and a key
+        is there when any of its variables is set."""
+        expr = self.locals[local]
+        m = re.fullmatch(
+            r'\$\{\{for (\w+), (\w+) in local\.(\w+) : \1 => \[for (\w+) in \2 : "(.+)"\] if length\(\2\) > 0\}\}',
+            expr,
+        )
+        if not m:
+            raise Unreadable(f"local.{local} {expr}")
+        _, _, src, item, template = m.groups()
+        out = {}
+        for key, value in self.locals[src].items():
+            c = re.fullmatch(r"\$\{compact\(\[(.+)\]\)\}", value)
+            if not c:
+                raise Unreadable(f"local.{src}.{key} {value}")
+            names = [n.strip() for n in c.group(1).split(",")]
+            if not all(re.fullmatch(r"var\.\w+", n) for n in names):
+                raise Unreadable(f"local.{src}.{key} {value}")
+            items = [
+                "%s when %s != ''" % (self.expr(template.replace("${%s}" % item, "${%s}" % n)), n[4:])
+                for n in names
+            ]
+            out[key] = (" or ".join(sorted(f"{n[4:]} != ''" for n in names)), items)
+        return out
+
     def condition(self, expr: str) -> str:
-        m = re.fullmatch(r'var\.(\w+) == "(\w+)"', expr)
-        if m:
-            return f"{m.group(1)} == {m.group(2)}"
-        raise Unreadable(f"condition {expr}")
+        """`var.a == "V" && var.b != ""` as Sam.cond_expr writes it."""
+        terms = []
+        for term in expr.split(" && "):
+            m = re.fullmatch(r'var\.(\w+) == "(\w+)"', term)
+            n = re.fullmatch(r'var\.(\w+) != ""', term)
+            if m:
+                terms.append(f"{m.group(1)} == {m.group(2)}")
+            elif n:
+                terms.append(f"{n.group(1)} != ''")
+            else:
+                raise Unreadable(f"condition {expr}")
+        return " and ".join(sorted(terms))
+
+    def route_authorizer(self, expr: str, spec: dict):
+        """A route's authorizer_id, a chain `COND ? aws_apigatewayv2_authorizer.X[0].id
+        : … : null` whose COND tests each.value.auth and variables, for one
+        route: "authorizer:NAME when COND[, else …]" (as Sam.route_authorizer)."""
+        m = re.fullmatch(r"\$\{(.+)\}", expr)
+        if not m:
+            raise Unreadable(f"authorizer_id {expr}")
+        rest, out = m.group(1), []
+        while rest != "null":
+            c = re.fullmatch(r"(.+?) \? aws_apigatewayv2_authorizer\.(\w+)\[0\]\.id : (.+)", rest)
+            if not c:
+                raise Unreadable(f"authorizer_id {expr}")
+            cond, name, rest = c.groups()
+            holds, var_terms = True, []
+            for term in cond.split(" && "):
+                e = re.fullmatch(r'each\.value\.auth (==|!=) "(\w+)"', term)
+                if e:
+                    holds = holds and ((spec["auth"] == e.group(2)) == (e.group(1) == "=="))
+                else:
+                    var_terms.append(term)
+            if not holds:
+                continue
+            when = self.condition(" && ".join(var_terms))
+            ((_, (exists, _)),) = self.instances("aws_apigatewayv2_authorizer", name).items()
+            if exists != when:
+                raise Unreadable(f"authorizer_id names aws_apigatewayv2_authorizer.{name} when {when}, "
+                                 f"which exists when {exists}")
+            out.append(f"{self.canon('aws_apigatewayv2_authorizer', name, 0)} when {when}")
+        return ", else ".join(out) or None
 
     def canon(self, kind: str, name: str, key) -> str:
         """A resource instance named by what it is (as Sam.canon)."""
@@ -480,7 +639,7 @@ class Terraform:
         if kind == "aws_apigatewayv2_api":
             return "api"
         if kind == "aws_apigatewayv2_authorizer":
-            return "authorizer"
+            return "authorizer:" + self.expr(body["name"], ctx)
         if kind == "aws_sfn_state_machine":
             return "statemachine:" + self.expr(body["name"], ctx)
         if kind == "aws_apigatewayv2_integration":
@@ -502,6 +661,8 @@ class Terraform:
             return DATA[ref]
         if ref == "each.key":
             return key
+        if ref == "each.value":
+            return value
         m = re.fullmatch(r"each\.value\.(\w+)", ref)
         if m:
             return value[m.group(1)]
@@ -547,6 +708,9 @@ class Terraform:
         whole = re.fullmatch(r"\$\{tostring\((.+)\)\}", value)
         if whole:
             return self.expr("${%s}" % whole.group(1), ctx)
+        whole = re.fullmatch(r'\$\{split\("([^"]*)", ([^{}]+)\)\}', value)
+        if whole:
+            return f"split({whole.group(1)!r}, {self.reference(whole.group(2), ctx)})"
         whole = re.fullmatch(r"\$\{([^{}]+)\}", value)
         if whole:
             # One reference alone keeps its type (a number stays a number).
@@ -557,7 +721,7 @@ class Terraform:
 
     def policy_statements(self, data_name: str, key, when) -> list:
         doc = self.data[("aws_iam_policy_document", data_name)]
-        ctx = (key, None)
+        ctx = (key, self.instances("aws_iam_policy_document", data_name).get(key, (None, None))[1])
         out = []
         for st in doc["statement"]:
             cond = None
@@ -654,14 +818,14 @@ class Terraform:
                 raise Unreadable(f"route target {routes['target']}")
             integ = self.resources[("aws_apigatewayv2_integration", target.group(1))]
             auth = routes["authorization_type"]
-            if auth != '${each.value.public ? "NONE" : local.authorization_type}':
+            if auth != '${each.value.auth == "open" ? "NONE" : local.authorization_type}':
                 raise Unreadable(f"authorization_type {auth}")
-            if routes["authorizer_id"] != '${!each.value.public && var.auth_mode == "JWT" ? aws_apigatewayv2_authorizer.jwt[0].id : null}':
-                raise Unreadable(f"authorizer_id {routes['authorizer_id']}")
+            if spec["auth"] not in ("open", "callers", "approvers"):
+                raise Unreadable(f"route {key}: auth {spec['auth']!r}")
             m["routes"][key] = {
                 "function": self.expr(integ["integration_uri"], (spec["function"], None)),
-                "authorized": not spec["public"],
-                "authorizer": None if spec["public"] else "authorizer when auth_mode == JWT",
+                "authorized": spec["auth"] != "open",
+                "authorizer": self.route_authorizer(routes["authorizer_id"], spec),
             }
         integ = self.resources[("aws_apigatewayv2_integration", "function")]
         for key, (_, spec) in self.instances("aws_apigatewayv2_integration", "function").items():
@@ -693,15 +857,18 @@ class Terraform:
         }
         api = self.resources[("aws_apigatewayv2_api", "this")]
         m["api"] = {"name": self.expr(api["name"]), "protocol": api["protocol_type"]}
-        authz = self.resources[("aws_apigatewayv2_authorizer", "jwt")]
-        ((_, (when, _)),) = self.instances("aws_apigatewayv2_authorizer", "jwt").items()
-        m["authorizer"] = {
-            "when": when,
-            "type": authz["authorizer_type"],
-            "identity": authz["identity_sources"],
-            "issuer": self.expr(authz["jwt_configuration"]["issuer"]),
-            "audience": self.expr(authz["jwt_configuration"]["audience"]),
-        }
+        m["authorizers"] = {}
+        for (kind, name), authz in self.resources.items():
+            if kind != "aws_apigatewayv2_authorizer":
+                continue
+            ((_, (when, _)),) = self.instances(kind, name).items()
+            m["authorizers"][self.canon(kind, name, 0)] = {
+                "when": when,
+                "type": authz["authorizer_type"],
+                "identity": authz["identity_sources"],
+                "issuer": self.expr(authz["jwt_configuration"]["issuer"]),
+                "audience": self.expr(authz["jwt_configuration"]["audience"]),
+            }
         m["tables"] = {}
         for (kind, name), t in self.resources.items():
             if kind != "aws_dynamodb_table":
@@ -800,14 +967,77 @@ class Terraform:
             raise Unreadable(f"local.authorization_type {self.locals['authorization_type']!r}")
 
 
+# ---------------------------------------------------------------- the module's own rules
+
+SECRET_NAME = re.compile(r"secret|token|password|private.?key", re.I)
+WRITES = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+          "dynamodb:TransactWriteItems", "dynamodb:PartiQLInsert", "dynamodb:PartiQLUpdate",
+          "dynamodb:PartiQLDelete"]
+
+
+def rules(tf: Terraform, model: dict, decisions: list) -> list:
+    """What the module breaks of the rules in the module doc."""
+    import fnmatch
+
+    problems = []
+    for fn, env in tf.locals["environment"].items():
+        for var, value in env.items():
+            if SECRET_NAME.search(var) and not var.endswith("_PARAMETER"):
+                problems.append(f"rule: {fn}'s environment has {var}, a secret by its name: give the name of "
+                                f"an SSM SecureString instead ({var}_PARAMETER)")
+            for name in re.findall(r"\bvar\.(\w+)", str(value)):
+                if tf.variables.get(name, {}).get("sensitive") is True:
+                    problems.append(f"rule: {fn}'s environment gives {var} the sensitive variable {name}: the "
+                                    f"environment is readable with lambda:GetFunctionConfiguration and sits in "
+                                    f"the state; keep the secret in SSM")
+                elif SECRET_NAME.search(name) and not name.endswith("_parameter"):
+                    problems.append(f"rule: {fn}'s environment gives {var} the variable {name}, a secret by its "
+                                    f"name: keep the secret in SSM and pass its name")
+    for fn, f in model["functions"].items():
+        if not decisions or fn.endswith("-clarify"):
+            continue
+        for st in f["permissions"]:
+            writes = sorted({w for a in st["actions"] for w in WRITES if fnmatch.fnmatchcase(w, a)})
+            if not writes or not any(r in ("*", "arn(table:clarify)") for r in st["resources"]):
+                continue
+            cond = st["condition"] or {}
+            allowed = None
+            for op in ("ForAllValues:StringLike", "ForAllValues:StringEquals"):
+                if "dynamodb:Attributes" in cond.get(op, {}):
+                    v = cond[op]["dynamodb:Attributes"]
+                    allowed = (op, v if isinstance(v, list) else [v])
+            if allowed is None:
+                problems.append(f"rule: {fn} may {', '.join(writes)} any attribute of the clarify table: only "
+                                f"the clarify function may write a decision (add a dynamodb:Attributes condition)")
+                continue
+            op, patterns = allowed
+            for attr in decisions:
+                hit = [x for x in patterns
+                       if (fnmatch.fnmatchcase(attr, x) if op.endswith("StringLike") else attr == x)]
+                if hit:
+                    problems.append(f"rule: {fn} may write {attr} on the clarify table ({hit[0]}): only the "
+                                    f"clarify function decides")
+            returns = set()
+            for op in ("StringEquals", "StringEqualsIfExists"):
+                v = cond.get(op, {}).get("dynamodb:ReturnValues", [])
+                returns |= set(v if isinstance(v, list) else [v])
+            if not returns or returns & {"ALL_OLD", "ALL_NEW"}:
+                problems.append(f"rule: {fn} may write the clarify table with ReturnValues ALL_OLD or ALL_NEW: "
+                                f"limit dynamodb:ReturnValues to NONE, UPDATED_OLD and UPDATED_NEW")
+    return problems
+
+
 def main(argv: list) -> int:
     args = [a for a in argv if not a.startswith("--")]
     if len(args) != 2:
         print(__doc__, file=sys.stderr)
         return 2
+    decisions = [d for a in argv if a.startswith("--decisions=") for d in a.split("=", 1)[1].split(",") if d]
     try:
         sam = Sam(args[0]).model()
-        tf = Terraform(args[1]).model()
+        terraform = Terraform(args[1])
+        tf = terraform.model()
+        broken = rules(terraform, tf, decisions)
     except (Unreadable, KeyError, AttributeError, TypeError, ValueError) as e:
         print(f"parity: cannot read: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
@@ -815,9 +1045,14 @@ def main(argv: list) -> int:
         print(json.dumps({"sam": sam, "terraform": tf}, indent=1, sort_keys=True))
     a = json.dumps(sam, indent=1, sort_keys=True).splitlines()
     b = json.dumps(tf, indent=1, sort_keys=True).splitlines()
-    if a == b:
+    for line in broken:
+        print(line)
+    if a == b and not broken:
         print(f"parity: ok ({len(a)} facts)")
         return 0
+    if a == b:
+        print(f"parity: the models agree ({len(a)} facts), but the module breaks {len(broken)} rule(s)")
+        return 1
     print("parity: template.yaml and infra/terraform differ (--- sam, +++ terraform)")
     for line in difflib.unified_diff(a, b, "sam", "terraform", lineterm="", n=4):
         print(line)

@@ -1,8 +1,8 @@
 """A webhook receiver on loopback for the notification tests.
 
-POST /hook   verifies Toolgate's signature with the code README shows
-             (between the snippet markers; the test checks README has it
-             verbatim): 401 for a bad signature, 409 for a replay.
+POST /hook   verifies Toolgate's signature with the code docs/notifications.md
+             shows (between the snippet markers; the test checks the page
+             has it verbatim): 401 for a bad signature, 409 for a replay.
 POST /slack  records a Slack incoming-webhook message.
 POST /sns    records an SNS HTTP notification (moto delivers them);
 POST /sns-cancelled  the same, for a subscription filtered by `event`.
@@ -18,7 +18,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-# --- README snippet start ---
+# --- docs snippet start ---
 import hashlib
 import hmac
 
@@ -36,7 +36,7 @@ def verify(secret: bytes, headers, body: bytes, seen: set, now: float) -> str | 
         return "replayed delivery"
     seen.add(delivery)
     return None
-# --- README snippet end ---
+# --- docs snippet end ---
 
 LOCK = threading.Lock()
 SEEN = {"hook": [], "slack": [], "sns": [], "sns-cancelled": [], "down": 0, "slow": [], "refused": []}

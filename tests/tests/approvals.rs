@@ -1,8 +1,11 @@
-//! Approval gates for `ssh_run` end to end: `toolgate serve` against a real
-//! OpenSSH sshd on loopback. A command the policy marks waits for a
-//! person; the approval is a clarification (answered through its page's
-//! route), bound to the exact command, server, host key and caller, used
-//! once, and audited with its receipt.
+//! Approval gates end to end: `toolgate serve` against a real OpenSSH sshd
+//! on loopback (and the MCP reference server for cloud tools). A command
+//! the policy marks waits for an approver; the agent that asked is given
+//! the approval's id and nothing that decides it; an approver (a token of
+//! its own, the local operator's CLI, a Slack click, or where the operator
+//! chose it a link holder) decides; the approval is bound to the exact
+//! command, server, host key and caller, used once, and audited with a
+//! receipt naming the approver.
 
 use std::process::Command;
 use std::time::Duration;
@@ -14,6 +17,18 @@ use toolgate_e2e::webhook::{receiver, seen};
 use toolgate_e2e::{Response, Server, TempPath, error_of as error, temp_file};
 
 const SECRET: &str = "a-webhook-secret-of-32-characters";
+/// The agent's (caller's) token, and an approver's.
+const AGENT: &str = "agent-token-0123456789abcdef";
+const OPS: &str = "ops-approver-token-0123456789";
+
+/// The config every test starts from: one caller, one approver, then
+/// `extra` (servers, clouds).
+fn config(extra: &str) -> String {
+    format!(
+        "[[server.tokens]]\nname = \"agent\"\ntoken = \"{AGENT}\"\n\n\
+         [[approvals.approvers]]\nname = \"ops\"\ntoken = \"{OPS}\"\n\n{extra}"
+    )
+}
 
 fn serve(text: &str, env: &[(&str, &str)]) -> (Server, TempPath) {
     let cfg = temp_file("toolgate-approvals", text);
@@ -21,11 +36,32 @@ fn serve(text: &str, env: &[(&str, &str)]) -> (Server, TempPath) {
     (s, cfg)
 }
 
-fn ssh_run(s: &Server, args: Value) -> Response {
-    s.post_json("/tools/ssh_run", &args)
+fn with_token(s: &Server, token: &str, method: &str, path: &str, body: &str) -> Response {
+    let auth = format!("Bearer {token}");
+    s.request(
+        method,
+        path,
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Authorization", &auth),
+        ],
+        body.as_bytes(),
+    )
 }
 
-/// Asks to run `command` on `server`; the pending approval's id.
+/// A call as the agent.
+fn as_agent(s: &Server, path: &str, body: &Value) -> Response {
+    with_token(s, AGENT, "POST", path, &body.to_string())
+}
+
+fn ssh_run(s: &Server, args: Value) -> Response {
+    as_agent(s, "/tools/ssh_run", &args)
+}
+
+/// Asks to run `command` on `server`; the pending approval's id. The
+/// agent is told the id, the expiry and what it is for, and nothing that
+/// decides it.
 fn pending(s: &Server, server: &str, command: &str) -> String {
     let r = ssh_run(
         s,
@@ -40,26 +76,53 @@ fn pending(s: &Server, server: &str, command: &str) -> String {
     );
     let a = &r.json()["error"]["approval"];
     assert_eq!(a["status"], "pending");
+    assert_eq!(a["target"], server);
     let id = a["id"].as_str().unwrap().to_owned();
+    let body = String::from_utf8_lossy(&r.body);
     assert!(
-        a["answer_url"]
-            .as_str()
-            .unwrap()
-            .ends_with(&format!("/clarifications/{id}/answer"))
+        !body.contains("http") && !body.contains("/inbox") && !body.contains("cap"),
+        "{body}"
     );
+    assert!(a.get("answer_url").is_none(), "{body}");
     assert!(msg.contains(&id) && msg.contains("\"approval\""), "{msg}");
     id
 }
 
-fn answer(s: &Server, id: &str, choice: usize) {
-    let r = s.post_json(
-        &format!("/clarifications/{id}/answer"),
-        &json!({"choice": choice}),
+/// An approver decides `id`.
+fn decide(s: &Server, id: &str, approve: bool) -> Value {
+    let d = if approve { "approve" } else { "reject" };
+    let r = with_token(
+        s,
+        OPS,
+        "POST",
+        &format!("/approvals/{id}/decision"),
+        &json!({ "decision": d }).to_string(),
     );
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()
+}
+
+/// The approval as approvers see it.
+fn approval(s: &Server, id: &str) -> Value {
+    let r = with_token(s, OPS, "GET", &format!("/approvals/{id}"), "");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()
+}
+
+/// The remote user's home (the login directory), so that a path under it
+/// is written without `~`, which the readonly preset does not read as
+/// literal.
+fn home(s: &Server) -> String {
+    let r = ssh_run(s, json!({"server_name": "box", "command": "pwd"}));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()["stdout"].as_str().unwrap().trim_end().to_owned()
 }
 
 fn exists(s: &Server, path: &str) -> bool {
+    let path = match path.strip_prefix("~/") {
+        Some(rest) => format!("{}/{rest}", home(s)),
+        None => path.to_owned(),
+    };
     let r = ssh_run(
         s,
         json!({"server_name": "box", "command": format!("test -e {path} && echo yes || echo no")}),
@@ -87,48 +150,62 @@ fn audit_once(s: &Server, want: impl Fn(&Value) -> bool) -> Vec<Value> {
     .collect()
 }
 
-fn sha256(text: &str) -> String {
-    run_tool(
-        Command::new("python3").args([
-            "-c",
-            "import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest())",
-            text,
-        ]),
-        "sha256",
-    )
-    .trim()
-    .to_owned()
+fn python(code: &str, arg: &str) -> String {
+    run_tool(Command::new("python3").args(["-c", code, arg]), "python3")
+        .trim()
+        .to_owned()
 }
 
-#[test]
-fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
-    let d = Sshd::start();
-    let (_rx, hooks) = receiver(SECRET);
-    let hook = format!("{hooks}/hook");
-    let db =
-        std::env::temp_dir().join(format!("toolgate-approvals-{}.sqlite3", std::process::id()));
-    let db_path = db.to_str().unwrap().to_owned();
-    let text = format!(
-        "{}[servers.box.policy]\napprove_preset = \"readonly\"\n{}",
-        d.server_toml("box", ""),
-        d.server_toml("twin", "")
-    );
-    let env = [
-        ("TOOLGATE_CLARIFY_DB", db_path.as_str()),
-        ("TOOLGATE_CLARIFY_WEBHOOK_URL", hook.as_str()),
-        ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", SECRET),
-    ];
-    let (s, _cfg) = serve(&text, &env);
-    // A folder of this run's own (the test user's home outlives runs),
-    // made and removed on `twin`, which needs no approval.
-    let dir = format!(
+fn sha256(text: &str) -> String {
+    python(
+        "import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest())",
+        text,
+    )
+}
+
+/// What a log line says for an id (docs/approvals.md, "Receipts and logs"), computed
+/// apart from the product's code.
+fn id_ref(id: &str) -> String {
+    python(
+        "import hashlib, sys; print('ref:' + hashlib.sha256(b'toolgate-log-ref\\0' + sys.argv[1].encode()).hexdigest()[:16])",
+        id,
+    )
+}
+
+/// A folder of this run's own on the sshd host (the test user's home
+/// outlives runs).
+fn run_dir() -> String {
+    format!(
         "~/tg-approvals-{}-{}",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos()
-    );
+    )
+}
+
+#[test]
+fn a_risky_command_waits_for_an_approver_and_runs_once_exactly_as_approved() {
+    let d = Sshd::start();
+    let (_rx, hooks) = receiver(SECRET);
+    let hook = format!("{hooks}/hook");
+    let db =
+        std::env::temp_dir().join(format!("toolgate-approvals-{}.sqlite3", std::process::id()));
+    let db_path = db.to_str().unwrap().to_owned();
+    let text = config(&format!(
+        "{}[servers.box.policy]\napprove_preset = \"readonly\"\n{}",
+        d.server_toml("box", ""),
+        d.server_toml("twin", "")
+    ));
+    let env = [
+        ("TOOLGATE_CLARIFY_DB", db_path.as_str()),
+        ("TOOLGATE_CLARIFY_WEBHOOK_URL", hook.as_str()),
+        ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", SECRET),
+    ];
+    let (s, _cfg) = serve(&text, &env);
+    // Made and removed on `twin`, which needs no approval.
+    let dir = run_dir();
     let r = ssh_run(
         &s,
         json!({"server_name": "twin", "command": format!("mkdir -p {dir}")}),
@@ -144,24 +221,33 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
     let cmd = cmd.as_str();
     let id = pending(&s, "box", cmd);
     assert!(!exists(&s, &f(1)));
-    // The person hears of it (the webhook), with the command and the key.
+    // The approvers hear of it (the webhook): every field in a box of its
+    // own, whole, and a link to the inbox (where they sign in).
     let q = toolgate_e2e::webhook::wait_for(&hooks, "the approval's notification", |v| {
-        toolgate_e2e::webhook::events(v, &id) == ["clarification.created"]
+        toolgate_e2e::webhook::events(v, &id) == ["approval.created"]
     });
-    let question = q["hook"][0]["body"]["question"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        question.contains(cmd) && question.contains(&d.host_fingerprint()),
-        "{question}"
-    );
+    let told = &q["hook"][0]["body"];
+    assert_eq!(told["kind"], "approval");
+    let field = |label: &str| {
+        told["details"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["label"] == label)
+            .map(|f| f["text"].as_str().unwrap().to_owned())
+            .unwrap_or_else(|| panic!("no {label} in {told:#}"))
+    };
+    assert_eq!(field("Command"), cmd);
+    assert_eq!(field("Host key"), d.host_fingerprint());
+    assert_eq!(field("Intent"), "test");
+    assert_eq!(field("Caller"), "agent");
     assert_eq!(
-        q["hook"][0]["body"]["options"],
-        json!(["Approve", "Reject"])
+        told["approval_url"],
+        format!("http://{}/inbox/{id}", s.addr)
     );
+    assert!(told.get("answer_url").is_none(), "{told}");
 
-    // Before anyone answers, the approval does not run the command.
+    // Before anyone decides, the approval does not run the command.
     let with = |command: &str, server: &str| {
         ssh_run(
             &s,
@@ -170,7 +256,9 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
     };
     let (status, code, msg) = error(&with(cmd, "box"));
     assert_eq!((status, code.as_str()), (428, "approval_required"), "{msg}");
-    answer(&s, &id, 0);
+    let v = decide(&s, &id, true);
+    assert_eq!(v["status"], "approved");
+    assert_eq!(v["approver"], "token:ops");
 
     // Approved: not for another command, not for another server.
     let (status, code, msg) = error(&with(&format!("touch {}", f(2)), "box"));
@@ -189,13 +277,15 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
     let (status, _, msg) = error(&with(cmd, "box"));
     assert_eq!(status, 403);
     assert!(msg.contains("already been used"), "{msg}");
+    assert!(approval(&s, &id)["used_at"].is_string());
 
-    // The receipt: the run's audit line has every field. The log is read
-    // until the refusal that came after the run is in it (the server writes
-    // its log on its own time).
+    // The receipt: the run's audit line names the approver; the approval
+    // is its ref, never its id. The log is read until the refusal that came
+    // after the run is in it (the server writes its log on its own time).
+    let r_id = id_ref(&id);
     let lines = audit_once(&s, |l| {
         l["outcome"] == "forbidden"
-            && l["approval"] == id
+            && l["approval"] == r_id.as_str()
             && l["reason"]
                 .as_str()
                 .is_some_and(|r| r.contains("already been used"))
@@ -204,37 +294,49 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
         .iter()
         .find(|l| l["outcome"] == "ran" && l["command"] == cmd)
         .unwrap_or_else(|| panic!("no audit line of the run: {lines:#?}"));
-    assert_eq!(ran["approval"], id);
-    assert_eq!(ran["approver"], "link holder");
+    assert_eq!(ran["approval"], r_id);
+    assert_eq!(ran["approver"], "token:ops");
+    assert_eq!(ran["caller"], "agent");
     assert!(ran["approved_at"].as_str().unwrap().ends_with('Z'), "{ran}");
     assert_eq!(ran["command_sha256"], sha256(cmd));
     assert_eq!(ran["host_key"], d.host_fingerprint());
-    // Refusals are audited with the approval they named.
     assert!(
-        lines.iter().any(|l| l["outcome"] == "forbidden"
-            && l["approval"] == id
-            && l["reason"].as_str().unwrap().contains("already been used")),
-        "{lines:#?}"
+        !s.logs().contains(&id),
+        "the approval's id is in the log: {}",
+        s.logs()
     );
 
     // Rejected: refused, and nothing ran.
     let rm = format!("rm -f {}", f(1));
     let rm = rm.as_str();
     let no = pending(&s, "box", rm);
-    answer(&s, &no, 1);
+    decide(&s, &no, false);
     let (status, _, msg) = error(&ssh_run(
         &s,
         json!({"server_name": "box", "command": rm, "approval": no}),
     ));
     assert_eq!(status, 403);
     assert!(
-        msg.contains("not approved") && msg.contains("Reject"),
+        msg.contains("not approved") && msg.contains("token:ops"),
         "{msg}"
     );
     assert!(exists(&s, &f(1)));
+    // A second decision is a conflict carrying the first.
+    let r = with_token(
+        &s,
+        OPS,
+        "POST",
+        &format!("/approvals/{no}/decision"),
+        r#"{"decision": "approve"}"#,
+    );
+    let (status, code, msg) = error(&r);
+    assert_eq!((status, code.as_str()), (409, "conflict"), "{msg}");
+    assert_eq!(msg, "This approval is already rejected");
+    assert_eq!(r.json()["error"]["approval"]["status"], "rejected");
     // Each decision is audited when it is made, with what it was for.
-    let decisions: Vec<(String, String)> = audit_once(&s, |l| {
-        l["approval"] == no.as_str() && l["decision"] == "rejected"
+    let no_ref = id_ref(&no);
+    let decisions: Vec<(String, String, String)> = audit_once(&s, |l| {
+        l["approval"] == no_ref.as_str() && l["decision"] == "rejected"
     })
     .iter()
     .filter(|l| l["event"] == "approval")
@@ -242,60 +344,60 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
         (
             l["approval"].as_str().unwrap().to_owned(),
             l["decision"].as_str().unwrap().to_owned(),
+            l["approver"].as_str().unwrap().to_owned(),
         )
     })
     .collect();
     assert!(
-        decisions.contains(&(id.clone(), "approved".into())),
+        decisions.contains(&(r_id.clone(), "approved".into(), "token:ops".into())),
         "{decisions:?}"
     );
     assert!(
-        decisions.contains(&(no.clone(), "rejected".into())),
+        decisions.contains(&(no_ref.clone(), "rejected".into(), "token:ops".into())),
         "{decisions:?}"
     );
     let rejected = audit(&s)
         .into_iter()
-        .find(|l| l["event"] == "approval" && l["approval"] == no)
+        .find(|l| l["event"] == "approval" && l["approval"] == no_ref.as_str())
         .unwrap();
     assert_eq!(rejected["command_sha256"], sha256(rm));
     assert_eq!(rejected["server"], "box");
 
-    // `wait`: the call blocks until a person approves, then runs.
+    // `wait`: the call blocks until an approver decides, then runs.
     let approver = {
         let hooks = hooks.clone();
         let marker = f(3);
-        let base = format!("http://{}", s.addr);
+        let base = s.addr.clone();
         std::thread::spawn(move || {
+            let about = |e: &Value| {
+                e["body"]["details"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&marker)
+            };
             let v = toolgate_e2e::webhook::wait_for(&hooks, "the waiting approval", |v| {
-                v["hook"].as_array().unwrap().iter().any(|e| {
-                    e["body"]["question"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .contains(&marker)
-                })
+                v["hook"].as_array().unwrap().iter().any(about)
             });
             let id = v["hook"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .find(|e| {
-                    e["body"]["question"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .contains(&marker)
-                })
+                .find(|e| about(e))
                 .unwrap()["body"]["id"]
                 .as_str()
                 .unwrap()
                 .to_owned();
-            run_tool(
-                Command::new("python3").args([
-                    "-c",
-                    "import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b'{\"choice\": 0}', headers={'Content-Type': 'application/json'})).read()",
-                    &format!("{base}/clarifications/{id}/answer"),
-                ]),
-                "approve",
+            let r = toolgate_e2e::raw_request(
+                &base,
+                "POST",
+                &format!("/approvals/{id}/decision"),
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Authorization", &format!("Bearer {OPS}")),
+                ],
+                br#"{"decision": "approve"}"#,
             );
+            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
         })
     };
     let r = ssh_run(
@@ -309,7 +411,7 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
     // An approval given for the key pinned then is refused once the pin
     // changes (the server re-keyed, or the inventory was edited).
     let later = pending(&s, "box", &format!("touch {}", f(4)));
-    answer(&s, &later, 0);
+    decide(&s, &later, true);
     let r = ssh_run(
         &s,
         json!({"server_name": "twin", "command": format!("rm -rf {dir}")}),
@@ -339,23 +441,152 @@ fn a_risky_command_waits_for_a_person_and_runs_once_exactly_as_approved() {
     let _ = std::fs::remove_file(other.with_extension("pub"));
 }
 
+/// The agent is handed an id and whatever an error, a tool result or a
+/// listing tells it. None of it decides: not the old answer route, not the
+/// approvers' routes with its own token or none, not any string it was
+/// given used as a path or a link capability, over HTTP or MCP.
+#[test]
+fn the_agent_cannot_approve_its_own_command_by_anything_it_was_given() {
+    let d = Sshd::start();
+    let text = config(&format!(
+        "{}[servers.box.policy]\napprove = [\"^touch \"]\n",
+        d.server_toml("box", "")
+    ));
+    let (s, _cfg) = serve(&text, &[]);
+    let dir = run_dir();
+    let cmd = format!("touch {dir}-self-approved");
+    let id = pending(&s, "box", &cmd);
+
+    // Everything the agent got, over HTTP and over MCP.
+    let http = ssh_run(&s, json!({"server_name": "box", "command": cmd}));
+    let mcp = with_token(
+        &s,
+        AGENT,
+        "POST",
+        "/mcp",
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "ssh_run", "arguments": {"server_name": "box", "command": cmd}}})
+        .to_string(),
+    );
+    let mut given = String::from_utf8_lossy(&http.body).into_owned();
+    given.push_str(&String::from_utf8_lossy(&mcp.body));
+    for (k, v) in http.headers.iter().chain(mcp.headers.iter()) {
+        given.push_str(&format!("\n{k}: {v}"));
+    }
+    let state = with_token(&s, AGENT, "GET", &format!("/clarifications/{id}"), "");
+    assert_eq!(state.status, 200);
+    assert_eq!(state.json()["kind"], "approval");
+    given.push_str(&String::from_utf8_lossy(&state.body));
+    let mcp_text = mcp.json()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(mcp_text.contains("approval_required"), "{mcp_text}");
+    for text in [&given, &mcp_text] {
+        assert!(
+            !text.contains("http://") && !text.contains("#cap="),
+            "{text}"
+        );
+    }
+
+    // Every word of it as a capability, and every path-like string as a
+    // route to POST a decision to.
+    let words: Vec<String> = given
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '/' || c == '-' || c == '_'))
+        .filter(|w| w.len() >= 16)
+        .map(String::from)
+        .collect();
+    assert!(words.contains(&id), "{given}");
+    for w in &words {
+        let r = s.post_json(
+            &format!("/approval-links/{id}"),
+            &json!({"capability": w, "decision": "approve"}),
+        );
+        assert_eq!(r.status, 403, "{w}: {}", String::from_utf8_lossy(&r.body));
+        if w.starts_with('/') {
+            let _ = with_token(
+                &s,
+                AGENT,
+                "POST",
+                w,
+                r#"{"decision": "approve", "choice": 0}"#,
+            );
+        }
+    }
+    // The answer route of an ordinary question refuses an approval.
+    for token in [None, Some(AGENT)] {
+        let path = format!("/clarifications/{id}/answer");
+        let r = match token {
+            None => s.post_json(&path, &json!({"choice": 0})),
+            Some(t) => with_token(&s, t, "POST", &path, r#"{"choice": 0}"#),
+        };
+        let (status, code, msg) = error(&r);
+        assert_eq!((status, code.as_str()), (403, "forbidden"), "{msg}");
+        assert!(msg.contains("only an approver can decide it"), "{msg}");
+        let r = s.post_json(&format!("/clarifications/{id}/cancel"), &json!({}));
+        assert_eq!(r.status, 403);
+    }
+    // Its old answer page sends a browser to the inbox, where approvers
+    // sign in (relative, so that an API stage in front stays).
+    let r = s.get(&format!("/clarifications/{id}/answer"));
+    assert_eq!(r.status, 303);
+    assert_eq!(
+        r.header("location"),
+        Some(format!("../../inbox/{id}").as_str())
+    );
+    // The approvers' routes: not with the agent's token, not without one.
+    let decision = format!("/approvals/{id}/decision");
+    let body = r#"{"decision": "approve"}"#;
+    let (status, code, msg) = error(&with_token(&s, AGENT, "POST", &decision, body));
+    assert_eq!((status, code.as_str()), (403, "forbidden"), "{msg}");
+    let (status, code, _) = error(&s.post_json(&decision, &json!({"decision": "approve"})));
+    assert_eq!((status, code.as_str()), (401, "unauthorized"));
+    for list in ["/approvals", "/clarifications"] {
+        assert_eq!(with_token(&s, AGENT, "GET", list, "").status, 403, "{list}");
+    }
+    // An approver's token is not a caller's either.
+    let (status, _, msg) = error(&with_token(
+        &s,
+        OPS,
+        "POST",
+        "/tools/ssh_run",
+        &json!({"server_name": "box", "command": "uptime"}).to_string(),
+    ));
+    assert_eq!(status, 403, "{msg}");
+
+    // Still pending: the call still waits, and nothing ran.
+    assert_eq!(approval(&s, &id)["status"], "pending");
+    let (status, code, _) = error(&ssh_run(
+        &s,
+        json!({"server_name": "box", "command": cmd, "approval": id}),
+    ));
+    assert_eq!((status, code.as_str()), (428, "approval_required"));
+    assert!(!exists(&s, &format!("{dir}-self-approved")));
+}
+
 #[test]
 fn an_approval_expires_and_bad_or_foreign_ids_are_refused_and_rules_apply_by_tag() {
     let d = Sshd::start();
-    let text = format!(
+    let text = config(&format!(
         "{}[servers.box.policy]\napprove = [\"^reboot\"]\n",
         d.server_toml("box", "")
-    );
+    ));
     let (s, _cfg) = serve(&text, &[("TOOLGATE_CLARIFY_EXPIRY_SECS", "2")]);
     let id = pending(&s, "box", "reboot --dry-run");
     std::thread::sleep(Duration::from_millis(2_500));
-    let r = s.post_json(
-        &format!("/clarifications/{id}/answer"),
-        &json!({"choice": 0}),
+    let r = with_token(
+        &s,
+        OPS,
+        "POST",
+        &format!("/approvals/{id}/decision"),
+        r#"{"decision": "approve"}"#,
     );
-    assert_eq!(r.status, 410, "too late to approve");
+    let (status, code, msg) = error(&r);
+    assert_eq!((status, code.as_str()), (410, "expired"), "too late: {msg}");
+    assert_eq!(msg, "This approval has expired");
+    let r_id = id_ref(&id);
     let expired = |l: &Value| {
-        l["event"] == "approval" && l["approval"] == id.as_str() && l["decision"] == "expired"
+        l["event"] == "approval" && l["approval"] == r_id.as_str() && l["decision"] == "expired"
     };
     assert!(
         audit_once(&s, expired).iter().any(expired),
@@ -379,47 +610,143 @@ fn an_approval_expires_and_bad_or_foreign_ids_are_refused_and_rules_apply_by_tag
         json!({"server_name": "box", "command": "reboot", "approval": "../../etc"}),
     ));
     assert_eq!((status, code.as_str()), (400, "invalid_input"));
+    // Deciding what is no approval: 404; a bad decision: 400.
+    for (path, body, want) in [
+        (
+            format!("/approvals/{}/decision", "0".repeat(40)),
+            r#"{"decision": "approve"}"#,
+            404,
+        ),
+        (
+            format!("/approvals/{id}/decision"),
+            r#"{"decision": "yes"}"#,
+            400,
+        ),
+        (
+            format!("/approvals/{id}/decision"),
+            r#"{"decision": "approve", "choice": 0}"#,
+            400,
+        ),
+        (format!("/approvals/{id}/decision"), r#"[1]"#, 400),
+    ] {
+        let r = with_token(&s, OPS, "POST", &path, body);
+        assert_eq!(
+            r.status,
+            want,
+            "{path} {body}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert!(r.json()["error"]["message"].is_string());
+    }
     // An ordinary clarification is not an approval.
-    let c = s.post_json(
+    let c = as_agent(
+        &s,
         "/tools/clarify",
         &json!({"question": "ok?", "options": ["Approve"]}),
     );
     let cid = c.json()["id"].as_str().unwrap().to_owned();
-    answer(&s, &cid, 0);
+    let r = s.post_json(
+        &format!("/clarifications/{cid}/answer"),
+        &json!({"choice": 0}),
+    );
+    assert_eq!(r.status, 200);
     let (status, _, msg) = error(&ssh_run(
         &s,
         json!({"server_name": "box", "command": "reboot --dry-run", "approval": cid}),
     ));
     assert_eq!(status, 403);
     assert!(msg.contains("is not an approval"), "{msg}");
+    // Nor does an approver decide a question through the approvals' route.
+    let r = with_token(
+        &s,
+        OPS,
+        "POST",
+        &format!("/approvals/{cid}/decision"),
+        r#"{"decision": "approve"}"#,
+    );
+    assert_eq!(r.status, 404);
 
     // `[ssh] approve_preset = "all"` for servers tagged `prod`: this one is
     // tagged `test`, so only its own rule applies.
-    let text = format!(
+    let text = config(&format!(
         "[ssh]\napprove_preset = \"all\"\napprove_tags = [\"test\"]\n{}",
         d.server_toml("box", "")
-    );
+    ));
     let (s2, _cfg2) = serve(&text, &[]);
     let r = ssh_run(&s2, json!({"server_name": "box", "command": "uptime"}));
     assert_eq!(error(&r).0, 428, "every command on a tagged server");
-    let text = format!(
+    let text = config(&format!(
         "[ssh]\napprove_preset = \"all\"\napprove_tags = [\"prod\"]\n{}",
         d.server_toml("box", "")
-    );
+    ));
     let (s3, _cfg3) = serve(&text, &[]);
     let r = ssh_run(&s3, json!({"server_name": "box", "command": "uptime"}));
     assert_eq!(r.status, 200, "untagged servers are not gated");
 }
 
+/// `approve_preset = "readonly"`: the red team's ways around a read-only
+/// list (a wrapper, quotes, a backslash, an interpreter, a path, a second
+/// command) all wait for a person, and none of them ran.
+#[test]
+fn readonly_means_read_only_whatever_the_spelling() {
+    let d = Sshd::start();
+    let text = config(&format!(
+        "{}[servers.box.policy]\napprove_preset = \"readonly\"\n",
+        d.server_toml("box", "")
+    ));
+    let (s, _cfg) = serve(&text, &[]);
+    let dir = run_dir();
+    let mark = |n: usize| format!("{dir}-ro-{n}");
+    let forms = |n: usize| {
+        let m = mark(n);
+        [
+            format!("env touch {m}"),
+            format!("'touch' {m}"),
+            format!("\\touch {m}"),
+            format!("\"touch\" {m}"),
+            format!(
+                "python3 -c 'import pathlib,os; pathlib.Path(os.path.expanduser(\"{m}\")).touch()'"
+            ),
+            format!("/usr/bin/touch {m}"),
+            format!("A=1 touch {m}"),
+            format!("uptime; touch {m}"),
+            format!("uptime && touch {m}"),
+            format!("echo > {m}"),
+            format!("ls $(touch {m})"),
+            format!("uptime\ntouch {m}"),
+        ]
+    };
+    let count = forms(0).len();
+    for n in 0..count {
+        let cmd = forms(n)[n].clone();
+        let r = ssh_run(&s, json!({"server_name": "box", "command": cmd}));
+        assert_eq!(error(&r).0, 428, "{cmd:?} ran without a person");
+    }
+    for n in 0..count {
+        assert!(!exists(&s, &mark(n)), "{}", mark(n));
+    }
+    // What is plainly read-only still runs at once.
+    for cmd in [
+        "uptime",
+        "df -h /",
+        "uptime; df -h /",
+        "ps aux | grep -c sshd",
+    ] {
+        let r = ssh_run(&s, json!({"server_name": "box", "command": cmd}));
+        assert_eq!(r.status, 200, "{cmd}: {}", String::from_utf8_lossy(&r.body));
+    }
+}
+
 /// Cloud tools by name: a gated tool of the MCP reference server waits for
-/// a person; the approval binds the account, the tool and the arguments.
+/// an approver; the approval binds the account, the tool and the arguments.
 #[test]
 fn a_gated_cloud_tool_runs_once_with_exactly_the_approved_arguments() {
     let (_mcp, port) = toolgate_e2e::peer::everything();
-    let text =
-        format!("[clouds.demo]\nurl = \"http://127.0.0.1:{port}/mcp\"\napprove = [\"ech*\"]\n");
+    let text = config(&format!(
+        "[clouds.demo]\nurl = \"http://127.0.0.1:{port}/mcp\"\napprove = [\"ech*\"]\n"
+    ));
     let (s, _cfg) = serve(&text, &[]);
-    let tools = s.get("/tools").json();
+    let tools = with_token(&s, AGENT, "GET", "/tools", "").json();
     let schema = |name: &str| {
         tools["tools"]
             .as_array()
@@ -444,43 +771,58 @@ fn a_gated_cloud_tool_runs_once_with_exactly_the_approved_arguments() {
     }));
 
     // Over MCP the gate is a tool error whose text is the same body.
-    let over_mcp = s
-        .request(
-            "POST",
-            "/mcp",
-            &[
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json, text/event-stream"),
-            ],
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "demo__echo", "arguments": {"message": "hi"}}})
-            .to_string()
-            .as_bytes(),
-        )
-        .json();
+    let over_mcp = with_token(
+        &s,
+        AGENT,
+        "POST",
+        "/mcp",
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "demo__echo", "arguments": {"message": "hi"}}})
+        .to_string(),
+    );
+    let over_mcp = over_mcp.json();
     assert_eq!(over_mcp["result"]["isError"], true, "{over_mcp}");
     let text: Value =
         serde_json::from_str(over_mcp["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(text["error"]["code"], "approval_required", "{text}");
     assert_eq!(text["error"]["approval"]["status"], "pending", "{text}");
+    assert!(!text.to_string().contains("http"), "{text}");
 
-    let call = |args: Value| s.post_json("/tools/demo__echo", &args);
-    let r = call(json!({"message": "hi"}));
+    let call = |body: &str| with_token(&s, AGENT, "POST", "/tools/demo__echo", body);
+    let r = call(r#"{"message": "hi"}"#);
     let (status, code, msg) = error(&r);
     assert_eq!((status, code.as_str()), (428, "approval_required"), "{msg}");
+    // It names the cloud tool's own argument for the approval.
+    assert!(msg.contains("\"toolgate_approval\": \""), "{msg}");
     let id = r.json()["error"]["approval"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    answer(&s, &id, 0);
-    let (status, _, msg) = error(&call(json!({"message": "bye", "toolgate_approval": id})));
+    let shown = approval(&s, &id);
+    assert_eq!(shown["details"][0]["label"], "Arguments");
+    assert!(
+        shown["details"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"hi\""),
+        "{shown}"
+    );
+    decide(&s, &id, true);
+    let (status, _, msg) = error(&call(&format!(
+        r#"{{"message": "bye", "toolgate_approval": "{id}"}}"#
+    )));
     assert_eq!(status, 403);
     assert!(msg.contains("another command"), "{msg}");
-    // The same arguments in another order are the same call.
-    let r = call(json!({"toolgate_approval": id, "message": "hi"}));
+    // The same arguments in another order are the same call: the body is
+    // sent as written, the approval's key first.
+    let r = call(&format!(
+        r#"{{"toolgate_approval": "{id}", "message": "hi"}}"#
+    ));
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert!(r.json().to_string().contains("hi"), "{}", r.json());
-    let (status, _, msg) = error(&call(json!({"message": "hi", "toolgate_approval": id})));
+    let (status, _, msg) = error(&call(&format!(
+        r#"{{"message": "hi", "toolgate_approval": "{id}"}}"#
+    )));
     assert_eq!(status, 403);
     assert!(msg.contains("already been used"), "{msg}");
     let approved = |l: &Value| l["event"] == "cloud_call" && l["outcome"] == "approved";
@@ -489,8 +831,345 @@ fn a_gated_cloud_tool_runs_once_with_exactly_the_approved_arguments() {
         .iter()
         .find(|l| approved(l))
         .unwrap_or_else(|| panic!("{lines:#?}"));
-    assert_eq!(ran["approval"], id);
+    assert_eq!(ran["approval"], id_ref(&id));
+    assert_eq!(ran["approver"], "token:ops");
     assert_eq!(ran["account"], "demo");
     assert_eq!(ran["arguments_sha256"], sha256(r#"{"message":"hi"}"#));
     assert_eq!(ran["endpoint"], format!("http://127.0.0.1:{port}/mcp"));
+}
+
+/// Where the operator chooses link-holder approvals, the channels get a
+/// link whose fragment is the capability (never sent to the server in a
+/// URL, never in the agent's answer, stored only hashed), and the receipt
+/// says a link holder decided.
+#[test]
+fn a_link_decides_only_where_the_operator_chose_it() {
+    let d = Sshd::start();
+    let (_rx, hooks) = receiver(SECRET);
+    let hook = format!("{hooks}/hook");
+    let text = config(&format!(
+        "[approvals]\nlink_holder = true\n\n{}[servers.box.policy]\napprove = [\"^touch \"]\n",
+        d.server_toml("box", "")
+    ));
+    let env = [
+        ("TOOLGATE_CLARIFY_WEBHOOK_URL", hook.as_str()),
+        ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", SECRET),
+    ];
+    let (s, _cfg) = serve(&text, &env);
+    let dir = run_dir();
+    let cmd = format!("touch {dir}-by-link");
+    let id = pending(&s, "box", &cmd);
+    let q = toolgate_e2e::webhook::wait_for(&hooks, "the approval's link", |v| {
+        toolgate_e2e::webhook::events(v, &id) == ["approval.created"]
+    });
+    let url = q["hook"][0]["body"]["approval_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (page, cap) = url.split_once("#cap=").unwrap_or_else(|| panic!("{url}"));
+    assert_eq!(page, format!("http://{}/inbox/{id}", s.addr));
+    assert_eq!(cap.len(), 64);
+    let link = |body: Value| s.post_json(&format!("/approval-links/{id}"), &body);
+    // A wrong capability, or one for another approval, decides nothing.
+    let r = link(json!({"capability": "f".repeat(64), "decision": "approve"}));
+    assert_eq!(r.status, 403);
+    let other = pending(&s, "box", &format!("{cmd}-other"));
+    let r = s.post_json(
+        &format!("/approval-links/{other}"),
+        &json!({"capability": cap, "decision": "approve"}),
+    );
+    assert_eq!(r.status, 403);
+    // Read, then decide, with the link.
+    let r = link(json!({"capability": cap}));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["status"], "pending");
+    let r = link(json!({"capability": cap, "decision": "approve"}));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["approver"], "link holder");
+    let r = ssh_run(
+        &s,
+        json!({"server_name": "box", "command": cmd, "approval": id}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let r_id = id_ref(&id);
+    let lines = audit_once(&s, |l| {
+        l["outcome"] == "ran" && l["approval"] == r_id.as_str()
+    });
+    let ran = lines.iter().find(|l| l["outcome"] == "ran").unwrap();
+    assert_eq!(ran["approver"], "link holder");
+    assert!(!s.logs().contains(cap), "the capability is in the log");
+}
+
+/// `v0=` and the hex HMAC-SHA256 of `v0:{ts}:{body}`: Slack's documented
+/// request signature, computed here apart from the product's code. No Slack
+/// server can run here, so the test plays Slack's side of the request.
+fn slack_signature(secret: &str, ts: &str, body: &str) -> String {
+    run_tool(
+        Command::new("python3").args([
+            "-c",
+            "import hashlib, hmac, sys; print('v0=' + hmac.new(sys.argv[1].encode(), ('v0:' + sys.argv[2] + ':' + sys.argv[3]).encode(), hashlib.sha256).hexdigest())",
+            secret,
+            ts,
+            body,
+        ]),
+        "slack signature",
+    )
+    .trim()
+    .to_owned()
+}
+
+/// Slack's interactive buttons: a signed click from an allowed Slack user
+/// decides, and the receipt names that user; a bad or stale signature and
+/// a user not on the list decide nothing.
+#[test]
+fn a_signed_slack_click_decides_as_that_slack_user() {
+    const SIGNING: &str = "slack-signing-secret-0123456789";
+    let d = Sshd::start();
+    let (_rx, hooks) = receiver(SECRET);
+    let slack = format!("{hooks}/slack");
+    let text = config(&format!(
+        "[approvals]\nslack_users = [\"U0ALLOWED\"]\n\n{}[servers.box.policy]\napprove = [\"^touch \"]\n",
+        d.server_toml("box", "")
+    ));
+    let env = [
+        ("TOOLGATE_CLARIFY_SLACK_URL", slack.as_str()),
+        ("TOOLGATE_SLACK_SIGNING_SECRET", SIGNING),
+    ];
+    let (s, _cfg) = serve(&text, &env);
+    let cmd = format!("touch {}-by-slack", run_dir());
+    let id = pending(&s, "box", &cmd);
+    // The message carries Approve and Reject buttons with the id.
+    let seen_msg = toolgate_e2e::webhook::wait_for(&hooks, "the Slack message", |v| {
+        v["slack"].as_array().is_some_and(|a| !a.is_empty())
+    });
+    let blocks = seen_msg["slack"][0]["body"]["blocks"].to_string();
+    assert!(
+        blocks.contains("toolgate_approve") && blocks.contains(&id),
+        "{blocks}"
+    );
+
+    let click = |user: &str, action: &str| {
+        let payload = json!({
+            "type": "block_actions",
+            "team": {"id": "T0TEAM"},
+            "user": {"id": user, "username": "someone", "name": "someone"},
+            "actions": [{"action_id": action, "value": id, "type": "button"}],
+            "response_url": format!("{hooks}/slack"),
+        });
+        python(
+            "import sys, urllib.parse; print('payload=' + urllib.parse.quote(sys.argv[1]))",
+            &payload.to_string(),
+        )
+    };
+    let send = |body: &str, ts: i64, sig: Option<String>| {
+        let ts = ts.to_string();
+        let sig = sig.unwrap_or_else(|| slack_signature(SIGNING, &ts, body));
+        s.request(
+            "POST",
+            "/slack/interactions",
+            &[
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("X-Slack-Request-Timestamp", &ts),
+                ("X-Slack-Signature", &sig),
+            ],
+            body.as_bytes(),
+        )
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let good = click("U0ALLOWED", "toolgate_approve");
+    // Forged, stale, or from someone not on the list: nothing is decided.
+    assert_eq!(
+        send(
+            &good,
+            now,
+            Some(slack_signature("wrong-secret", &now.to_string(), &good))
+        )
+        .status,
+        401
+    );
+    assert_eq!(send(&good, now - 600, None).status, 401);
+    let r = send(&click("U0STRANGER", "toolgate_approve"), now, None);
+    assert_eq!(r.status, 200, "Slack is answered, the click refused");
+    assert!(
+        r.json()
+            .to_string()
+            .contains("not one of this deployment's approvers"),
+        "{}",
+        r.json()
+    );
+    assert_eq!(approval(&s, &id)["status"], "pending");
+    // The allowed user's click decides, as that user.
+    let r = send(&good, now, None);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v = approval(&s, &id);
+    assert_eq!(v["status"], "approved");
+    assert_eq!(v["approver"], "slack:T0TEAM/U0ALLOWED");
+    let r = ssh_run(
+        &s,
+        json!({"server_name": "box", "command": cmd, "approval": id}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    // A second click is answered with the decision that stands.
+    let r = send(&click("U0ALLOWED", "toolgate_reject"), now, None);
+    assert_eq!(r.status, 200);
+    assert_eq!(approval(&s, &id)["status"], "approved");
+    assert!(!s.logs().contains(SIGNING));
+}
+
+/// The operator on the server's own machine decides with the CLI, against
+/// the same data folder: no token needed, the receipt names the Unix user.
+/// With `--url` the CLI signs in as an approver instead.
+#[test]
+fn the_operator_decides_with_the_cli() {
+    let d = Sshd::start();
+    let data = std::env::temp_dir().join(format!("toolgate-approvals-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let text = config(&format!(
+        "{}[servers.box.policy]\napprove = [\"^touch \"]\n",
+        d.server_toml("box", "")
+    ));
+    let data_dir = data.to_str().unwrap().to_owned();
+    let (s, cfg) = serve(&text, &[("TOOLGATE_DATA_DIR", data_dir.as_str())]);
+    let cmd = format!("touch {}-by-cli", run_dir());
+    let id = pending(&s, "box", &cmd);
+    let cli = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(toolgate_e2e::toolgate_bin());
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &data)
+            .env("USER", "opsperson")
+            .env("TOOLGATE_DATA_DIR", &data)
+            .arg("--config")
+            .arg(&cfg.0)
+            .args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        toolgate_e2e::output_within(c, Duration::from_secs(60))
+    };
+    let out = cli(&["approvals", "list"], &[]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        listed.contains(&id) && listed.contains("Run a command on box"),
+        "{listed}"
+    );
+    let out = cli(&["approvals", "show", &id], &[]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(&cmd), "{shown}");
+    // Over HTTP: the agent's token is not an approver's.
+    let url = format!("http://{}", s.addr);
+    let out = cli(
+        &["approvals", "approve", &id, "--url", &url],
+        &[("TOOLGATE_APPROVER_TOKEN", AGENT)],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("403"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Locally, as the operator.
+    let out = cli(&["approvals", "approve", &id, "--json"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["approver"], "local:opsperson");
+    let r = ssh_run(
+        &s,
+        json!({"server_name": "box", "command": cmd, "approval": id}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    // The same over HTTP with an approver's token, for a question.
+    let q = as_agent(
+        &s,
+        "/tools/clarify",
+        &json!({"question": "Which region?", "options": ["eu", "us"]}),
+    );
+    let qid = q.json()["id"].as_str().unwrap().to_owned();
+    let out = cli(
+        &["clarifications", "list", "--url", &url],
+        &[("TOOLGATE_APPROVER_TOKEN", OPS)],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&qid),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cli(
+        &[
+            "clarifications",
+            "answer",
+            &qid,
+            "--choice",
+            "1",
+            "--url",
+            &url,
+            "--json",
+        ],
+        &[("TOOLGATE_APPROVER_TOKEN", OPS)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["answer"], "us");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+/// The inbox in real headless Chromium: an approver signs in (a wrong token
+/// is refused), and the command that would run is shown whole, however it
+/// hides itself (1,495 spaces before `; touch X`, a right-to-left
+/// override), before Approve is clicked. The clarify page's free-text
+/// answer still works whatever `?choice=` a crafted link carries.
+#[test]
+fn the_inbox_shows_exactly_what_would_run_and_an_approver_decides_in_a_browser() {
+    let d = Sshd::start();
+    let text = config(&format!(
+        "{}[servers.box.policy]\napprove_preset = \"readonly\"\n",
+        d.server_toml("box", "")
+    ));
+    let (s, _cfg) = serve(&text, &[]);
+    let cmd = format!("uptime{}; touch X\u{202e}gnp.exe", " ".repeat(1495));
+    let id = pending(&s, "box", &cmd);
+    let base = format!("http://{}", s.addr);
+    let shot = std::env::temp_dir().join(format!("toolgate-inbox-{}.png", std::process::id()));
+    let seen = toolgate_e2e::browser::inbox_in_chromium(
+        "approve",
+        &[&base, OPS, &id, shot.to_str().unwrap()],
+    );
+    assert!(seen.is_object(), "{seen}");
+    let v = approval(&s, &id);
+    assert_eq!(v["status"], "approved", "{v}");
+    assert_eq!(v["approver"], "token:ops");
+    let _ = std::fs::remove_file(&shot);
+
+    let q = as_agent(
+        &s,
+        "/tools/clarify",
+        &json!({"question": "Which region?", "options": ["eu", "us"]}),
+    );
+    let q = q.json();
+    let url = q["answer_url"].as_str().unwrap();
+    toolgate_e2e::browser::inbox_in_chromium("choice", &[url, "neither, use ap-south-1"]);
+    let r = s.get(&format!("/clarifications/{}", q["id"].as_str().unwrap()));
+    assert_eq!(
+        r.json()["answer"],
+        "neither, use ap-south-1",
+        "{}",
+        r.json()
+    );
 }

@@ -22,13 +22,14 @@ fn workspace() -> PathBuf {
 /// the workspace; it must exit cleanly.
 fn in_process(extra: &[&str]) -> Value {
     let root = workspace();
-    let out = Command::new(bench_bin())
-        .current_dir(&root)
-        .args(["--in-process", "--n", "1"])
-        .args(extra)
-        .arg(root.join("bench/snippets"))
-        .output()
-        .expect("run toolgate-bench");
+    let out = toolgate_e2e::logsink::output(
+        Command::new(bench_bin())
+            .current_dir(&root)
+            .args(["--in-process", "--n", "1"])
+            .args(extra)
+            .arg(root.join("bench/snippets")),
+    )
+    .expect("run toolgate-bench");
     assert!(
         out.status.success(),
         "{}",
@@ -86,11 +87,12 @@ fn a_missing_or_malformed_corpus_is_refused_with_its_name() {
         (PathBuf::from("/nonexistent/corpus.json"), "No such file"),
         (scratch.clone(), "no \"cases\" array"),
     ] {
-        let out = Command::new(bench_bin())
-            .args(["--in-process", "--corpus"])
-            .arg(&path)
-            .output()
-            .expect("run toolgate-bench");
+        let out = toolgate_e2e::logsink::output(
+            Command::new(bench_bin())
+                .args(["--in-process", "--corpus"])
+                .arg(&path),
+        )
+        .expect("run toolgate-bench");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
@@ -104,10 +106,10 @@ fn a_missing_or_malformed_corpus_is_refused_with_its_name() {
 #[test]
 fn a_pause_that_is_not_a_whole_number_of_ms_from_1_is_refused() {
     for gap in ["0", "-5", "soon", "10001"] {
-        let out = Command::new(bench_bin())
-            .args(["--in-process", &format!("--gap-ms={gap}")])
-            .output()
-            .expect("run toolgate-bench");
+        let out = toolgate_e2e::logsink::output(
+            Command::new(bench_bin()).args(["--in-process", &format!("--gap-ms={gap}")]),
+        )
+        .expect("run toolgate-bench");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{gap}: {err}");
         assert!(err.contains("--gap-ms"), "{gap}: {err}");

@@ -1,4 +1,4 @@
-//! `bench/report.py`, which turns `bench/run`'s rounds into README's table:
+//! `bench/report.py`, which turns `bench/run`'s rounds into docs/benchmarks.md's table:
 //! a ratio is the median of the rounds' own ratios (not the ratio of the
 //! medians), a failed engine shows as ERR, and rounds that cannot be
 //! compared are refused. The rounds are written here, small and by hand:

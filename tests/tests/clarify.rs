@@ -1,18 +1,27 @@
 //! `clarify` end to end on `toolgate serve`: the lifecycle over HTTP with
 //! the SQLite store (restart, racing answers, expiry, cancel, every error
-//! code, long-poll, the page), and the DynamoDB store and Step Functions
-//! callbacks against moto server through the real SDK.
+//! code, long-poll, the page); and on the Lambda glue in process, the
+//! DynamoDB store and Step Functions callbacks against moto server through
+//! the real SDK (a task token comes only with a direct invocation).
 
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolgate_e2e::browser::answer_in_chromium;
+use toolgate_e2e::lambda_events::{fixture, http_parts, invoke};
 use toolgate_e2e::peer::moto;
 use toolgate_e2e::stepfunctions::{
     AWS, boto, execute_state_machines, finished, start_waiting_execution,
 };
 use toolgate_e2e::{Response, Server};
+use toolgate_shared::config::Config;
+use toolgate_shared::lambda::Function;
+use toolgate_shared::logging::id_ref;
+use toolgate_shared::tools::clarify::TASK_TOKEN_DIRECT_ONLY;
+use toolgate_shared::toolset::Toolset;
 
 fn data_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("toolgate-clarify-{name}-{}", std::process::id()));
@@ -300,7 +309,7 @@ fn the_page_escapes_the_question_and_needs_no_token() {
         "POST",
         "/tools/clarify",
         &[("Content-Type", "application/json"), ("Authorization", "Bearer agent-secret")],
-        json!({"question": "<script>alert('x')</script> Proceed?", "options": ["<b>yes</b>", "no"], "task_token": "tok-secret"})
+        json!({"question": "<script>alert('x')</script> Proceed?", "options": ["<b>yes</b>", "no"]})
             .to_string()
             .as_bytes(),
     );
@@ -325,7 +334,6 @@ fn the_page_escapes_the_question_and_needs_no_token() {
     assert!(!html.contains("<script>alert"), "{html}");
     assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; Proceed?"));
     assert!(html.contains("&lt;b&gt;yes&lt;/b&gt;"));
-    assert!(!html.contains("tok-secret"));
     assert_eq!(answer(&s, &id, json!({"choice": 0})).status, 200);
     let html = String::from_utf8_lossy(
         &s.request(
@@ -338,11 +346,47 @@ fn the_page_escapes_the_question_and_needs_no_token() {
     )
     .into_owned();
     assert!(html.contains("Answered: &lt;b&gt;yes&lt;/b&gt;"), "{html}");
+    // A task token comes only with a direct Lambda invocation: over HTTP
+    // it is refused, even with the agent's token (the page never shows
+    // one: a unit test in shared/src/clarify/page.rs).
+    let r = s.request(
+        "POST",
+        "/tools/clarify",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", "Bearer agent-secret"),
+        ],
+        json!({"question": "q", "task_token": "AAAAKgAAAAIAAAAA-a-workflow's"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!((r.status, code(&r).as_str()), (400, "invalid_input"));
+    assert_eq!(r.json()["error"]["message"], TASK_TOKEN_DIRECT_ONLY);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Set (to moto's endpoint) in the child process that runs the Step
+/// Functions test in process.
+const IN_PROCESS: &str = "TOOLGATE_E2E_CLARIFY_IN_PROCESS";
+
+/// This test's own name, for running it again in a child process.
+const STEP_FUNCTIONS_TEST: &str = "step_functions_callbacks_and_the_dynamodb_store_against_moto";
+
+/// Step Functions hands its task token only to a direct invocation of the
+/// clarify function, so the callbacks are tested on the Lambda glue, in
+/// process, over the DynamoDB store in moto: the workflow's ask comes
+/// directly, the person's answer and the agent's cancel through the API
+/// Gateway routes of the same function, expiry through the schedule's
+/// sweep. The AWS SDK takes its endpoint and keys from the process
+/// environment, which a test must not change while this binary's other
+/// tests run: the test runs itself again in a child process given that
+/// environment (the half in [`against_moto_in_process`]), and reads the
+/// child's log.
 #[test]
 fn step_functions_callbacks_and_the_dynamodb_store_against_moto() {
+    if let Ok(endpoint) = std::env::var(IN_PROCESS) {
+        return against_moto_in_process(&endpoint);
+    }
     let (_moto, endpoint) = moto();
     execute_state_machines(&endpoint);
     boto(
@@ -356,87 +400,296 @@ boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchem
 "#,
         &[],
     );
-    let mut env: Vec<(&str, &str)> = AWS.to_vec();
-    env.push(("AWS_ENDPOINT_URL", &endpoint));
-    env.push(("TOOLGATE_CLARIFY_TABLE", "clarifications"));
-    let s = Server::start(&env);
+    let child = Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["--exact", STEP_FUNCTIONS_TEST, "--test-threads=1"])
+        .env(IN_PROCESS, &endpoint)
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .envs(AWS)
+        .env("TOOLGATE_LOG_LEVEL", "info")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run this test in a child process");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("the child's output");
+    // Its stderr is the function's log (the harness captures the test's
+    // own output and prints it on stdout): into the suite's log scan.
+    toolgate_e2e::logsink::record_finished(pid, "clarify-function", &out);
+    let (report, logs) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{report}\n{logs}");
+    assert!(
+        report.contains("test result: ok. 1 passed"),
+        "the child ran no test: {report}"
+    );
+    assert!(logs.contains("task callback sent"), "{logs}");
+    assert!(logs.contains("task callback failed"), "{logs}");
+    // Logs name a clarification by its ref, and never a task token.
+    let items: Vec<Value> = serde_json::from_str(&boto(
+        &endpoint,
+        "print(json.dumps([{k: v['S'] for k, v in i.items() if k in ('id', 'task_token')} for i in boto3.client('dynamodb', **kw).scan(TableName='clarifications')['Items']]))",
+        &[],
+    ))
+    .unwrap();
+    assert_eq!(
+        items.len(),
+        6,
+        "the clarifications the child asked: {items:?}"
+    );
+    for item in &items {
+        let id = item["id"].as_str().unwrap();
+        assert!(!logs.contains(id), "{id} is in the log:\n{logs}");
+        assert!(logs.contains(&id_ref(id)), "{id}'s ref is not:\n{logs}");
+        if let Some(token) = item["task_token"].as_str() {
+            assert!(!logs.contains(token), "a task token is in the log:\n{logs}");
+        }
+    }
+}
+
+/// The clarify function as template.yaml configures it (its table, Step
+/// Functions callbacks, the API's address), with `extra` settings.
+async fn clarify_function(extra: &[(&str, &str)]) -> Function {
+    let mut env = vec![
+        ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
+        ("TOOLGATE_PUBLIC_URL", API),
+    ];
+    env.extend_from_slice(extra);
+    let lookup = move |k: &str| {
+        env.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    };
+    let cfg = Config::from_parts("", "(test)", &lookup).expect("config");
+    let tools = Toolset::new().with_clarify(&cfg).await.expect("clarify");
+    Function::new(&tools)
+}
+
+/// The API's base URL in the events.
+const API: &str = "https://abc123xyz.execute-api.us-east-1.amazonaws.com";
+
+/// API Gateway's event for `METHOD /clarifications/{id}{tail}` (or
+/// `/tools/clarify`, `id` empty), with `body`. The answer route has no
+/// authorizer (the person's link); the others keep the fixture's JWT.
+fn api_event(method: &str, id: &str, tail: &str, body: Option<&Value>) -> Value {
+    let mut e = fixture("apigw_v2_call.json");
+    let (path, route, params) = if id.is_empty() {
+        (
+            "/tools/clarify".to_owned(),
+            "POST /tools/{name}".to_owned(),
+            json!({"name": "clarify"}),
+        )
+    } else {
+        (
+            format!("/clarifications/{id}{tail}"),
+            format!("{method} /clarifications/{{id}}{tail}"),
+            json!({"id": id}),
+        )
+    };
+    e["rawPath"] = json!(path);
+    e["routeKey"] = json!(route);
+    e["requestContext"]["routeKey"] = json!(route);
+    e["requestContext"]["http"]["path"] = json!(path);
+    e["requestContext"]["http"]["method"] = json!(method);
+    e["pathParameters"] = params;
+    if tail == "/answer" {
+        e["requestContext"]["authorizer"] = Value::Null;
+    }
+    match body {
+        Some(b) => {
+            e["body"] = json!(b.to_string());
+            e["headers"]["content-length"] = json!(b.to_string().len().to_string());
+        }
+        None => {
+            e.as_object_mut().unwrap().remove("body");
+            e["headers"]
+                .as_object_mut()
+                .unwrap()
+                .remove("content-length");
+        }
+    }
+    e
+}
+
+/// Sends `event` to `f`: the response's status and JSON body.
+async fn api(f: &Function, event: Value) -> (u64, Value) {
+    let resp = invoke(f, event).await.expect("HTTP events get a response");
+    let (status, _, body) = http_parts(&resp);
+    (status, body)
+}
+
+/// The person's answer through the answer route.
+async fn answer_over_api(f: &Function, id: &str, body: Value) -> (u64, Value) {
+    api(f, api_event("POST", id, "/answer", Some(&body))).await
+}
+
+/// The half of [`step_functions_callbacks_and_the_dynamodb_store_against_moto`]
+/// that runs in the child process, against moto at `endpoint`.
+fn against_moto_in_process(endpoint: &str) {
+    toolgate_shared::logging::init("info");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let f = Arc::new(rt.block_on(clarify_function(&[])));
+    // As a state machine's task invokes it: the arguments, with its token.
+    let ask = |f: &Function, args: Value| {
+        rt.block_on(invoke(f, args))
+            .unwrap_or_else(|e| panic!("the direct ask failed: {e:?}"))
+    };
+
+    // Over the API, a task token is refused: only a direct invocation
+    // carries one.
+    let (status, body) = rt.block_on(api(
+        &f,
+        api_event(
+            "POST",
+            "",
+            "",
+            Some(&json!({"question": "q", "task_token": "AAAAKgAAAAIAAAAA-a-workflow's"})),
+        ),
+    ));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_input");
+    assert_eq!(body["error"]["message"], TASK_TOKEN_DIRECT_ONLY);
+
     // Concurrent answers: the store's conditional write picks one.
-    exactly_one_winner(&s);
+    let id = ask(&f, json!({"question": "Who wins?"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // (On one thread: the function's future is not Send. Each answer
+    // awaits moto twice, a read and the conditional write, so they
+    // interleave.)
+    let results: Vec<(u64, Value)> = tokio::task::LocalSet::new().block_on(&rt, async {
+        let mut racers = tokio::task::JoinSet::new();
+        for i in 0..16 {
+            let (f, id) = (f.clone(), id.clone());
+            racers.spawn_local(async move {
+                answer_over_api(&f, &id, json!({"answer": format!("answer {i}")})).await
+            });
+        }
+        racers.join_all().await
+    });
+    let winners: Vec<&Value> = results
+        .iter()
+        .filter(|(st, _)| *st == 200)
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(winners.len(), 1, "{results:?}");
+    let won = winners[0]["answer"].clone();
+    for (st, v) in &results {
+        if *st != 200 {
+            assert_eq!(*st, 409, "{v}");
+            assert_eq!(
+                v["clarification"]["answer"], won,
+                "every loser sees the winner"
+            );
+        }
+    }
+    let (_, got) = rt.block_on(api(&f, api_event("GET", &id, "", None)));
+    assert_eq!(got["answer"], won);
 
     // Answered: the execution succeeds with the answer as its output.
-    let (execution, token) = start_waiting_execution(&endpoint, "answered");
+    let (execution, token) = start_waiting_execution(endpoint, "answered");
     let c = ask(
-        &s,
+        &f,
         json!({"question": "Restart web-1?", "options": ["yes", "no"], "task_token": token}),
     );
     let id = c["id"].as_str().unwrap().to_owned();
-    assert!(c.get("task_token").is_none());
-    let r = answer(&s, &id, json!({"choice": 0}));
-    assert_eq!(
-        r.status,
-        200,
-        "{}\n{}",
-        String::from_utf8_lossy(&r.body),
-        s.logs()
-    );
-    let done = finished(&endpoint, &execution);
-    assert_eq!(done["status"], "SUCCEEDED", "{done}\n{}", s.logs());
+    assert!(c.get("task_token").is_none(), "{c}");
+    assert_eq!(c["answer_url"], format!("{API}/clarifications/{id}/answer"));
+    let (status, body) = rt.block_on(answer_over_api(&f, &id, json!({"choice": 0})));
+    assert_eq!(status, 200, "{body}");
+    let done = finished(endpoint, &execution);
+    assert_eq!(done["status"], "SUCCEEDED", "{done}");
     let output: Value = serde_json::from_str(done["output"].as_str().unwrap()).unwrap();
     assert_eq!(output, json!({"answer": "yes", "choice": 0, "id": id}));
-    // The item is in DynamoDB, answered, with its TTL.
-    let item = boto(
-        &endpoint,
-        "print(json.dumps(boto3.client('dynamodb', **kw).get_item(TableName='clarifications', Key={'id': {'S': sys.argv[2]}})['Item']))",
-        &[&id],
-    );
-    let item: Value = serde_json::from_str(item.trim()).unwrap();
-    assert_eq!(item["status"]["S"], "answered");
-    assert!(item["ttl"]["N"].as_str().is_some());
+    // The item is in DynamoDB, answered, with its TTL, and no longer due.
+    let stored = item(endpoint, &id);
+    assert_eq!(stored["status"]["S"], "answered", "{stored}");
+    assert!(stored["ttl"]["N"].as_str().is_some(), "{stored}");
+    assert_eq!(stored["awaiting"], Value::Null, "{stored}");
     // A second answer loses the conditional write.
-    assert_eq!(answer(&s, &id, json!({"choice": 1})).status, 409);
+    let (status, _) = rt.block_on(answer_over_api(&f, &id, json!({"choice": 1})));
+    assert_eq!(status, 409);
 
-    // Cancelled: the execution fails with Clarify.Cancelled.
-    let (execution, token) = start_waiting_execution(&endpoint, "cancelled");
-    let id = ask_id(&s, json!({"question": "q", "task_token": token}));
+    // Cancelled (the agent's route): the execution fails with Clarify.Cancelled.
+    let (execution, token) = start_waiting_execution(endpoint, "cancelled");
+    let id = ask(&f, json!({"question": "q", "task_token": token}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = rt.block_on(api(&f, api_event("POST", &id, "/cancel", Some(&json!({})))));
     assert_eq!(
-        s.post_json(&format!("/clarifications/{id}/cancel"), &json!({}))
-            .status,
-        200
+        (status, body["status"].clone()),
+        (200, json!("cancelled")),
+        "{body}"
     );
-    let done = finished(&endpoint, &execution);
+    let done = finished(endpoint, &execution);
     assert_eq!(done["status"], "FAILED", "{done}");
     assert_eq!(done["error"], "Clarify.Cancelled");
 
-    // A bogus token: the answer is still recorded; the failed callback is logged.
+    // A bogus token: the answer is still recorded; the failed callback is
+    // logged (the parent reads the log).
     let id = ask(
-        &s,
+        &f,
         json!({"question": "q", "task_token": "not-a-real-token"}),
     )["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(answer(&s, &id, json!({"answer": "fine"})).status, 200);
-    assert_eq!(
-        s.get(&format!("/clarifications/{id}")).json()["answer"],
-        "fine"
-    );
-    assert!(s.logs().contains("task callback failed"), "{}", s.logs());
-    drop(s);
+    let (status, _) = rt.block_on(answer_over_api(&f, &id, json!({"answer": "fine"})));
+    assert_eq!(status, 200);
+    let (_, got) = rt.block_on(api(&f, api_event("GET", &id, "", None)));
+    assert_eq!(got["answer"], "fine", "{got}");
 
-    // Expired: the execution fails with Clarify.Expired.
-    let mut env2 = env.clone();
-    env2.push(("TOOLGATE_CLARIFY_EXPIRY_SECS", "1"));
-    let s = Server::start(&env2);
-    let (execution, token) = start_waiting_execution(&endpoint, "expired");
-    let id = ask_id(&s, json!({"question": "q", "task_token": token}));
+    // Expired: the workflow fails with Clarify.Expired, told by whichever
+    // comes first, a read of the clarification or the schedule's sweep.
+    let f = rt.block_on(clarify_function(&[("TOOLGATE_CLARIFY_EXPIRY_SECS", "1")]));
+    let (read_execution, token) = start_waiting_execution(endpoint, "expired-read");
+    let read = ask(&f, json!({"question": "q", "task_token": token}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (swept_execution, token) = start_waiting_execution(endpoint, "expired-swept");
+    let swept = ask(&f, json!({"question": "q", "task_token": token}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     std::thread::sleep(Duration::from_millis(1300));
-    assert_eq!(
-        s.get(&format!("/clarifications/{id}")).json()["status"],
-        "expired"
-    );
-    let done = finished(&endpoint, &execution);
-    assert_eq!(done["status"], "FAILED", "{done}\n{}", s.logs());
+    let status =
+        |id: &str| rt.block_on(api(&f, api_event("GET", id, "", None))).1["status"].clone();
+    assert_eq!(status(&read), "expired");
+    let done = finished(endpoint, &read_execution);
+    assert_eq!(done["status"], "FAILED", "{done}");
     assert_eq!(done["error"], "Clarify.Expired");
+    // Nothing reads the other: the sweep (on AWS, the schedule's
+    // invocation) expires it and tells its workflow.
+    let sweep = || {
+        rt.block_on(invoke(&f, json!({"toolgate": "sweep"})))
+            .unwrap_or_else(|e| panic!("the sweep failed: {e:?}"))
+    };
+    assert_eq!(sweep(), json!({"expired": 1, "resent": 0}));
+    let done = finished(endpoint, &swept_execution);
+    assert_eq!(done["status"], "FAILED", "{done}");
+    assert_eq!(done["error"], "Clarify.Expired");
+    assert_eq!(status(&swept), "expired");
+    // Told, neither is due any longer: the next sweep finds nothing.
+    for id in [&read, &swept] {
+        assert_eq!(item(endpoint, id)["awaiting"], Value::Null);
+    }
+    assert_eq!(sweep(), json!({"expired": 0, "resent": 0}));
+}
+
+/// A clarification's item in DynamoDB, as moto holds it.
+fn item(endpoint: &str, id: &str) -> Value {
+    serde_json::from_str(&boto(
+        endpoint,
+        "print(json.dumps(boto3.client('dynamodb', **kw).get_item(TableName='clarifications', Key={'id': {'S': sys.argv[2]}})['Item']))",
+        &[id],
+    ))
+    .unwrap()
 }
 
 #[test]

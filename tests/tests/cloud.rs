@@ -214,10 +214,12 @@ fn bad_account_ids_are_refused_at_start() {
         "toolgate-cloud-bad",
         "[clouds.a__b]\nurl = \"http://127.0.0.1:9/mcp\"\n",
     );
-    let out = Command::new(toolgate_e2e::toolgate_bin())
-        .args(["tools", "--config", cfg.0.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = toolgate_e2e::logsink::output(Command::new(toolgate_e2e::toolgate_bin()).args([
+        "tools",
+        "--config",
+        cfg.0.to_str().unwrap(),
+    ]))
+    .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("a__b") && err.contains("must match"), "{err}");

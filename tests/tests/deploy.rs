@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_e2e::peer::{moto, tools_dir};
+use toolgate_e2e::stepfunctions::boto;
 use toolgate_e2e::{support, workspace};
 use toolgate_shared::config::{CloudConfig, DEFAULT_TIMEOUT_SECS, PythonConfig, SshConfig};
 
@@ -28,22 +29,71 @@ fn facts() -> Value {
             "cloud": {"env": "TOOLGATE_CLOUD_TIMEOUT_SECS", "default": CloudConfig::default().timeout_secs},
             "clarify": {"default": toolgate_shared::clarify::MAX_WAIT_SECS},
         },
-        // The person's link and the routes the page uses: the id is the
-        // capability (clarify/http.rs).
+        // The clarify function's open routes, each checking its own proof:
+        // the person's link and the routes its page uses (the id is the
+        // capability, clarify/http.rs), the approvers' inbox page, a
+        // link-holder's capability and Slack's signature
+        // (docs/approvals.md, "The approvers' routes").
         "public_routes": [
             "GET /clarifications/{id}",
             "GET /clarifications/{id}/answer",
             "POST /clarifications/{id}/answer",
             "POST /clarifications/{id}/cancel",
+            "GET /inbox",
+            "GET /inbox/{id}",
+            "POST /approval-links/{id}",
+            "POST /slack/interactions",
         ],
+        // The approvers' JSON API: behind the authorizer (with
+        // ApproversJwtAudience, the approvers' own), whose identity the
+        // clarify function checks against its approvers.
+        "approver_routes": [
+            "GET /approvals",
+            "GET /approvals/{id}",
+            "POST /approvals/{id}/decision",
+            "GET /clarifications",
+        ],
+        "approval_env": {
+            "clarify": APPROVERS_ENV.iter().chain(&CHANNELS_ENV).collect::<Vec<_>>(),
+            "ssh": CHANNELS_ENV,
+            "cloud": CHANNELS_ENV,
+        },
         "sweep_input": {"toolgate": toolgate_shared::lambda::SWEEP},
         "expiring_index": toolgate_shared::clarify::dynamo::EXPIRING_INDEX,
         "required_output": {
             "PythonExecuteFunctionArn": required(python_execute::spec(&PythonConfig::default())),
             "SshFunctionArn": required(ssh_run::spec(Duration::from_secs(600))),
         },
+        "decision_attributes": DECISION_ATTRIBUTES,
     })
 }
+
+/// Who may approve, which only the clarify function (the approvers'
+/// routes) reads (config/approvals.rs).
+const APPROVERS_ENV: [&str; 3] = [
+    "TOOLGATE_APPROVERS_JWT_GROUP",
+    "TOOLGATE_APPROVERS_JWT_CLAIM",
+    "TOOLGATE_APPROVERS_IAM",
+];
+
+/// What every function that notifies needs to know of approvers: whether
+/// its Slack messages carry buttons and its links a capability.
+const CHANNELS_ENV: [&str; 2] = [
+    "TOOLGATE_APPROVERS_SLACK_USERS",
+    "TOOLGATE_APPROVALS_LINK_HOLDER",
+];
+
+/// The clarify item's attributes only a decision (or an answer) writes,
+/// which only the clarify function may write (docs/approvals.md,
+/// "On AWS").
+const DECISION_ATTRIBUTES: [&str; 6] = [
+    "decision",
+    "approver",
+    "decided_at",
+    "decided_binding",
+    "answer",
+    "choice",
+];
 
 /// Runs template_rules.py on `template`; its status and output.
 fn rules(template: &Path) -> (bool, String) {
@@ -167,11 +217,154 @@ fn each_template_rule_fails_a_template_that_breaks_it() {
             "            Input: '{\"toolgate\": \"sweeep\"}'",
             "the clarify function has no schedule sending",
         ),
+        // Only the clarify function may Scan, and only its table.
         (
             "template.yaml",
-            "                Action: [dynamodb:PutItem, dynamodb:GetItem, dynamodb:UpdateItem]",
-            "                Action: [dynamodb:PutItem, dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:Scan]",
-            "a role may Scan",
+            "                Action: [dynamodb:PutItem, dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:DeleteItem]",
+            "                Action: [dynamodb:PutItem, dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:DeleteItem, dynamodb:Scan]",
+            "PythonExecuteRole may Scan [{\"Fn::GetAtt\": [\"SessionsTable\", \"Arn\"]}]: only the clarify function",
+        ),
+        (
+            "template.yaml",
+            "                Action: dynamodb:GetItem\n                Resource: !GetAtt ClarifyTable.Arn",
+            "                Action: [dynamodb:GetItem, \"dynamodb:*\"]\n                Resource: !GetAtt ClarifyTable.Arn",
+            "CloudRole may Scan [{\"Fn::GetAtt\": [\"ClarifyTable\", \"Arn\"]}]: only the clarify function",
+        ),
+        (
+            "template.yaml",
+            "                Action: dynamodb:Scan\n                Resource: !GetAtt ClarifyTable.Arn",
+            "                Action: dynamodb:Scan\n                Resource: \"*\"",
+            "ClarifyRole may Scan [\"*\"]: the clarify function lists its table (ClarifyTable.Arn) and nothing else",
+        ),
+        (
+            "template.yaml",
+            "                Action: dynamodb:Scan\n",
+            "                Action: dynamodb:GetItem\n",
+            "ClarifyRole cannot Scan the clarify table, which the approvers' lists",
+        ),
+        // The approvers' routes: there, the clarify function's, behind the
+        // authorizer; the open ones open.
+        (
+            "template.yaml",
+            "      RouteKey: GET /approvals\n",
+            "      RouteKey: GET /approval\n",
+            "no route for GET /approvals: the approvers' API would fall to the gateway's $default route",
+        ),
+        (
+            "template.yaml",
+            "      RouteKey: POST /approvals/{id}/decision\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseApproversJwt, !Ref ApproversJwtAuthorizer, !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]]",
+            "      RouteKey: POST /approvals/{id}/decision\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: NONE",
+            "POST /approvals/5c1e/decision goes to RouteApprovalDecision (POST /approvals/{id}/decision), which needs no token",
+        ),
+        (
+            "template.yaml",
+            "      RouteKey: GET /approvals/{id}\n      Target: !Sub integrations/${ClarifyIntegration}",
+            "      RouteKey: GET /approvals/{id}\n      Target: !Sub integrations/${GatewayIntegration}",
+            "GET /approvals/5c1e goes to RouteApprovalRead (GET /approvals/{id}), which is the gateway function's",
+        ),
+        // Two audiences: once ApproversJwtAudience is set, the approvers'
+        // routes take people's tokens alone and no other route takes them.
+        (
+            "template.yaml",
+            "      RouteKey: POST /approvals/{id}/decision\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseApproversJwt, !Ref ApproversJwtAuthorizer, !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]]",
+            "      RouteKey: POST /approvals/{id}/decision\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]",
+            "RouteApprovalDecision (POST /approvals/{id}/decision) takes tokens of audience ['agent-1', 'agent-2'] with ApproversJwtAudience=people-web,people-cli (it names JwtAuthorizer): the approvers' routes then take people's tokens alone",
+        ),
+        (
+            "template.yaml",
+            "      RouteKey: POST /tools/ssh_run\n      Target: !Sub integrations/${SshIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]",
+            "      RouteKey: POST /tools/ssh_run\n      Target: !Sub integrations/${SshIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseApproversJwt, !Ref ApproversJwtAuthorizer, !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]]",
+            "RouteSshRun (POST /tools/ssh_run) takes tokens of audience ['people-web', 'people-cli'] with ApproversJwtAudience=people-web,people-cli (it names ApproversJwtAuthorizer): it must take the agents' tokens",
+        ),
+        (
+            "template.yaml",
+            "        Audience: !Split [\",\", !Ref ApproversJwtAudience]",
+            "        Audience: !Split [\",\", !Join [\",\", [!Ref ApproversJwtAudience, !Ref JwtAudience]]]",
+            "RouteApprovalsList (GET /approvals) takes tokens of audience ['people-web', 'people-cli', 'agent-1', 'agent-2'] with ApproversJwtAudience=people-web,people-cli",
+        ),
+        (
+            "template.yaml",
+            "      RouteKey: GET /approvals\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseApproversJwt, !Ref ApproversJwtAuthorizer, !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]]",
+            "      RouteKey: GET /approvals\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseJwt, !Ref ApproversJwtAuthorizer, !Ref AWS::NoValue]",
+            "RouteApprovalsList (GET /approvals) names the authorizer ApproversJwtAuthorizer, which does not exist with ApproversJwtAudience=",
+        ),
+        (
+            "template.yaml",
+            "        Audience: !Split [\",\", !Ref JwtAudience]",
+            "        Audience: !Split [\",\", !Join [\",\", [!Ref JwtAudience, !Ref ApproversJwtAudience]]]",
+            "RouteMcp (ANY /mcp) takes tokens of audience ['agent-1', 'agent-2', 'people-web', 'people-cli'] with ApproversJwtAudience=people-web,people-cli (it names JwtAuthorizer): it must take the agents' tokens",
+        ),
+        // The list alone is the approvers': a greedy open route in its
+        // place would not catch it (the gateway's $default would).
+        (
+            "template.yaml",
+            "      RouteKey: GET /clarifications\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseApproversJwt, !Ref ApproversJwtAuthorizer, !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]]",
+            "      RouteKey: ANY /clarifications/{proxy+}\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: NONE",
+            "no route for GET /clarifications: the approvers' API would fall to the gateway's $default route",
+        ),
+        // An open catch-all is not an open route.
+        (
+            "template.yaml",
+            "      RouteKey: GET /inbox\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: NONE",
+            "      RouteKey: ANY /{proxy+}\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: NONE",
+            "RouteInbox (ANY /{proxy+}) is NONE with AuthMode=JWT; every route but the open ones needs JWT",
+        ),
+        (
+            "template.yaml",
+            "      RouteKey: POST /slack/interactions\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: NONE",
+            "      RouteKey: POST /slack/interactions\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]",
+            "RouteSlackInteractions (POST /slack/interactions) is an open route (it checks its own proof) and must need no token, has JWT",
+        ),
+        (
+            "template.yaml",
+            "          TOOLGATE_APPROVERS_JWT_GROUP: !Ref ApproversJwtGroup\n",
+            "",
+            "ClarifyFunction's environment lacks TOOLGATE_APPROVERS_JWT_GROUP",
+        ),
+        (
+            "template.yaml",
+            "          TOOLGATE_APPROVALS_LINK_HOLDER: !Ref ApprovalsLinkHolder\n",
+            "",
+            "CloudFunction's environment lacks TOOLGATE_APPROVALS_LINK_HOLDER",
+        ),
+        // No secret in an environment: a NoEcho parameter, or a variable
+        // named like a secret.
+        (
+            "template.yaml",
+            "  ClarifySlackWebhookUrlParameter:\n    Type: String\n",
+            "  ClarifySlackWebhookUrlParameter:\n    Type: String\n    NoEcho: true\n",
+            "CloudFunction's environment gives TOOLGATE_CLARIFY_SLACK_URL_PARAMETER the NoEcho parameter ClarifySlackWebhookUrlParameter",
+        ),
+        (
+            "template.yaml",
+            "          TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER: !Ref",
+            "          TOOLGATE_CLARIFY_WEBHOOK_SECRET: !Ref",
+            "CloudFunction's environment has TOOLGATE_CLARIFY_WEBHOOK_SECRET, a secret by its name",
+        ),
+        // Only the clarify function writes a decision.
+        (
+            "template.yaml",
+            "                      - approval_used_at\n",
+            "                      - approval_used_at\n                      - decision\n",
+            "CloudRole (CloudFunction, policy approvals) may write decision on the clarify table",
+        ),
+        (
+            "template.yaml",
+            "                      - approval_cap\n",
+            "                      - approv*\n",
+            "CloudRole (CloudFunction, policy approvals) may write approver on the clarify table (approv*)",
+        ),
+        (
+            "template.yaml",
+            "                  ForAllValues:StringLike:\n                    dynamodb:Attributes:",
+            "                  ForAllValues:StringLike:\n                    dynamodb:LeadingKeys:",
+            "CloudRole (CloudFunction, policy approvals) may dynamodb:PutItem, dynamodb:UpdateItem any attribute of the clarify table",
+        ),
+        (
+            "template.yaml",
+            "dynamodb:ReturnValues: [NONE, UPDATED_OLD, UPDATED_NEW]",
+            "dynamodb:ReturnValues: [NONE, ALL_NEW]",
+            "CloudRole (CloudFunction, policy approvals) may write the clarify table with ReturnValues ALL_OLD or ALL_NEW",
         ),
         (
             asl,
@@ -325,18 +518,25 @@ fn the_stack_deploys_into_moto_cloudformation() {
             .collect()
     };
     assert!(outputs.len() >= 8, "{outputs:?}");
-    let runs: [&[&str]; 3] = [
+    let runs: [&[&str]; 4] = [
         &["AuthMode=IAM"],
         &[
             "AuthMode=JWT",
             "JwtIssuer=https://issuer.example.com",
-            "JwtAudience=agents",
+            "JwtAudience=agent-1,agent-2",
+        ],
+        &[
+            "AuthMode=JWT",
+            "JwtIssuer=https://issuer.example.com",
+            "JwtAudience=agent-1,agent-2",
+            "ApproversJwtAudience=people-web,people-cli",
         ],
         &["AuthMode=IAM", "--with-vpc"],
     ];
     for args in runs {
         let (ok, report) = deploy_into_moto(&endpoint, args);
         assert!(ok, "{args:?}: {report:#}");
+        each_route_takes_its_authorizer(&endpoint, &report, args);
         assert_eq!(report["stack_status"], "CREATE_COMPLETE", "{report:#}");
         let mut unmodelled: Vec<&str> = report["unmodelled"]
             .as_array()
@@ -367,10 +567,10 @@ fn the_stack_deploys_into_moto_cloudformation() {
                 "{args:?}: {key} = {value}"
             );
         }
-        // Only ApiUrl names the (unmodelled) API.
+        // Only ApiUrl and InboxUrl name the (unmodelled) API.
         assert_eq!(
             report["outputs_via_unmodelled"],
-            json!({"ApiUrl": ["HttpApi"]})
+            json!({"ApiUrl": ["HttpApi"], "InboxUrl": ["HttpApi"]})
         );
         let table = report["outputs"]["ClarifyTableName"].as_str().unwrap();
         assert!(table.contains("ClarifyTable"), "{table}");
@@ -398,6 +598,66 @@ fn the_stack_deploys_into_moto_cloudformation() {
             }
         }
     }
+    // Secrets named: each function that notifies may read exactly those
+    // parameters, and only clarify the Slack app's signing secret. And the
+    // approvers given.
+    let iam_approvers =
+        "arn:aws:iam::123456789012:user/alice, arn:aws:sts::123456789012:assumed-role/Ops/bob";
+    let (ok, report) = deploy_into_moto(
+        &endpoint,
+        &[
+            "AuthMode=IAM",
+            "ClarifyWebhookUrl=https://hooks.example/toolgate",
+            "ClarifyWebhookSecretParameter=/toolgate/webhook-secret",
+            "ClarifySlackWebhookUrlParameter=/toolgate/slack-url",
+            "SlackSigningSecretParameter=/toolgate/slack-signing-secret",
+            "ApproversJwtGroup=toolgate-approvers",
+            &format!("ApproversIamArns={iam_approvers}"),
+            "ApproversSlackUsers=U012ABCDEF,U0456GHIJ",
+            "ApprovalsLinkHolder=true",
+        ],
+    );
+    assert!(ok, "{report:#}");
+    approvers_reach_their_functions(&endpoint, &report, iam_approvers);
+    let readable: Value = serde_json::from_str(&boto(
+        &endpoint,
+        // Each role's `secrets` policy, by role; moto keeps a policy that
+        // CloudFormation made as a Python literal.
+        "import ast\niam = boto3.client('iam', **kw)\nout = {}\nfor r in iam.list_roles()['Roles']:\n    n = r['RoleName']\n    if n.startswith(sys.argv[2] + '-') and 'secrets' in iam.list_role_policies(RoleName=n)['PolicyNames']:\n        d = iam.get_role_policy(RoleName=n, PolicyName='secrets')['PolicyDocument']\n        d = ast.literal_eval(d) if isinstance(d, str) else d\n        out[n.split('-')[-2]] = [s['Resource'] for s in d['Statement'] if s['Action'] == 'ssm:GetParameter'][0]\nprint(json.dumps(out))",
+        &[report["stack_name"].as_str().unwrap()],
+    ))
+    .unwrap();
+    let arn = |name: &str| format!("arn:aws:ssm:us-east-1:123456789012:parameter/toolgate/{name}");
+    let channels = json!([arn("webhook-secret"), arn("slack-url")]);
+    assert_eq!(
+        readable,
+        json!({
+            "ClarifyRole": [arn("webhook-secret"), arn("slack-url"), arn("slack-signing-secret")],
+            "SshRole": channels,
+            "CloudRole": channels,
+        })
+    );
+    // A parameter that is not what the code reads is refused before
+    // anything is created.
+    for bad in [
+        "ApproversSlackUsers=alice",
+        "ApproversIamArns=alice",
+        "ApprovalsLinkHolder=yes",
+        "ApproversJwtGroup=tool gate",
+        "JwtAudience=agent-1, agent-2",
+        "ApproversJwtAudience=people-web,",
+    ] {
+        let (ok, report) = deploy_into_moto(&endpoint, &["AuthMode=IAM", bad]);
+        let name = bad.split('=').next().unwrap();
+        assert!(!ok, "{bad} was accepted: {report:#}");
+        assert!(
+            report["local_checks"]["parameters"]
+                .to_string()
+                .contains(&format!("parameter {name}=")),
+            "{bad}: {}",
+            report["local_checks"]
+        );
+    }
     // What CloudFormation refuses before creating anything (moto skips
     // Rules; the script evaluates them).
     for (args, rule) in [
@@ -406,6 +666,22 @@ fn the_stack_deploys_into_moto_cloudformation() {
             "VpcNeedsSecurityGroups",
         ),
         (&["AuthMode=JWT"][..], "JwtNeedsIssuerAndAudience"),
+        (
+            &[
+                "AuthMode=JWT",
+                "JwtIssuer=https://issuer.example.com",
+                "JwtAudience=agents",
+                "ApproversJwtAudience=agents",
+            ][..],
+            "ApproversAudienceIsNotAgents",
+        ),
+        (
+            &[
+                "AuthMode=IAM",
+                "ClarifyWebhookUrl=https://hooks.example/toolgate",
+            ][..],
+            "WebhookNeedsSecret",
+        ),
     ] {
         let (ok, report) = deploy_into_moto(&endpoint, args);
         assert!(!ok, "{args:?} was accepted: {report:#}");
@@ -417,6 +693,153 @@ fn the_stack_deploys_into_moto_cloudformation() {
             report["local_checks"]
         );
     }
+}
+
+/// API Gateway v2 as the stack made with `args` would have it, read back
+/// from moto: moto's CloudFormation does not model it (UNMODELLED), so the
+/// template's authorizers and routes, their intrinsics resolved with the
+/// same parameters (support/moto_deploy.py's translation and conditions),
+/// are created through moto's apigatewayv2 API. Route key => its
+/// authorization type and, when it names one, the authorizer's name,
+/// issuer and audience as moto returns them.
+const READ_ROUTES_BACK: &str = r#"
+sys.path.insert(0, sys.argv[2])
+from moto_deploy import translate, parameter_values, condition
+template = translate(sys.argv[3])
+params = dict(a.split('=', 1) for a in sys.argv[5:])
+ctx = {'template': template, 'params': parameter_values(template, params), 'pseudo': {}}
+gw = boto3.client('apigatewayv2', **kw)
+ids = {'HttpApi': gw.create_api(Name=sys.argv[4] + '-api', ProtocolType='HTTP')['ApiId']}
+NOVALUE = object()
+def resolve(v):
+    if isinstance(v, list):
+        return [x for x in map(resolve, v) if x is not NOVALUE]
+    if isinstance(v, dict) and len(v) == 1:
+        (fn, arg), = v.items()
+        if fn == 'Fn::If':
+            return resolve(arg[1] if condition(arg[0], ctx) else arg[2])
+        if fn == 'Ref':
+            return NOVALUE if arg == 'AWS::NoValue' else ctx['params'][arg] if arg in ctx['params'] else ids[arg]
+        if fn == 'Fn::Split':
+            return resolve(arg[1]).split(arg[0])
+    if isinstance(v, dict):
+        return {k: x for k, x in ((k, resolve(x)) for k, x in v.items()) if x is not NOVALUE}
+    return v
+res = template['Resources']
+made = lambda kind: [(n, r) for n, r in res.items() if r['Type'] == kind and ('Condition' not in r or condition(r['Condition'], ctx))]
+for name, r in made('AWS::ApiGatewayV2::Authorizer'):
+    ids[name] = gw.create_authorizer(**resolve(r['Properties']))['AuthorizerId']
+for name, r in made('AWS::ApiGatewayV2::Route'):
+    p = resolve({k: v for k, v in r['Properties'].items() if k != 'Target'})
+    gw.create_route(**p)
+out = {}
+for route in gw.get_routes(ApiId=ids['HttpApi'])['Items']:
+    seen = {'type': route['AuthorizationType']}
+    if route.get('AuthorizerId'):
+        a = gw.get_authorizer(ApiId=ids['HttpApi'], AuthorizerId=route['AuthorizerId'])
+        seen.update(authorizer=a['Name'], issuer=a['JwtConfiguration']['Issuer'], audience=a['JwtConfiguration']['Audience'])
+    out[route['RouteKey']] = seen
+print(json.dumps(out))
+"#;
+
+/// The routes' authorizers of the stack `report` made with `args`, read
+/// back (READ_ROUTES_BACK): the open routes take none; with AuthMode=JWT
+/// every other route takes the agents' tokens (JwtAudience), but the
+/// approvers' routes take people's alone (ApproversJwtAudience) once it is
+/// set; with IAM, SigV4 and no authorizer.
+fn each_route_takes_its_authorizer(endpoint: &str, report: &Value, args: &[&str]) {
+    let params: Vec<&str> = args.iter().copied().filter(|a| a.contains('=')).collect();
+    let param = |name: &str| {
+        params
+            .iter()
+            .find_map(|a| a.strip_prefix(name)?.strip_prefix('='))
+            .unwrap_or_default()
+    };
+    let mut script_args = vec![
+        support("").to_str().unwrap().to_owned(),
+        workspace()
+            .join("template.yaml")
+            .to_str()
+            .unwrap()
+            .to_owned(),
+        report["stack_name"].as_str().unwrap().to_owned(),
+    ];
+    script_args.extend(params.iter().map(|a| a.to_string()));
+    let script_args: Vec<&str> = script_args.iter().map(String::as_str).collect();
+    let seen: Value =
+        serde_json::from_str(&boto(endpoint, READ_ROUTES_BACK, &script_args)).unwrap();
+    let facts = facts();
+    let listed = |k: &str| -> Vec<String> {
+        facts[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (public, approver) = (listed("public_routes"), listed("approver_routes"));
+    let audience = |list: &str| Value::from(list.split(',').collect::<Vec<_>>());
+    let routes = seen.as_object().unwrap();
+    assert!(routes.len() > public.len() + approver.len(), "{seen:#}");
+    for key in public.iter().chain(&approver) {
+        assert!(
+            routes.contains_key(key),
+            "{args:?}: no route {key}: {seen:#}"
+        );
+    }
+    for (key, route) in routes {
+        let want = if public.contains(key) {
+            json!({"type": "NONE"})
+        } else if param("AuthMode") == "IAM" {
+            json!({"type": "AWS_IAM"})
+        } else if approver.contains(key) && !param("ApproversJwtAudience").is_empty() {
+            json!({"type": "JWT", "authorizer": "jwt-approvers", "issuer": param("JwtIssuer"),
+                   "audience": audience(param("ApproversJwtAudience"))})
+        } else {
+            json!({"type": "JWT", "authorizer": "jwt", "issuer": param("JwtIssuer"),
+                   "audience": audience(param("JwtAudience"))})
+        };
+        assert_eq!(route, &want, "{args:?}: {key}");
+    }
+}
+
+/// In the stack `report` made: each function's approval settings are the
+/// parameters given (the clarify function all of them, ssh and cloud what
+/// their messages offer, the others none), and only the clarify role may
+/// Scan, its own table alone.
+fn approvers_reach_their_functions(endpoint: &str, report: &Value, iam_approvers: &str) {
+    let stack = report["stack_name"].as_str().unwrap();
+    let seen: Value = serde_json::from_str(&boto(
+        endpoint,
+        "import ast\nlam = boto3.client('lambda', **kw)\niam = boto3.client('iam', **kw)\nstack = sys.argv[2]\nenv = {}\nfor f in ['python-execute', 'cloud', 'ssh', 'clarify', 'gateway']:\n    v = lam.get_function_configuration(FunctionName=stack + '-' + f).get('Environment', {}).get('Variables', {})\n    env[f] = {k: x for k, x in v.items() if k.startswith('TOOLGATE_APPROV')}\nscans = {}\nfor r in iam.list_roles(MaxItems=1000)['Roles']:\n    n = r['RoleName']\n    if not n.startswith(stack + '-'):\n        continue\n    for p in iam.list_role_policies(RoleName=n)['PolicyNames']:\n        d = iam.get_role_policy(RoleName=n, PolicyName=p)['PolicyDocument']\n        d = ast.literal_eval(d) if isinstance(d, str) else d\n        for s in d['Statement']:\n            a = s['Action'] if isinstance(s['Action'], list) else [s['Action']]\n            if any(x in ('dynamodb:Scan', 'dynamodb:*', '*') for x in a):\n                scans.setdefault(n.split('-')[-2], []).append(s['Resource'])\nprint(json.dumps({'env': env, 'scans': scans}))",
+        &[stack],
+    ))
+    .unwrap();
+    let channels = json!({
+        "TOOLGATE_APPROVERS_SLACK_USERS": "U012ABCDEF,U0456GHIJ",
+        "TOOLGATE_APPROVALS_LINK_HOLDER": "true",
+    });
+    assert_eq!(
+        seen["env"],
+        json!({
+            "python-execute": {},
+            "cloud": channels,
+            "ssh": channels,
+            "clarify": {
+                "TOOLGATE_APPROVERS_JWT_GROUP": "toolgate-approvers",
+                "TOOLGATE_APPROVERS_JWT_CLAIM": "cognito:groups",
+                "TOOLGATE_APPROVERS_IAM": iam_approvers,
+                "TOOLGATE_APPROVERS_SLACK_USERS": "U012ABCDEF,U0456GHIJ",
+                "TOOLGATE_APPROVALS_LINK_HOLDER": "true",
+            },
+            "gateway": {},
+        })
+    );
+    let table = report["outputs"]["ClarifyTableName"].as_str().unwrap();
+    assert_eq!(
+        seen["scans"],
+        json!({"ClarifyRole": [format!("arn:aws:dynamodb:us-east-1:123456789012:table/{table}")]})
+    );
 }
 
 const ASL: &str = "infra/statemachines/clarify-then-run.asl.json";

@@ -98,13 +98,13 @@ fn cli(name: &str, args: &str) -> String {
             cmd.env(keep, v);
         }
     }
-    let out = cmd
-        .args(["call", name, "--json", args])
-        .env("TOOLGATE_DATA_DIR", &data)
-        .env("TOOLGATE_LOG", "json")
-        .current_dir(std::env::temp_dir())
-        .output()
-        .expect("run toolgate call");
+    let out = toolgate_e2e::logsink::output(
+        cmd.args(["call", name, "--json", args])
+            .env("TOOLGATE_DATA_DIR", &data)
+            .env("TOOLGATE_LOG", "json")
+            .current_dir(std::env::temp_dir()),
+    )
+    .expect("run toolgate call");
     if out.status.success() {
         return code_of_body(&serde_json::from_slice(&out.stdout).unwrap_or(Value::Null));
     }

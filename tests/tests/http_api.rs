@@ -300,16 +300,17 @@ fn bad_configuration_refuses_to_start_with_a_clear_error() {
 
 #[test]
 fn call_and_tools_subcommands_print_json() {
-    let out = std::process::Command::new(toolgate_bin())
-        .args([
-            "call",
-            "python__execute",
-            "--json",
-            r#"{"code": "result = 6 * 7"}"#,
-        ])
-        .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap();
+    let out = toolgate_e2e::logsink::output(
+        std::process::Command::new(toolgate_bin())
+            .args([
+                "call",
+                "python__execute",
+                "--json",
+                r#"{"code": "result = 6 * 7"}"#,
+            ])
+            .current_dir(std::env::temp_dir()),
+    )
+    .unwrap();
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["result"], 42);
@@ -328,26 +329,30 @@ fn call_and_tools_subcommands_print_json() {
         .unwrap()
         .write_all(br#"{"code": "print('from stdin')"}"#)
         .unwrap();
+    let pid = child.id();
     let out = child.wait_with_output().unwrap();
+    toolgate_e2e::logsink::record_finished(pid, "toolgate-call", &out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["stdout"], "from stdin\n");
 
-    let out = std::process::Command::new(toolgate_bin())
-        .args(["call", "python.execute", "--json", "[1]"])
-        .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap();
+    let out = toolgate_e2e::logsink::output(
+        std::process::Command::new(toolgate_bin())
+            .args(["call", "python.execute", "--json", "[1]"])
+            .current_dir(std::env::temp_dir()),
+    )
+    .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     let last = stderr.lines().last().unwrap_or_default();
     let e: Value = serde_json::from_str(last).unwrap_or_else(|_| panic!("{stderr}"));
     assert_eq!(e["error"]["code"], "invalid_input");
 
-    let out = std::process::Command::new(toolgate_bin())
-        .args(["tools", "--format", "openai"])
-        .current_dir(std::env::temp_dir())
-        .output()
-        .unwrap();
+    let out = toolgate_e2e::logsink::output(
+        std::process::Command::new(toolgate_bin())
+            .args(["tools", "--format", "openai"])
+            .current_dir(std::env::temp_dir()),
+    )
+    .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tools"][0]["function"]["name"], "python__execute");
 }

@@ -59,6 +59,7 @@ fn invoke_value(port: u16, function: &str, payload: &Value) -> Outcome {
         std::thread::current().id()
     ));
     std::fs::write(&file, payload.to_string()).unwrap();
+    toolgate_e2e::issued::record_request_json(payload);
     let outcome = invoke_with(
         port,
         function,
@@ -79,6 +80,9 @@ fn invoke_with(port: u16, function: &str, fixture: &str, data: &[&std::ffi::OsSt
         .current_dir(workspace())
         .output()
         .expect("run cargo lambda invoke");
+    // The ids in the function's answer, for the log scan.
+    toolgate_e2e::issued::record_body(&out.stdout);
+    toolgate_e2e::issued::record_text(&String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     if out.status.success() {
         Outcome::Returned(
@@ -241,6 +245,26 @@ fn python_execute_function_answers_every_event_kind() {
             Outcome::Returned(v) => panic!("{bad} must fail the invocation, got {v}"),
         }
     }
+    // An HTTP event that does not parse fails the invocation. The runtime's
+    // own line of a function error is not written (it would carry ids), so
+    // Toolgate's line says what failed.
+    let unreadable = json!({"requestContext": {"http": 1}, "rawPath": ["/healthz"]});
+    match invoke_value(port, f, &unreadable) {
+        Outcome::Failed(e) => assert!(e.contains("InvalidEvent"), "{e}"),
+        Outcome::Returned(v) => panic!("an unreadable event must fail, got {v}"),
+    }
+    let said = |logs: &str| {
+        !lines_with(
+            logs,
+            &[
+                "\"message\":\"invocation failed\"",
+                "\"error_type\":\"InvalidEvent\"",
+            ],
+        )
+        .is_empty()
+    };
+    let logs = watch.logs_when(Duration::from_secs(10), said);
+    assert!(said(&logs), "{logs}");
 }
 
 /// A function that cannot start (clarify without its table) reports why to
@@ -271,53 +295,200 @@ fn a_function_that_cannot_start_fails_its_invocation_with_the_reason() {
     );
 }
 
-/// The approval's id from an ApprovalRequired failure, checking the message
-/// carries the answer link.
-fn approval_id(e: &str, watch: &Peer) -> String {
-    assert!(e.contains("ApprovalRequired"), "{e}\n{}", watch.logs());
-    // cargo lambda wraps the message in a box: read it unwrapped.
+/// A function error's message as `cargo lambda invoke` prints it, without
+/// the box it wraps it in (whitespace and `│` taken out) or its own footer
+/// (a link to cargo-lambda's discussions).
+fn error_message(e: &str) -> String {
     let flat: String = e
         .chars()
         .filter(|c| !c.is_whitespace() && *c != '│')
         .collect();
-    let id = flat
+    let message = flat.split_once('×').map_or(flat.as_str(), |(_, m)| m);
+    message
+        .split("Wasthisbehaviorunexpected?")
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The approval's id from an ApprovalRequired failure. The agent is told
+/// the id and how to use it once approved, and nothing that decides it: no
+/// link, no capability.
+fn approval_id(e: &str, watch: &Peer) -> String {
+    assert!(e.contains("ApprovalRequired"), "{e}\n{}", watch.logs());
+    let message = error_message(e);
+    let id = message
         .match_indices("Approval")
-        .map(|(at, w)| &flat[at + w.len()..])
+        .map(|(at, w)| &message[at + w.len()..])
         .find_map(|rest| {
             let id = rest.get(..40)?;
             id.bytes()
                 .all(|b| b.is_ascii_hexdigit())
                 .then(|| id.to_owned())
         })
-        .unwrap_or_else(|| panic!("no approval id in {flat}"));
+        .unwrap_or_else(|| panic!("no approval id in {message}"));
+    // The box may have cut the id across lines: the log scan looks for it.
+    toolgate_e2e::issued::record("approval id", &id);
+    // `"approval"` (ssh_run) or `"toolgate_approval"` (a cloud tool).
     assert!(
-        flat.contains(PUBLIC_URL) && flat.contains(&format!("clarifications/{id}/answer")),
-        "{flat}"
+        message.contains(&format!("approval\":\"{id}\"")),
+        "{message}"
     );
+    for link in ["http", "/clarifications/", "/inbox", "#cap="] {
+        assert!(!message.contains(link), "{link} in {message}");
+    }
     id
 }
 
-/// A person approves `id` through the clarify function's answer route.
-fn approve(port: u16, id: &str) {
-    let (status, body) = http(
-        "approve",
-        invoke_value(
-            port,
-            "clarify",
-            &answer_route_event("POST", id, Some(r#"{"choice": 0}"#)),
-        ),
+/// The approvers' group: `TOOLGATE_APPROVERS_JWT_GROUP` in the watch, and
+/// in the decision fixture's `cognito:groups` claim (flattened as API
+/// Gateway passes an array).
+const APPROVERS_GROUP: &str = "toolgate-approvers";
+
+/// The approver's JWT `sub` in the decision fixture.
+const APPROVER_SUB: &str = "ops-5d2e";
+
+/// API Gateway's event for `POST /approvals/{id}/decision` through the JWT
+/// authorizer: from the fixture's approver, or from a JWT with `claims`.
+fn decision_event(id: &str, decision: &str, claims: Option<Value>) -> Value {
+    let mut event = fixture("apigw_v2_approval_decision.json");
+    let path = format!("/approvals/{id}/decision");
+    event["rawPath"] = json!(path);
+    event["requestContext"]["http"]["path"] = json!(path);
+    event["pathParameters"] = json!({ "id": id });
+    let body = json!({ "decision": decision }).to_string();
+    event["headers"]["content-length"] = json!(body.len().to_string());
+    event["body"] = json!(body);
+    if let Some(claims) = claims {
+        event["requestContext"]["authorizer"]["jwt"]["claims"] = claims;
+    }
+    event
+}
+
+/// An approver approves `id` through the clarify function, after everything
+/// the agent could try is refused: the answer route of questions, and the
+/// decision route with a JWT outside the approvers' group (its own, and
+/// another group's).
+fn approve(watch: &Peer, port: u16, id: &str) {
+    let api = |what: &str, event: Value| http(what, invoke_value(port, "clarify", &event));
+    let (status, body) = api(
+        "the agent answers",
+        answer_route_event("POST", id, Some(r#"{"choice": 0}"#)),
     );
     assert_eq!(
-        (status, body["answer"].clone()),
-        (200, json!("Approve")),
+        (status, body["error"]["code"].clone()),
+        (403, json!("forbidden")),
+        "{body}\n{}",
+        watch.logs()
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only an approver can decide it"),
         "{body}"
     );
+    let agent =
+        fixture("apigw_v2_call.json")["requestContext"]["authorizer"]["jwt"]["claims"].clone();
+    let other_group = json!({"sub": "dev-11", "cognito:groups": "[operators developers]"});
+    for (who, claims) in [
+        ("the agent's JWT", agent),
+        ("another group's JWT", other_group),
+    ] {
+        let (status, body) = api(who, decision_event(id, "approve", Some(claims)));
+        assert_eq!(
+            (status, body["error"]["code"].clone()),
+            (403, json!("forbidden")),
+            "{who}: {body}"
+        );
+    }
+    let (status, body) = api(
+        "the agent reads it",
+        clarification_event("GET", id, "", "", None),
+    );
+    assert_eq!(
+        (status, body["status"].clone()),
+        (200, json!("pending")),
+        "nothing above decided it: {body}"
+    );
+    let (status, body) = api("the approver decides", decision_event(id, "approve", None));
+    assert_eq!(
+        (status, body["status"].clone(), body["approver"].clone()),
+        (200, json!("approved"), json!(format!("jwt:{APPROVER_SUB}"))),
+        "{body}\n{}",
+        watch.logs()
+    );
+}
+
+/// What a log line says for an id (docs/approvals.md, "Logs"), computed
+/// apart from the product's code.
+fn id_ref(id: &str) -> String {
+    run_ok(
+        Command::new("python3").args([
+            "-c",
+            "import hashlib, sys; print('ref:' + hashlib.sha256(b'toolgate-log-ref\\0' + sys.argv[1].encode()).hexdigest()[:16])",
+            id,
+        ]),
+        "python3",
+    )
+    .trim()
+    .to_owned()
+}
+
+/// The watch's JSON log lines that hold every one of `parts`.
+fn lines_with<'a>(logs: &'a str, parts: &[&str]) -> Vec<&'a str> {
+    logs.lines()
+        .filter(|l| parts.iter().all(|p| l.contains(p)))
+        .collect()
+}
+
+/// The approval's receipts and failures in the watch's log (waiting until
+/// they are all in it): the decision's audit line and the run's (`event`)
+/// name the approval by its ref and the approver by identity; each failed
+/// call's own line (`failures`: its outcome and why) says what failed, by
+/// ref; and the raw id is nowhere (lambda_runtime's line of a function
+/// error, which carries the id, is not written).
+fn approval_logged(watch: &Peer, id: &str, event: &str, failures: &[(&str, &str)]) {
+    let r_id = id_ref(id);
+    let approval = format!("\"approval\":\"{r_id}\"");
+    let approver = format!("\"approver\":\"jwt:{APPROVER_SUB}\"");
+    let run = format!("\"event\":\"{event}\"");
+    let wanted: Vec<Vec<&str>> = [
+        vec![
+            "\"event\":\"approval\"",
+            "\"decision\":\"approved\"",
+            &approval,
+            &approver,
+        ],
+        vec![&run, &approval, &approver],
+    ]
+    .into_iter()
+    .chain(
+        failures
+            .iter()
+            .map(|(outcome, why)| vec!["\"message\":\"tool call\"", outcome, why, &r_id]),
+    )
+    .collect();
+    let logs = watch.logs_when(Duration::from_secs(10), |logs| {
+        wanted
+            .iter()
+            .all(|parts| !lines_with(logs, parts).is_empty())
+    });
+    for parts in &wanted {
+        assert!(
+            !lines_with(&logs, parts).is_empty(),
+            "no line with {parts:?}:\n{logs}"
+        );
+    }
+    // A line the runtime would write after the last call's own has time to.
+    let leaked = watch.logs_when(Duration::from_secs(2), |logs| logs.contains(id));
+    assert!(!leaked.contains(id), "the id {id} is in the log:\n{leaked}");
 }
 
 /// Clarify's table, as the ssh and cloud functions keep approvals in it.
 const CLARIFY_TABLE: &str = "boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')";
 
-/// The API's address as the functions are told it (approval links).
+/// The API's address as the functions are told it (answer links, the inbox).
 const PUBLIC_URL: &str = "https://abc123xyz.execute-api.us-east-1.amazonaws.com";
 
 #[test]
@@ -346,6 +517,7 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
         ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
         ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
         ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
+        ("TOOLGATE_APPROVERS_JWT_GROUP", APPROVERS_GROUP),
     ]);
     match invoke(port, "cloud", "direct_cloud_echo.json") {
         Outcome::Returned(v) => {
@@ -369,8 +541,9 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
         Outcome::Returned(v) => panic!("bare arguments must fail, got {v}"),
     }
 
-    // A gated tool waits for a person, then runs once with exactly the
-    // approved arguments (their order aside).
+    // A gated tool waits for an approver, then runs once with exactly the
+    // approved arguments (their order aside). Each refusal names the
+    // approval (a workflow passes the id back); the log names its ref.
     let sum = |args: Value| {
         invoke_value(
             port,
@@ -382,9 +555,16 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
         Outcome::Failed(e) => approval_id(&e, &watch),
         Outcome::Returned(v) => panic!("a gated tool must wait, got {v}"),
     };
-    approve(port, &id);
+    approve(&watch, port, &id);
+    let refused = |e: &str, why: &str| {
+        let message = error_message(e);
+        assert!(
+            e.contains("Forbidden") && message.contains(why) && message.contains(&id),
+            "{e}"
+        );
+    };
     match sum(json!({"a": 2, "b": 41, "toolgate_approval": id})) {
-        Outcome::Failed(e) => assert!(e.contains("another command"), "{e}"),
+        Outcome::Failed(e) => refused(&e, "anothercommand"),
         Outcome::Returned(v) => panic!("changed arguments must be refused, got {v}"),
     }
     match sum(json!({"toolgate_approval": id, "b": 40, "a": 2})) {
@@ -392,19 +572,18 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
         Outcome::Failed(e) => panic!("the approved call failed: {e}\n{}", watch.logs()),
     }
     match sum(json!({"a": 2, "b": 40, "toolgate_approval": id})) {
-        Outcome::Failed(e) => assert!(e.contains("already been used"), "{e}"),
+        Outcome::Failed(e) => refused(&e, "alreadybeenused"),
         Outcome::Returned(v) => panic!("an approval runs once, got {v}"),
     }
-    let logs = watch.logs_when(Duration::from_secs(10), |logs| {
-        logs.contains("\"event\":\"cloud_call\"")
-            && logs.contains(&format!("\"approval\":\"{id}\""))
-            && logs.contains("\"approver\":\"link holder\"")
-    });
-    assert!(
-        logs.contains("\"event\":\"cloud_call\"")
-            && logs.contains(&format!("\"approval\":\"{id}\""))
-            && logs.contains("\"approver\":\"link holder\""),
-        "{logs}"
+    approval_logged(
+        &watch,
+        &id,
+        "cloud_call",
+        &[
+            ("\"outcome\":\"approval_required\"", "waits for an approver"),
+            ("\"outcome\":\"forbidden\"", "another command"),
+            ("\"outcome\":\"forbidden\"", "already been used"),
+        ],
     );
 }
 
@@ -420,7 +599,7 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     .to_string();
     let key = std::fs::read_to_string(sshd.client_key_path()).unwrap();
     // Approvals live in clarify's table (the template gives the ssh
-    // function its name), and are answered through the clarify function.
+    // function its name), and are decided through the clarify function.
     boto(&endpoint, CLARIFY_TABLE, &[]);
     run_ok(
         Command::new(tools_dir().join("aws/bin/python"))
@@ -440,6 +619,7 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
         ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
         ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
+        ("TOOLGATE_APPROVERS_JWT_GROUP", APPROVERS_GROUP),
     ]);
     match invoke(port, "ssh", "direct_ssh_run.json") {
         Outcome::Returned(v) => {
@@ -465,7 +645,7 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     assert!(audited(&logs), "{logs}");
 
     // A gated command: ApprovalRequired (a state machine can Catch it),
-    // with the approval's id and link in the message.
+    // with the approval's id in the message, and no link.
     let dir = format!("/tmp/toolgate-approved-{}", std::process::id());
     let mkdir = format!("mkdir -p {dir}");
     let gated = |command: &str, approval: Option<&str>| {
@@ -483,12 +663,19 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         Outcome::Failed(e) => approval_id(&e, &watch),
         Outcome::Returned(v) => panic!("a gated command must wait, got {v}"),
     };
-    // A person approves through the clarify function's answer route.
-    approve(port, &id);
+    // An approver approves through the clarify function's decision route.
+    approve(&watch, port, &id);
     // The approval is bound to the exact command: another one is refused,
-    // and the refusal does not use the approval up.
+    // and the refusal (which names the approval) does not use it up.
+    let refused = |e: &str, why: &str| {
+        let message = error_message(e);
+        assert!(
+            e.contains("Forbidden") && message.contains(why) && message.contains(&id),
+            "{e}"
+        );
+    };
     match gated(&format!("{mkdir}-other"), Some(&id)) {
-        Outcome::Failed(e) => assert!(e.contains("another command"), "{e}"),
+        Outcome::Failed(e) => refused(&e, "anothercommand"),
         Outcome::Returned(v) => panic!("a changed command must be refused, got {v}"),
     }
     match gated(&mkdir, Some(&"0".repeat(40))) {
@@ -506,18 +693,22 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         Outcome::Failed(e) => panic!("the approved command failed: {e}\n{}", watch.logs()),
     }
     match gated(&mkdir, Some(&id)) {
-        Outcome::Failed(e) => assert!(e.contains("already been used"), "{e}"),
+        Outcome::Failed(e) => refused(&e, "alreadybeenused"),
         Outcome::Returned(v) => panic!("an approval runs once, got {v}"),
     }
     // sshd is on loopback: the approved command's folder is on this machine.
     assert!(std::path::Path::new(&dir).is_dir(), "{dir}");
     let _ = std::fs::remove_dir(&dir);
-    let approved = |logs: &str| {
-        logs.contains(&format!("\"approval\":\"{id}\""))
-            && logs.contains("\"approver\":\"link holder\"")
-    };
-    let logs = watch.logs_when(Duration::from_secs(10), approved);
-    assert!(approved(&logs), "{logs}");
+    approval_logged(
+        &watch,
+        &id,
+        "ssh_run",
+        &[
+            ("\"outcome\":\"approval_required\"", "waits for an approver"),
+            ("\"outcome\":\"forbidden\"", "another command"),
+            ("\"outcome\":\"forbidden\"", "already been used"),
+        ],
+    );
 }
 
 #[test]
@@ -1046,5 +1237,90 @@ fn python_sessions_live_in_dynamodb_across_instances() {
     ) {
         Outcome::Failed(e) => assert!(e.contains("NotFound") && e.contains("No session"), "{e}"),
         Outcome::Returned(v) => panic!("another caller continued the session: {v}"),
+    }
+}
+
+/// On AWS a webhook's key is an SSM SecureString that the environment names
+/// (`TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER`), never the key itself: the
+/// clarify function reads it once at init and signs with it, which the
+/// receiver checks with the same key. A parameter that is missing, or kept
+/// as plain text, stops init with the parameter's name and no value.
+#[test]
+fn clarify_function_signs_webhooks_with_its_secret_from_ssm() {
+    let (_moto, endpoint) = moto();
+    boto(&endpoint, CLARIFY_TABLE, &[]);
+    let secret = "a-webhook-secret-kept-in-ssm-only";
+    let put = "boto3.client('ssm', **kw).put_parameter(Name=sys.argv[2], Type=sys.argv[3], Value=sys.argv[4])";
+    boto(
+        &endpoint,
+        put,
+        &["/toolgate/webhook-secret", "SecureString", secret],
+    );
+    boto(
+        &endpoint,
+        put,
+        &["/toolgate/plain-secret", "String", secret],
+    );
+    let (_rx, hooks) = toolgate_e2e::webhook::receiver(secret);
+    let hook = format!("{hooks}/hook");
+    let start = |parameter: &str| {
+        watch(&[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+            ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
+            ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
+            ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
+            ("TOOLGATE_CLARIFY_WEBHOOK_URL", &hook),
+            ("TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER", parameter),
+        ])
+    };
+
+    {
+        let (watch, port) = start("/toolgate/webhook-secret");
+        let asked = returned(&watch, port, "clarify", &json!({"question": "Ship it?"}));
+        let id = asked["id"].as_str().unwrap().to_owned();
+        let seen = toolgate_e2e::webhook::seen(&hooks);
+        assert_eq!(
+            (
+                toolgate_e2e::webhook::events(&seen, &id),
+                seen["refused"].clone()
+            ),
+            (vec!["clarification.created".to_owned()], json!([])),
+            "signed with the key in SSM: {seen:#}\n{}",
+            watch.logs()
+        );
+        assert!(!watch.logs().contains(secret), "{}", watch.logs());
+    }
+
+    for (parameter, why) in [
+        ("/toolgate/no-such-secret", "it does not exist"),
+        ("/toolgate/plain-secret", "is not a SecureString"),
+    ] {
+        let (watch, port) = start(parameter);
+        let answer = match invoke_value(port, "clarify", &json!({"question": "Ship it?"})) {
+            Outcome::Failed(e) => e,
+            Outcome::Returned(v) => v.to_string(),
+        };
+        // cargo lambda wraps the message in a box: read it unwrapped.
+        let squeeze = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !c.is_whitespace() && *c != '│')
+                .collect()
+        };
+        let flat = squeeze(&answer);
+        assert!(
+            answer.contains("InitError")
+                && flat.contains(parameter)
+                && flat.contains(&squeeze(why)),
+            "{answer}\n{}",
+            watch.logs()
+        );
+        assert!(
+            !answer.contains(secret) && !watch.logs().contains(secret),
+            "{answer}\n{}",
+            watch.logs()
+        );
     }
 }

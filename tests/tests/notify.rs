@@ -1,9 +1,9 @@
-//! Notifications for clarify (README, "Approvals and notifications"), with
-//! real receivers on loopback: a webhook receiver that verifies the
-//! signature with README's snippet and refuses a replay, a Slack receiver
-//! whose payloads are type-checked against Slack's published Block Kit
-//! types (`@slack/types`, with tsc: no Slack server can run here), and SNS
-//! through moto, which delivers to an HTTP subscription.
+//! Notifications for clarify (docs/notifications.md), with real receivers
+//! on loopback: a webhook receiver that verifies the signature with the
+//! snippet docs/notifications.md shows and refuses a replay, a Slack
+//! receiver whose payloads are type-checked against Slack's published Block
+//! Kit types (`@slack/types`, with tsc: no Slack server can run here), and
+//! SNS through moto, which delivers to an HTTP subscription.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -228,15 +228,15 @@ fn webhook_and_slack_hear_of_each_event_signed_once_and_after_the_answer() {
 }
 
 #[test]
-fn readme_shows_the_receivers_verification_code() {
+fn the_notifications_page_shows_the_receivers_verification_code() {
     let receiver = std::fs::read_to_string(support("webhook_receiver.py")).unwrap();
-    let start = receiver.find("# --- README snippet start ---\n").unwrap();
-    let end = receiver.find("# --- README snippet end ---").unwrap();
-    let snippet = &receiver[start + "# --- README snippet start ---\n".len()..end];
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let start = receiver.find("# --- docs snippet start ---\n").unwrap();
+    let end = receiver.find("# --- docs snippet end ---").unwrap();
+    let snippet = &receiver[start + "# --- docs snippet start ---\n".len()..end];
+    let page = std::fs::read_to_string(workspace().join("docs/notifications.md")).unwrap();
     assert!(
-        readme.contains(snippet),
-        "README's webhook verification snippet differs from the one the tests run:\n{snippet}"
+        page.contains(snippet),
+        "docs/notifications.md's webhook verification snippet differs from the one the tests run:\n{snippet}"
     );
 }
 

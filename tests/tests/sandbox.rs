@@ -373,7 +373,7 @@ fn the_zygote_is_restarted_if_it_dies() {
     let out = s.exec("result = 1");
     assert_eq!(out["result"], 1, "{out}");
     assert_eq!(out["stderr"], "");
-    // A new zygote warms in about 0.1 s (README: cold start); a call that
+    // A new zygote warms in about 0.1 s (docs/benchmarks.md: cold start); a call that
     // waited for a dead spare would wait up to the pool's 10 s CHILD_WAIT.
     assert!(started.elapsed() < Duration::from_secs(1) + LATE_MARGIN);
     let again = s.exec("print('ok')");
@@ -629,7 +629,7 @@ fn huge_bytes(pid: u32, pick: impl Fn(&str) -> bool) -> u64 {
 }
 
 /// What fork hands each child by the 2 MiB entry instead of the 4 KiB
-/// page (README: the per-call costs): the zygote's heap, its hot code and
+/// page (docs/performance.md): the zygote's heap, its hot code and
 /// its hot read-only data are on huge pages. Where the kernel has no huge
 /// pages to give (THP set to `never`), there is nothing to check.
 #[test]

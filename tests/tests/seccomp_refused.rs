@@ -50,7 +50,7 @@ fn toolgate_without_seccomp(args: &[&str], env: &[(&str, &str)]) -> Command {
 
 #[test]
 fn without_seccomp_calls_run_and_health_says_so() {
-    let out = toolgate_without_seccomp(
+    let out = toolgate_e2e::logsink::output(&mut toolgate_without_seccomp(
         &[
             "call",
             "python.execute",
@@ -58,8 +58,7 @@ fn without_seccomp_calls_run_and_health_says_so() {
             r#"{"code": "result = 2 + 2"}"#,
         ],
         &[],
-    )
-    .output()
+    ))
     .unwrap();
     assert!(
         out.status.success(),

@@ -211,11 +211,23 @@ fn unknown_servers_scopes_and_policy_are_refused_before_connecting() {
     assert_eq!(r.json()["servers"], json!([]));
     assert!(r.json()["message"].as_str().unwrap().contains("scope"));
 
-    // Policy: the rule that matched is named.
+    // Policy: the rule that matched is named. The readonly preset passes
+    // only commands known to be read-only, so the ways a shell spells a
+    // write (issue #50's red team) are refused too, with the reason.
     for (cmd, says) in [
         ("rm -rf /tmp/x", "readonly preset"),
         ("cat /etc/shadow", "deny rule `/etc/shadow`"),
         ("echo hi > /tmp/f", "redirection"),
+        ("env touch /tmp/x", "`env` is not on the read-only list"),
+        ("'touch' /tmp/x", "a quote (')"),
+        ("\\touch /tmp/x", "a backslash"),
+        (
+            "python3 -c 'import os'",
+            "`python3` is not on the read-only list",
+        ),
+        ("A=1 touch /tmp/x", "`A=1` is an assignment"),
+        ("uptime\ntouch /tmp/x", "a line break"),
+        ("systemctl --now status x", "`systemctl --now`"),
     ] {
         let r = run(&s, json!({"server_name": "ro", "command": cmd}));
         assert_eq!(r.status, 403, "{cmd}");
@@ -228,6 +240,15 @@ fn unknown_servers_scopes_and_policy_are_refused_before_connecting() {
     assert_eq!(
         run_ok(&s, json!({"server_name": "ro", "command": "uptime"}))["exit_code"],
         0
+    );
+    // A list of read-only commands runs as one.
+    let v = run_ok(
+        &s,
+        json!({"server_name": "ro", "command": "uptime; df -h / | tail -n 1 && echo read-only"}),
+    );
+    assert!(
+        v["stdout"].as_str().unwrap().ends_with("read-only\n"),
+        "{v}"
     );
 
     // Refusals are audited too.

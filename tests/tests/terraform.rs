@@ -76,11 +76,23 @@ fn tf_files() -> Vec<PathBuf> {
     out
 }
 
+/// The clarify item's attributes only a decision (or an answer) writes,
+/// which only the clarify function's role may write (as deploy.rs's facts).
+const DECISION_ATTRIBUTES: [&str; 6] = [
+    "decision",
+    "approver",
+    "decided_at",
+    "decided_binding",
+    "answer",
+    "choice",
+];
+
 fn parity(root: &Path) -> Output {
     Command::new(tools_dir().join("aws/bin/python"))
         .arg(support("tf_parity.py"))
         .arg(root.join("template.yaml"))
         .arg(root.join("infra/terraform"))
+        .arg(format!("--decisions={}", DECISION_ATTRIBUTES.join(",")))
         .output()
         .expect("run tf_parity.py")
 }
@@ -261,7 +273,7 @@ fn parity_fails_on_a_difference_on_either_side() {
         ),
         (
             "infra/terraform/api.tf",
-            "    \"POST /tools/ssh_run\"              = { function = \"ssh\", public = false }\n",
+            "    \"POST /tools/ssh_run\"              = { function = \"ssh\", auth = \"callers\" }\n",
             "",
             &["-  \"POST /tools/ssh_run\": {"],
         ),
@@ -322,6 +334,116 @@ fn parity_fails_on_a_difference_on_either_side() {
             "for_each = local.in_vpc ? [1] : []",
             &["cannot read", "vpc_config for_each"],
         ),
+        // The approvers' routes, settings and Scan, as the template's.
+        (
+            "infra/terraform/api.tf",
+            "    \"GET /clarifications\"              = { function = \"clarify\", auth = \"approvers\" }",
+            "    \"GET /clarifications\"              = { function = \"clarify\", auth = \"open\" }",
+            &[
+                "\"GET /clarifications\": {",
+                "-   \"authorized\": true,",
+                "+   \"authorized\": false,",
+            ],
+        ),
+        (
+            "infra/terraform/api.tf",
+            "    \"POST /slack/interactions\"         = { function = \"clarify\", auth = \"open\" }\n",
+            "",
+            &["-  \"POST /slack/interactions\": {"],
+        ),
+        // Two JWT authorizers: the approvers' routes take people's tokens
+        // (theirs, once approvers_jwt_audience is set), every other route
+        // the agents'; each audience a comma-separated list.
+        (
+            "infra/terraform/api.tf",
+            "    \"POST /approvals/{id}/decision\"    = { function = \"clarify\", auth = \"approvers\" }",
+            "    \"POST /approvals/{id}/decision\"    = { function = \"clarify\", auth = \"callers\" }",
+            &[
+                "-   \"authorizer\": \"authorizer:jwt-approvers when approvers_jwt_audience != '' and auth_mode == JWT, else authorizer:jwt when auth_mode == JWT\",",
+                "+   \"authorizer\": \"authorizer:jwt when auth_mode == JWT\",",
+            ],
+        ),
+        (
+            "infra/terraform/api.tf",
+            "audience = split(\",\", var.approvers_jwt_audience)",
+            "audience = split(\",\", var.jwt_audience)",
+            &[
+                "-   \"audience\": \"split(',', {var.approvers_jwt_audience})\",",
+                "+   \"audience\": \"split(',', {var.jwt_audience})\",",
+            ],
+        ),
+        (
+            "template.yaml",
+            "        Audience: !Split [\",\", !Ref JwtAudience]",
+            "        Audience: [!Ref JwtAudience]",
+            &["+   \"audience\": \"split(',', {var.jwt_audience})\","],
+        ),
+        (
+            "infra/terraform/api.tf",
+            "each.value.auth == \"approvers\" && var.auth_mode == \"JWT\" && var.approvers_jwt_audience != \"\"",
+            "each.value.auth == \"approvers\" && var.auth_mode == \"JWT\"",
+            &[
+                "cannot read",
+                "authorizer_id names aws_apigatewayv2_authorizer.approvers when auth_mode == JWT, which exists when approvers_jwt_audience != '' and auth_mode == JWT",
+            ],
+        ),
+        (
+            "template.yaml",
+            "    Condition: UseApproversJwt\n",
+            "    Condition: UseJwt\n",
+            &[
+                "cannot read",
+                "AuthorizerId names ApproversJwtAuthorizer when approvers_jwt_audience != '' and auth_mode == JWT, which exists when auth_mode == JWT",
+            ],
+        ),
+        (
+            "infra/terraform/variables.tf",
+            "variable \"approvers_jwt_audience\" {",
+            "variable \"approvers_audience\" {",
+            &[
+                "-  \"approvers_jwt_audience\": \"\",",
+                "+  \"approvers_audience\": \"\",",
+            ],
+        ),
+        (
+            "infra/terraform/iam.tf",
+            "  statement {\n    effect    = \"Allow\"\n    actions   = [\"dynamodb:Scan\"]\n    resources = [aws_dynamodb_table.clarify.arn]\n  }\n",
+            "",
+            &["-      \"dynamodb:Scan\""],
+        ),
+        (
+            "infra/terraform/main.tf",
+            "      TOOLGATE_APPROVERS_JWT_GROUP   = var.approvers_jwt_group\n",
+            "",
+            &["-    \"TOOLGATE_APPROVERS_JWT_GROUP\","],
+        ),
+        (
+            "infra/terraform/variables.tf",
+            "  default     = \"cognito:groups\"",
+            "  default     = \"groups\"",
+            &[
+                "-  \"approvers_jwt_claim\": \"cognito:groups\",",
+                "+  \"approvers_jwt_claim\": \"groups\",",
+            ],
+        ),
+        // The Slack app's signing secret is the clarify function's alone.
+        (
+            "infra/terraform/iam.tf",
+            "    ssh     = compact([var.clarify_webhook_secret_parameter, var.clarify_slack_webhook_url_parameter])",
+            "    ssh     = compact([var.clarify_webhook_secret_parameter, var.clarify_slack_webhook_url_parameter, var.slack_signing_secret_parameter])",
+            &[
+                "+      \"arn:{partition}:ssm:{region}:{account}:parameter{var.slack_signing_secret_parameter} when slack_signing_secret_parameter != ''\"",
+            ],
+        ),
+        (
+            "template.yaml",
+            "  NotifySecretsInSsm: !Or [!Condition HasWebhookSecretParameter, !Condition HasSlackWebhookUrlParameter]",
+            "  NotifySecretsInSsm: !Or [!Condition HasWebhookSecretParameter]",
+            &[
+                "-     \"when\": \"clarify_webhook_secret_parameter != ''\"",
+                "+     \"when\": \"clarify_slack_webhook_url_parameter != '' or clarify_webhook_secret_parameter != ''\"",
+            ],
+        ),
     ];
     for (file, from, to, want) in cases {
         let dir = copy_with(file, from, to);
@@ -335,5 +457,50 @@ fn parity_fails_on_a_difference_on_either_side() {
                 "{file} with {to:?}: wanted {w:?} in:\n{log}"
             );
         }
+    }
+}
+
+/// The module keeps secrets out of every environment (and so out of the
+/// state) and decisions to the clarify function, checked on the module
+/// itself as template_rules.py checks the template; each rule broken on
+/// purpose fails with its own message.
+#[test]
+fn the_module_keeps_secrets_out_and_decisions_to_clarify() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (
+            "infra/terraform/variables.tf",
+            "  type        = string\n  default     = \"\"\n  validation {\n    condition     = can(regex(\"^(/[a-zA-Z0-9_.-]+)*$\", var.clarify_webhook_secret_parameter))",
+            "  type        = string\n  default     = \"\"\n  sensitive   = true\n  validation {\n    condition     = can(regex(\"^(/[a-zA-Z0-9_.-]+)*$\", var.clarify_webhook_secret_parameter))",
+            "rule: cloud's environment gives TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER the sensitive variable clarify_webhook_secret_parameter",
+        ),
+        (
+            "infra/terraform/main.tf",
+            "TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER = var.clarify_webhook_secret_parameter",
+            "TOOLGATE_CLARIFY_WEBHOOK_SECRET = var.clarify_webhook_secret_parameter",
+            "rule: cloud's environment has TOOLGATE_CLARIFY_WEBHOOK_SECRET, a secret by its name",
+        ),
+        (
+            "infra/terraform/iam.tf",
+            "        \"approval_used_at\",\n",
+            "        \"approval_used_at\",\n        \"decided_at\",\n",
+            "rule: function:{name}-ssh may write decided_at on the clarify table",
+        ),
+        (
+            "infra/terraform/iam.tf",
+            "      variable = \"dynamodb:Attributes\"",
+            "      variable = \"dynamodb:LeadingKeys\"",
+            "rule: function:{name}-cloud may dynamodb:PutItem, dynamodb:UpdateItem any attribute of the clarify table",
+        ),
+    ];
+    for (file, from, to, want) in cases {
+        let dir = copy_with(file, from, to);
+        let out = parity(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        let log = text(&out);
+        assert!(!out.status.success(), "{file} with {to:?} passed:\n{log}");
+        assert!(
+            log.contains(want),
+            "{file} with {to:?}: wanted {want:?} in:\n{log}"
+        );
     }
 }

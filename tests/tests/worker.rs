@@ -21,7 +21,10 @@ use toolgate_e2e::{Response, Server, hostile, raw_request};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-const TOKEN: &str = "w0rker-t0ken";
+/// The caller's token: 16 characters or more, so that the log scan
+/// (tests/support/scan_logs.py) looks for it too, and the Worker does not
+/// warn of a short token on every request.
+const TOKEN: &str = "w0rker-t0ken-0f-a-caller";
 
 /// Cases whose expectations need process isolation: the native sandbox
 /// keeps a killed script's partial output (shared memory); on Workers the
@@ -189,8 +192,9 @@ fn worker_passes_the_conformance_cases() {
     );
     assert!(ran >= 150, "ran {ran}");
     conformance::assert_no_failures(&failures);
-    // Without the token every route but /healthz is refused, as on serve:
-    // the tools, their description, and /mcp.
+    // Without the token every tool route is refused, as on serve: the
+    // tools, their description, and /mcp (the open and the approvers'
+    // routes: worker_serves_approvers_their_routes_and_no_tools).
     for (method, path) in [
         ("GET", "/tools"),
         ("GET", "/openapi.json"),
@@ -1097,8 +1101,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// 500 sequential calls leave the sandbox's memory flat (a fresh wasm
-/// instance per call, dropped after it), and print the latencies README
-/// reports.
+/// instance per call, dropped after it), and print the latencies
+/// docs/cloudflare.md reports.
 #[test]
 fn worker_memory_stays_flat_over_500_calls() {
     let _g = lock_alone();
@@ -1223,4 +1227,343 @@ fn worker_bundles_fit_the_size_limit() {
         );
         let _ = std::fs::remove_dir_all(&out_dir);
     }
+}
+
+/// An approver's token (issue #50): a secret of its own, at least 16
+/// characters, never a caller's.
+const APPROVER: &str = "w0rker-appr0ver-t0ken";
+
+/// The refusals of issue #50, as `shared::http::auth` and
+/// `shared::tools::clarify` word them (tests/identity.rs checks serve's).
+const TASK_TOKEN_DIRECT_ONLY: &str = "\"task_token\" is accepted only when a Step Functions workflow invokes the clarify function directly";
+const CALLER_ON_APPROVALS: &str =
+    "This route is for approvers: a caller's token cannot decide approvals";
+const SIGN_IN_AS_APPROVER: &str =
+    "Sign in as an approver: send Authorization: Bearer <approver token>";
+const APPROVER_ON_TOOLS: &str =
+    "This token is an approver's: approvers decide approvals at /inbox, they do not call tools";
+
+impl Stack {
+    /// `method path` with `token` as the bearer (none: no header).
+    fn with_token(&self, method: &str, path: &str, token: Option<&str>, b: &[u8]) -> Response {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![("Content-Type", "application/json")];
+        headers.extend(auth.as_deref().map(|a| ("Authorization", a)));
+        self.request(method, path, &headers, b)
+    }
+
+    /// The questions an approver lists (`GET /clarifications?status=…`).
+    fn questions(&self, status: &str) -> Vec<Value> {
+        let path = format!("/clarifications?status={status}");
+        let r = self.with_token("GET", &path, Some(APPROVER), b"");
+        assert_eq!(r.status, 200, "{}", body(&r));
+        r.json()["clarifications"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no list: {}", body(&r)))
+            .clone()
+    }
+
+    /// The dispatcher's own log lines: wrangler's access log (its
+    /// `[wrangler:info] GET /path` lines, whose paths hold ids by design)
+    /// is the platform's, not the Worker's (tests/support/scan_logs.py).
+    fn worker_log(&self) -> String {
+        self.dispatcher
+            .as_ref()
+            .unwrap()
+            .logs()
+            .lines()
+            .filter(|l| !l.contains("[wrangler:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// `r` is the contract's error with exactly this status, code and message.
+fn assert_refused(r: &Response, status: u16, code: &str, message: &str) {
+    assert_eq!(
+        toolgate_e2e::error_of(r),
+        (status, code.to_owned(), message.to_owned()),
+        "{}",
+        body(r)
+    );
+}
+
+/// The ids of a list of views.
+fn ids(list: &[Value]) -> Vec<&str> {
+    list.iter().filter_map(|c| c["id"].as_str()).collect()
+}
+
+/// Issue #50: a Step Functions task token is taken only from a direct
+/// Lambda invocation, never from an agent. The Worker has none, so over
+/// HTTP and /mcp clarify refuses it, before anything is asked.
+#[test]
+fn worker_refuses_task_token_over_http_and_mcp() {
+    let _g = lock();
+    let stack = Stack::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_APPROVER_TOKEN", APPROVER),
+    ]);
+    let ask = json!({"question": "Restart web-1?", "options": ["yes", "no"],
+                     "task_token": "AAAAKgAAAAIAAAAA-a-stolen-workflow-token"});
+    let r = stack.post("/tools/clarify", &ask);
+    assert_refused(&r, 400, "invalid_input", TASK_TOKEN_DIRECT_ONLY);
+
+    // /mcp: a tool error with the same body.
+    let auth = format!("Bearer {TOKEN}");
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "clarify", "arguments": ask}});
+    let r = stack.request(
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-06-18"),
+            ("Authorization", &auth),
+        ],
+        call.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let result = &r.json()["result"];
+    assert_eq!(result["isError"], true, "{}", body(&r));
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    let err: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {}", body(&r)));
+    assert_eq!(
+        (&err["error"]["code"], &err["error"]["message"]),
+        (&json!("invalid_input"), &json!(TASK_TOKEN_DIRECT_ONLY)),
+        "{err}"
+    );
+
+    // Nothing was asked; without the token the same question is.
+    assert_eq!(stack.questions("all"), Vec::<Value>::new());
+    let mut plain = ask.clone();
+    plain.as_object_mut().unwrap().remove("task_token");
+    let r = stack.post("/tools/clarify", &plain);
+    assert_eq!(r.status, 200, "{}", body(&r));
+    assert!(r.json().get("task_token").is_none(), "{}", body(&r));
+    assert_eq!(
+        ids(&stack.questions("all")),
+        [r.json()["id"].as_str().unwrap()]
+    );
+}
+
+/// Issue #50 on the Worker, which gates no tool: an approver's token opens
+/// the approvers' routes (the questions waiting, and no approvals), a
+/// caller's is refused there, an approver's on the tools; the inbox page
+/// is open. With no caller secret, or anonymous use chosen, the approvers'
+/// routes still need an approver. The Worker logs ids as refs only.
+#[test]
+fn worker_serves_approvers_their_routes_and_no_tools() {
+    let _g = lock();
+    let mut stack = Stack::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_APPROVER_TOKEN", APPROVER),
+    ]);
+    let ask = |q: &str| -> String {
+        let r = stack.post(
+            "/tools/clarify",
+            &json!({"question": q, "options": ["yes", "no"]}),
+        );
+        assert_eq!(r.status, 200, "{}", body(&r));
+        r.json()["id"].as_str().unwrap().to_owned()
+    };
+    let waits = ask("Deploy now?");
+    let answered = ask("Restart web-1?");
+    let r = stack.request(
+        "POST",
+        &format!("/clarifications/{answered}/answer"),
+        &[("Content-Type", "application/json")],
+        br#"{"choice": 1}"#,
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+
+    // The approver lists what waits (the default), or all.
+    let pending = stack.questions("pending");
+    assert_eq!(ids(&pending), [waits.as_str()], "{pending:?}");
+    assert_eq!(
+        (&pending[0]["question"], &pending[0]["status"]),
+        (&json!("Deploy now?"), &json!("pending"))
+    );
+    let r = stack.with_token("GET", "/clarifications", Some(APPROVER), b"");
+    assert_eq!(
+        ids(r.json()["clarifications"].as_array().unwrap()),
+        [waits.as_str()]
+    );
+    // (In either order: two asked within a millisecond tie on created_at.)
+    let all = stack.questions("all");
+    let mut both = ids(&all);
+    both.sort_unstable();
+    let mut want = [answered.as_str(), waits.as_str()];
+    want.sort_unstable();
+    assert_eq!(both, want, "{all:?}");
+    let got = all.iter().find(|c| c["id"] == answered.as_str()).unwrap();
+    assert_eq!(
+        (&got["status"], &got["answer"]),
+        (&json!("answered"), &json!("no"))
+    );
+    let r = stack.with_token("GET", "/clarifications?status=bogus", Some(APPROVER), b"");
+    assert_eq!(
+        toolgate_e2e::error_of(&r).1,
+        "invalid_input",
+        "{}",
+        body(&r)
+    );
+
+    // No approvals here: none listed, and a question is not one to decide.
+    for path in ["/approvals", "/approvals?status=all"] {
+        let r = stack.with_token("GET", path, Some(APPROVER), b"");
+        assert_eq!(
+            (r.status, r.json()),
+            (200, json!({"approvals": []})),
+            "{path}"
+        );
+    }
+    let r = stack.with_token("GET", &format!("/approvals/{waits}"), Some(APPROVER), b"");
+    assert_refused(&r, 404, "not_found", "No such approval");
+    let r = stack.with_token(
+        "POST",
+        &format!("/approvals/{waits}/decision"),
+        Some(APPROVER),
+        br#"{"decision": "approve"}"#,
+    );
+    assert_refused(&r, 404, "not_found", "No such approval");
+    assert_eq!(ids(&stack.questions("pending")), [waits.as_str()]);
+
+    // A caller's token is refused on every approvers' route, no token (or
+    // one nobody knows) asked to sign in; an approver's on every tool route.
+    let approver_routes = [
+        ("GET", "/clarifications".to_owned()),
+        ("GET", "/approvals".to_owned()),
+        ("GET", format!("/approvals/{waits}")),
+        ("POST", format!("/approvals/{waits}/decision")),
+    ];
+    let decision = br#"{"decision": "approve"}"#;
+    for (method, path) in &approver_routes {
+        let r = stack.with_token(method, path, Some(TOKEN), decision);
+        assert_refused(&r, 403, "forbidden", CALLER_ON_APPROVALS);
+        for token in [None, Some("an-unknown-token-of-some-length")] {
+            let r = stack.with_token(method, path, token, decision);
+            assert_refused(&r, 401, "unauthorized", SIGN_IN_AS_APPROVER);
+        }
+    }
+    let code = br#"{"code": "print(1)"}"#;
+    for (method, path) in [
+        ("POST", "/tools/python.execute"),
+        ("POST", "/tools/clarify"),
+        ("GET", "/tools"),
+        ("GET", "/openapi.json"),
+        ("POST", "/mcp"),
+    ] {
+        let r = stack.with_token(method, path, Some(APPROVER), code);
+        assert_refused(&r, 403, "forbidden", APPROVER_ON_TOOLS);
+    }
+    // The approver's token still answered nothing: the question waits.
+    assert_eq!(ids(&stack.questions("pending")), [waits.as_str()]);
+
+    // The inbox page is open: it signs in from the browser.
+    for path in ["/inbox".to_owned(), format!("/inbox/{waits}")] {
+        let r = stack.request("GET", &path, &[], b"");
+        assert_eq!(r.status, 200, "{path}: {}", body(&r));
+        assert!(
+            r.header("content-type")
+                .is_some_and(|c| c.starts_with("text/html")),
+            "{path}: {:?}",
+            r.headers
+        );
+        assert!(r.header("content-security-policy").is_some(), "{path}");
+        assert!(body(&r).to_ascii_lowercase().contains("<html"), "{path}");
+    }
+
+    // Ids are logged as refs: each question's is in the Worker's log (its
+    // "clarification asked" line), the id itself in none.
+    let log = stack.worker_log();
+    for id in [&waits, &answered] {
+        let r = toolgate_shared::logging::id_ref(id);
+        assert!(log.contains(&r), "{r} is not in the Worker's log:\n{log}");
+        assert!(
+            !log.contains(id.as_str()),
+            "{id} is in the Worker's log:\n{log}"
+        );
+    }
+
+    // No caller secret: the tools answer 503, the approvers' routes and
+    // the inbox do not (an approver still signs in).
+    stack.vars = vec![("TOOLGATE_APPROVER_TOKEN".into(), APPROVER.into())];
+    stack.restart_dispatcher();
+    let r = stack.with_token("POST", "/tools/python.execute", None, code);
+    assert_eq!(
+        (r.status, toolgate_e2e::error_of(&r).1),
+        (503, "not_configured".to_owned()),
+        "{}",
+        body(&r)
+    );
+    assert_eq!(ids(&stack.questions("pending")), [waits.as_str()]);
+    let r = stack.with_token("GET", "/clarifications", None, b"");
+    assert_refused(&r, 401, "unauthorized", SIGN_IN_AS_APPROVER);
+    assert_eq!(stack.request("GET", "/inbox", &[], b"").status, 200);
+
+    // Anonymous use chosen: the tools need no token, yet an approver's is
+    // still refused there, and the approvers' routes still need one.
+    stack
+        .vars
+        .push(("TOOLGATE_ALLOW_ANONYMOUS".into(), "true".into()));
+    stack.restart_dispatcher();
+    let r = stack.with_token("POST", "/tools/python.execute", None, code);
+    assert_eq!(
+        (r.status, r.json()["stdout"].clone()),
+        (200, json!("1\n")),
+        "{}",
+        body(&r)
+    );
+    let r = stack.with_token("POST", "/tools/python.execute", Some(APPROVER), code);
+    assert_refused(&r, 403, "forbidden", APPROVER_ON_TOOLS);
+    let r = stack.with_token("GET", "/clarifications", None, b"");
+    assert_refused(&r, 401, "unauthorized", SIGN_IN_AS_APPROVER);
+    assert_eq!(ids(&stack.questions("pending")), [waits.as_str()]);
+}
+
+/// Issue #50: an answer whose words and choice say different things is
+/// refused (the page would show one and the record keep the other); the
+/// choice alone, or the option's own words with it, answer.
+#[test]
+fn worker_refuses_an_answer_that_disagrees_with_its_choice() {
+    let _g = lock();
+    let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
+    let r = stack.post(
+        "/tools/clarify",
+        &json!({"question": "Deploy now?", "options": ["yes", "no"]}),
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    let answer = |b: &[u8]| {
+        stack.request(
+            "POST",
+            &format!("/clarifications/{id}/answer"),
+            &[("Content-Type", "application/json")],
+            b,
+        )
+    };
+    let r = answer(br#"{"answer": "no", "choice": 0}"#);
+    assert_refused(
+        &r,
+        400,
+        "invalid_input",
+        "\"answer\" and \"choice\" disagree: option 0 is \"yes\"; send the choice alone, or your own words alone",
+    );
+    let r = answer(br#"{"answer": "Yes", "choice": 0}"#);
+    assert_eq!(toolgate_e2e::error_of(&r).0, 400, "{}", body(&r));
+    let r = stack.request("GET", &format!("/clarifications/{id}"), &[], b"");
+    assert_eq!(r.json()["status"], "pending", "{}", body(&r));
+    let r = answer(br#"{"answer": "yes", "choice": 0}"#);
+    assert_eq!(r.status, 200, "{}", body(&r));
+    assert_eq!(
+        (
+            &r.json()["status"],
+            &r.json()["answer"],
+            &r.json()["choice"]
+        ),
+        (&json!("answered"), &json!("yes"), &json!(0)),
+        "{}",
+        body(&r)
+    );
 }

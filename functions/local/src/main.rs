@@ -1,5 +1,7 @@
 //! `toolgate`: every tool on one machine, with embedded defaults.
 
+mod inbox;
+
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +11,7 @@ use serde_json::{Value, json};
 use toolgate_shared::{
     config::Config,
     error::ToolError,
+    http::Tokens,
     http::router,
     invoke::{Transport, invoke},
     sandbox::alloc::SandboxAlloc,
@@ -59,6 +62,20 @@ enum Cmd {
         #[arg(long, default_value = "native")]
         format: String,
     },
+    /// Review and decide approvals (this machine's, or a server's with --url).
+    Approvals {
+        #[command(flatten)]
+        target: inbox::Target,
+        #[command(subcommand)]
+        cmd: inbox::ApprovalsCmd,
+    },
+    /// Review, answer or withdraw the questions agents asked.
+    Clarifications {
+        #[command(flatten)]
+        target: inbox::Target,
+        #[command(subcommand)]
+        cmd: inbox::ClarificationsCmd,
+    },
 }
 
 /// Every tool this machine can serve; `serving` for a server that lives on
@@ -66,7 +83,9 @@ enum Cmd {
 async fn build(cfg: &Config, serving: bool) -> Result<Toolset, String> {
     let set = Toolset::new();
     let set = if serving { set.long_running() } else { set };
-    set.with_python(cfg)
+    set.with_approvals(cfg)
+        .await?
+        .with_python(cfg)
         .await?
         .with_cloud(cfg)
         .await?
@@ -102,6 +121,17 @@ fn fatal(msg: &str) -> ExitCode {
 }
 
 async fn run(cli: Cli) -> ExitCode {
+    // Against a server the inbox is a client: this machine's config (whose
+    // TOOLGATE_APPROVER_TOKEN would define a server's approver) plays no part.
+    match &cli.command {
+        Cmd::Approvals { target, cmd } if target.remote() => {
+            return inbox::approvals(None, target.clone(), cmd.clone()).await;
+        }
+        Cmd::Clarifications { target, cmd } if target.remote() => {
+            return inbox::clarifications(None, target.clone(), cmd.clone()).await;
+        }
+        _ => {}
+    }
     let mut cfg = match Config::from_env_and_file(cli.config.as_deref()) {
         Ok(c) => c,
         Err(e) => return fatal(&e.to_string()),
@@ -111,12 +141,16 @@ async fn run(cli: Cli) -> ExitCode {
             if let Some(a) = addr {
                 cfg.server.addr = a;
             }
-            if let Some(t) = token {
-                cfg.server.token = Some(t);
+            if let Some(t) = token
+                && let Err(e) = cfg.set_caller_token(&t)
+            {
+                return fatal(&e.to_string());
             }
             serve(cfg).await
         }
         Cmd::Call { name, json } => call(cfg, &name, json).await,
+        Cmd::Approvals { target, cmd } => inbox::approvals(Some(cfg), target, cmd).await,
+        Cmd::Clarifications { target, cmd } => inbox::clarifications(Some(cfg), target, cmd).await,
         Cmd::Tools { format } => {
             let format = match Format::parse(&format) {
                 Ok(f) => f,
@@ -138,6 +172,7 @@ fn print_json(v: &Value) {
 }
 
 async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
+    toolgate_shared::sqlite_file::keep_private(&cfg.data_dir);
     let app = match build(&cfg, false).await {
         Ok(a) => a,
         Err(e) => return fatal(&e),
@@ -173,7 +208,41 @@ async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
     }
 }
 
+/// Why `cfg` must not be served: a non-loopback address without any
+/// caller token lets anyone who reaches it run code.
+async fn refuse_anonymous(cfg: &Config) -> Option<String> {
+    if !cfg.server.tokens.is_empty() {
+        return None;
+    }
+    // Every address the name resolves to must be loopback; one that does
+    // not resolve fails at bind with its own message.
+    let public = tokio::net::lookup_host(&cfg.server.addr)
+        .await
+        .is_ok_and(|mut addrs| addrs.any(|a| !a.ip().is_loopback()));
+    if !public {
+        return None;
+    }
+    if cfg.server.allow_anonymous {
+        tracing::warn!(
+            addr = %cfg.server.addr,
+            "serving a non-loopback address without a caller token (TOOLGATE_ALLOW_ANONYMOUS): anyone who reaches it can run code"
+        );
+        return None;
+    }
+    Some(format!(
+        "refusing to serve {} without a caller token: anyone who reaches it could run code. \
+         Give one with --token, TOOLGATE_TOKEN or [[server.tokens]] in the config file, \
+         or bind 127.0.0.1 (--addr 127.0.0.1:8080); \
+         TOOLGATE_ALLOW_ANONYMOUS=true serves it anyway",
+        cfg.server.addr
+    ))
+}
+
 async fn serve(cfg: Config) -> ExitCode {
+    if let Some(why) = refuse_anonymous(&cfg).await {
+        return fatal(&why);
+    }
+    toolgate_shared::sqlite_file::keep_private(&cfg.data_dir);
     let app = match build(&cfg, true).await {
         Ok(a) => a,
         Err(e) => return fatal(&e),
@@ -192,12 +261,14 @@ async fn serve(cfg: Config) -> ExitCode {
     }
     // Bound to loopback: answer only loopback Host names (DNS rebinding).
     let state = app.app_state(
-        cfg.server.token.as_deref(),
+        Tokens::new(&cfg.server.tokens, &cfg.approvals.approvers),
         bound.is_some_and(|a| a.ip().is_loopback()),
     );
     tracing::info!(
         addr = %local,
-        auth = cfg.server.token.is_some(),
+        auth = !cfg.server.tokens.is_empty(),
+        callers = cfg.server.tokens.len(),
+        approvers = cfg.approvals.approvers.len(),
         tools = ?app.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
         "toolgate listening on http://{local}"
     );

@@ -10,7 +10,9 @@ use worker::send::{SendFuture, SendWrapper};
 use worker::wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
-use toolgate_shared::clarify::store::{ClarifyStore, Settlement, StoreFuture, sql};
+use toolgate_shared::clarify::store::{
+    ApprovalRow, ClarifyStore, ListQuery, Settlement, StoreFuture, sql,
+};
 use toolgate_shared::clarify::{Clarification, Status};
 
 pub const BINDING: &str = "DB";
@@ -207,6 +209,26 @@ impl ClarifyStore for D1Store {
             self.ready().await?;
             let rows: Vec<Row> = all(&self.db, sql::EXPIRED_PENDING, &[int(now)]).await?;
             Ok(rows.into_iter().map(Clarification::from).collect())
+        }))
+    }
+
+    /// Questions only: the Worker gates no tool, so it keeps no approvals.
+    fn list(&self, q: ListQuery) -> StoreFuture<'_, Vec<(Clarification, Option<ApprovalRow>)>> {
+        Box::pin(SendFuture::new(async move {
+            if q.approvals {
+                return Ok(Vec::new());
+            }
+            self.ready().await?;
+            let args = [
+                int(i64::from(q.pending_only)),
+                int(q.now),
+                int(q.limit as i64),
+            ];
+            let rows: Vec<Row> = all(&self.db, sql::LIST_QUESTIONS, &args).await?;
+            Ok(rows
+                .into_iter()
+                .map(|r| (Clarification::from(r), None))
+                .collect())
         }))
     }
 }

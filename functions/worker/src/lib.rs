@@ -86,6 +86,8 @@ async fn app(
             Arc::new(notify::WorkerFetch),
             nap.clone(),
             Some(notify::wait_until(ctx)),
+            // The Worker gates no tool: its questions have no buttons.
+            false,
         )
         .await
         .map_err(worker::Error::RustError)?;
@@ -112,7 +114,10 @@ async fn app(
         .map_err(worker::Error::RustError)?;
     let state = AppState {
         registry: Arc::new(registry),
-        token: settings.config.server.token.as_deref().map(Arc::from),
+        tokens: Arc::new(toolgate_shared::http::Tokens::new(
+            &settings.config.server.tokens,
+            &settings.config.approvals.approvers,
+        )),
         health: Arc::new(move || {
             let python = python.clone();
             Box::pin(worker::send::SendFuture::new(async move {
@@ -120,6 +125,15 @@ async fn app(
             }))
         }),
         loopback_hosts_only: false,
+        // The Worker gates no tool (no ssh_run, no cloud tools): its inbox
+        // lists questions, for approvers signed in with their token.
+        approvals: Some(toolgate_shared::approvals::http::Routes {
+            approvals: Arc::new(toolgate_shared::approvals::Approvals::new(
+                clarify.clone(),
+                false,
+            )),
+            slack: None,
+        }),
         clarify: Some(clarify),
     };
     Ok(settings

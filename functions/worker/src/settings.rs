@@ -1,5 +1,7 @@
-//! The Worker's settings: `[vars]` in wrangler.toml and the bearer secret,
-//! read through the same `TOOLGATE_*` rules as the local server.
+//! The Worker's settings: `[vars]` in wrangler.toml and the bearer secrets
+//! (`TOOLGATE_TOKEN`, a caller's; `TOOLGATE_APPROVER_TOKEN`, optional, an
+//! approver's), read through the same `TOOLGATE_*` rules as the local
+//! server.
 
 use axum::body::Body;
 use axum::http::Response;
@@ -9,6 +11,7 @@ use worker::{Env, HttpRequest};
 
 use toolgate_shared::config::Config;
 use toolgate_shared::error::{ErrorCode, ToolError};
+use toolgate_shared::http::identity::Route;
 
 pub struct Settings {
     pub config: Config,
@@ -42,10 +45,11 @@ impl Settings {
         })
     }
 
-    /// With no secret, every route but `/healthz` and the answer routes
-    /// answers 503 naming the secret, unless anonymous use is chosen.
+    /// With no caller secret, every tool route answers 503 naming the
+    /// secret, unless anonymous use is chosen (open routes stay open;
+    /// approver routes need an approver's token either way).
     pub fn guard(&self, app: axum::Router) -> axum::Router {
-        if self.config.server.token.is_some() || self.anonymous {
+        if !self.config.server.tokens.is_empty() || self.anonymous {
             return app;
         }
         app.layer(middleware::from_fn(refuse_without_secret))
@@ -53,8 +57,7 @@ impl Settings {
 }
 
 async fn refuse_without_secret(req: axum::extract::Request, next: Next) -> Response<Body> {
-    let path = req.uri().path();
-    if path == "/healthz" || path.starts_with("/clarifications/") {
+    if Route::of(req.method(), req.uri().path()) != Route::Tool {
         return next.run(req).await;
     }
     ToolError::new(ErrorCode::NotConfigured, NO_SECRET).into_response()

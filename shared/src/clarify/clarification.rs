@@ -154,7 +154,8 @@ pub fn new_id() -> Result<String, ToolError> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-pub(super) fn valid_id(id: &str) -> bool {
+/// Whether `id` has the shape of a clarification id (40 lowercase hex).
+pub fn valid_id(id: &str) -> bool {
     id.len() == 40
         && id
             .bytes()

@@ -11,8 +11,13 @@
 //! the index only when its workflow has been told: a callback that failed
 //! is sent again by the next sweep.
 //!
-//! An approval's binding is the item's `approval` attribute, and its use
-//! one conditional write of `approval_used_at`, so it is used once.
+//! An approval is a clarification item with `approval` (its binding),
+//! `approval_details` and, in link-holder mode, `approval_cap`, put in one
+//! write. Its decision (`decision`, `approver`, `decided_at`, and the
+//! SHA-256 of the binding decided, `decided_binding`) is written
+//! only by a decision, which the ssh and cloud functions' IAM cannot make;
+//! its use is one conditional write of `approval_used_at`, so it is used
+//! once.
 //!
 //! A notification's outcome is its own attribute, `notice:<channel>:<event>`
 //! (channel names have no `:`), so that two instances recording at once
@@ -23,7 +28,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::store::{ClarifyStore, Settlement, StoreFuture};
+use super::store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Settlement, StoreFuture};
 use super::{Clarification, Status};
 
 /// How long an item outlives its expiry before DynamoDB's TTL removes it.
@@ -116,6 +121,26 @@ fn notices(item: &HashMap<String, AttributeValue>) -> super::Notified {
     out
 }
 
+/// The approval attributes of an item, when it is an approval.
+fn approval_of(item: &HashMap<String, AttributeValue>) -> Option<ApprovalRow> {
+    let text = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+    let num = |k: &str| {
+        item.get(k)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|x| x.parse::<i64>().ok())
+    };
+    Some(ApprovalRow {
+        binding: text("approval")?,
+        details: text("approval_details").unwrap_or_default(),
+        cap_sha256: text("approval_cap"),
+        decision: text("decision"),
+        approver: text("approver"),
+        decided_at: num("decided_at"),
+        decided_binding: text("decided_binding"),
+        used_at: num("approval_used_at"),
+    })
+}
+
 impl DynamoStore {
     /// A client from the environment's AWS config, for `table`.
     pub async fn from_env(table: &str) -> Self {
@@ -126,7 +151,7 @@ impl DynamoStore {
         }
     }
 
-    async fn insert_one(&self, c: &Clarification) -> Result<(), String> {
+    async fn insert_one(&self, c: &Clarification, a: Option<&ApprovalRow>) -> Result<(), String> {
         let mut item = HashMap::from([
             ("id".to_owned(), s(&c.id)),
             ("question".to_owned(), s(&c.question)),
@@ -146,6 +171,13 @@ impl DynamoStore {
             item.insert("task_token".into(), s(t));
             item.insert("awaiting".into(), s(AWAITING));
             item.insert("due_at".into(), n(c.expires_at));
+        }
+        if let Some(a) = a {
+            item.insert("approval".into(), s(&a.binding));
+            item.insert("approval_details".into(), s(&a.details));
+            if let Some(cap) = &a.cap_sha256 {
+                item.insert("approval_cap".into(), s(cap));
+            }
         }
         self.client
             .put_item()
@@ -196,10 +228,11 @@ impl DynamoStore {
             update.push_str(", choice = :choice");
             req = req.expression_attribute_values(":choice", n(c as i64));
         }
+        // An approval only expires here: its decision is `decide_one`'s.
         let condition = if st.status == Status::Expired {
             "attribute_exists(id) AND #st = :pending"
         } else {
-            "attribute_exists(id) AND #st = :pending AND expires_at > :at"
+            "attribute_exists(id) AND #st = :pending AND expires_at > :at AND attribute_not_exists(approval)"
         };
         won(req
             .update_expression(update)
@@ -251,29 +284,76 @@ impl DynamoStore {
         updated(out)
     }
 
-    async fn bind_one(&self, id: &str, binding: &str) -> Result<(), String> {
-        let out = self
+    async fn approval_one(&self, id: &str) -> Result<Option<ApprovalRow>, String> {
+        Ok(self.item(id).await?.as_ref().and_then(approval_of))
+    }
+
+    async fn decide_one(&self, id: &str, d: &Decision) -> Result<bool, String> {
+        let (choice, answer) = d.choice();
+        won(self
             .client
             .update_item()
             .table_name(&self.table)
             .key("id", s(id))
-            .update_expression("SET approval = :b")
-            .condition_expression("attribute_exists(id) AND attribute_not_exists(approval)")
-            .expression_attribute_values(":b", s(binding))
+            .update_expression(
+                "SET #st = :answered, answer = :answer, choice = :choice, settled_at = :at, \
+                 due_at = :at, decision = :decision, approver = :approver, decided_at = :at, \
+                 decided_binding = :binding",
+            )
+            .condition_expression(
+                "attribute_exists(approval) AND attribute_not_exists(decision) \
+                 AND #st = :pending AND expires_at > :at",
+            )
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":answered", s("answered"))
+            .expression_attribute_values(":pending", s("pending"))
+            .expression_attribute_values(":answer", s(answer))
+            .expression_attribute_values(":choice", n(choice as i64))
+            .expression_attribute_values(":at", n(d.at))
+            .expression_attribute_values(":decision", s(d.as_str()))
+            .expression_attribute_values(":approver", s(&d.approver))
+            .expression_attribute_values(":binding", s(&d.binding_sha256))
             .send()
-            .await;
-        updated(out)
+            .await)
     }
 
-    async fn binding_one(&self, id: &str) -> Result<Option<(String, Option<i64>)>, String> {
-        Ok(self.item(id).await?.and_then(|item| {
-            let binding = item.get("approval")?.as_s().ok()?.clone();
-            let used = item
-                .get("approval_used_at")
-                .and_then(|v| v.as_n().ok())
-                .and_then(|n| n.parse().ok());
-            Some((binding, used))
-        }))
+    /// A Scan: the inbox is an operator's occasional read of a table whose
+    /// items leave a week after they expire.
+    async fn list_all(
+        &self,
+        q: ListQuery,
+    ) -> Result<Vec<(Clarification, Option<ApprovalRow>)>, String> {
+        let kind = if q.approvals {
+            "attribute_exists(approval)"
+        } else {
+            "attribute_not_exists(approval)"
+        };
+        let mut req = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .consistent_read(true);
+        req = if q.pending_only {
+            req.filter_expression(format!("{kind} AND #st = :pending AND expires_at > :now"))
+                .expression_attribute_names("#st", "status")
+                .expression_attribute_values(":pending", s("pending"))
+                .expression_attribute_values(":now", n(q.now))
+        } else {
+            req.filter_expression(kind)
+        };
+        let mut pages = req.into_paginator().send();
+        let mut out = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| err("Scan", e))?;
+            out.extend(
+                page.items()
+                    .iter()
+                    .filter_map(|item| Some((item_to(item)?, approval_of(item)))),
+            );
+        }
+        out.sort_by(|a, b| (b.0.created_at, &a.0.id).cmp(&(a.0.created_at, &b.0.id)));
+        out.truncate(q.limit);
+        Ok(out)
     }
 
     async fn consume_one(&self, id: &str, at: i64) -> Result<bool, String> {
@@ -308,7 +388,14 @@ impl DynamoStore {
 
 impl ClarifyStore for DynamoStore {
     fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()> {
-        Box::pin(self.insert_one(c))
+        Box::pin(self.insert_one(c, None))
+    }
+    fn insert_approval<'a>(
+        &'a self,
+        c: &'a Clarification,
+        a: &'a ApprovalRow,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(self.insert_one(c, Some(a)))
     }
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
         Box::pin(self.get_one(id))
@@ -331,11 +418,14 @@ impl ClarifyStore for DynamoStore {
     ) -> StoreFuture<'a, ()> {
         Box::pin(self.note_one(id, channel, event, outcome))
     }
-    fn bind<'a>(&'a self, id: &'a str, binding: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(self.bind_one(id, binding))
+    fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRow>> {
+        Box::pin(self.approval_one(id))
     }
-    fn binding<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<(String, Option<i64>)>> {
-        Box::pin(self.binding_one(id))
+    fn decide<'a>(&'a self, id: &'a str, d: &'a Decision) -> StoreFuture<'a, bool> {
+        Box::pin(self.decide_one(id, d))
+    }
+    fn list(&self, q: ListQuery) -> StoreFuture<'_, Vec<(Clarification, Option<ApprovalRow>)>> {
+        Box::pin(self.list_all(q))
     }
     fn consume<'a>(&'a self, id: &'a str, at: i64) -> StoreFuture<'a, bool> {
         Box::pin(self.consume_one(id, at))

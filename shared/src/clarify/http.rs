@@ -3,7 +3,9 @@
 //! `POST /clarifications/{id}/answer` and `POST /clarifications/{id}/cancel`.
 //! `GET /clarifications/{id}/answer` is the page too: that is the
 //! `answer_url` a person is given, and a browser opens a link with GET.
-//! The id is the capability: these routes take no bearer token.
+//! The id is the capability: these routes take no bearer token. An
+//! approval's id is not: these routes show it (without a link) and refuse
+//! to answer or cancel it; approvers decide it (`approvals::http`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +19,11 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Clarify, MAX_ANSWER_CHARS, MAX_WAIT_SECS, Refusal, now_ms, page, refusal_error};
+use super::{
+    Clarify, MAX_ANSWER_CHARS, MAX_WAIT_SECS, Refusal, approval_view, now_ms, page, refusal_error,
+};
 use crate::error::ToolError;
+use crate::logging::id_ref;
 
 /// The answer routes over `clarify`, for a runtime to merge into its router.
 pub fn routes<S: Clone + Send + Sync + 'static>(clarify: Arc<Clarify>) -> axum::Router<S> {
@@ -69,15 +74,44 @@ async fn read(
         Ok(None) => return not_found(),
         Err(e) => return e.into_response(),
     };
+    match c.approval(&id).await {
+        Ok(Some(_)) if wants_html(&headers) => return to_inbox(&format!("../inbox/{id}")),
+        Ok(Some(row)) => {
+            // The agent reads where its approval stands: no link, not even
+            // the inbox's (approvers are told where to go, it is not).
+            let mut v = approval_view::view(&cl, &row, now_ms(), &c.base_url());
+            if let Some(o) = v.as_object_mut() {
+                o.remove("inbox_url");
+            }
+            return Json(v).into_response();
+        }
+        Ok(None) => {}
+        Err(e) => return e.into_response(),
+    }
     if wants_html(&headers) {
         return page_response(&cl);
     }
     Json(cl.view(now_ms(), &c.base_url())).into_response()
 }
 
+/// An approval is reviewed in the inbox, where approvers sign in: `to` is
+/// relative, so that a prefix in front of the routes (an API stage) stays.
+fn to_inbox(to: &str) -> Response {
+    let mut res = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(to) {
+        res.headers_mut().insert(header::LOCATION, v);
+    }
+    res
+}
+
 /// The answer link: the page whatever the `Accept` header says (a chat
 /// client's preview or a plain `curl` sees the same page a browser does).
 async fn answer_page(State(c): State<Arc<Clarify>>, Path(id): Path<String>) -> Response {
+    match c.approval(&id).await {
+        Ok(Some(_)) => return to_inbox(&format!("../../inbox/{id}")),
+        Ok(None) => {}
+        Err(e) => return e.into_response(),
+    }
     match c.get(&id).await {
         Ok(Some(cl)) => page_response(&cl),
         Ok(None) => not_found(),
@@ -142,6 +176,12 @@ fn parse_answer(body: &Value, options: &[String]) -> Result<(String, Option<usiz
         Some(_) => return Err(ToolError::invalid_input("\"answer\" must be a string")),
     };
     match (answer, choice) {
+        // A choice with words of its own would say one thing on the page
+        // and record another.
+        (Some(a), Some(i)) if a != options[i] => Err(ToolError::invalid_input(format!(
+            "\"answer\" and \"choice\" disagree: option {i} is {:?}; send the choice alone, or your own words alone",
+            options[i]
+        ))),
         (Some(a), c) => Ok((a, c)),
         (None, Some(i)) => Ok((options[i].clone(), Some(i))),
         (None, None) => Err(ToolError::invalid_input(
@@ -188,7 +228,7 @@ async fn answer(
     };
     match c.answer(&id, text, choice).await {
         Ok(Ok(done)) => {
-            tracing::info!(id = %done.id, choice = ?done.choice, "clarification answered");
+            tracing::info!(id = %id_ref(&done.id), choice = done.choice.map(|i| i as u64), "clarification answered");
             Json(done.view(now_ms(), &c.base_url())).into_response()
         }
         Ok(Err(r)) => settled(&c, r),
@@ -199,7 +239,7 @@ async fn answer(
 async fn cancel(State(c): State<Arc<Clarify>>, Path(id): Path<String>) -> Response {
     match c.cancel(&id).await {
         Ok(Ok(done)) => {
-            tracing::info!(id = %done.id, "clarification cancelled");
+            tracing::info!(id = %id_ref(&done.id), "clarification cancelled");
             Json(done.view(now_ms(), &c.base_url())).into_response()
         }
         Ok(Err(r)) => settled(&c, r),
@@ -223,6 +263,12 @@ mod tests {
             parse_answer(&json!({"answer": "maybe"}), &opts).unwrap(),
             ("maybe".into(), None)
         );
+        assert_eq!(
+            parse_answer(&json!({"answer": "no", "choice": 1}), &opts).unwrap(),
+            ("no".into(), Some(1))
+        );
+        let e = parse_answer(&json!({"answer": "no", "choice": 0}), &opts).unwrap_err();
+        assert!(e.message.contains("disagree"), "{}", e.message);
         for bad in [
             json!({}),
             json!({"choice": 2}),

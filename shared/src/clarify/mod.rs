@@ -6,7 +6,7 @@
 //! (`callback`), and expiry or cancellation fails it. People hear of
 //! questions through the configured channels (`notify`).
 
-pub mod approval;
+pub mod approval_view;
 pub mod callback;
 mod clarification;
 #[cfg(feature = "aws")]
@@ -27,11 +27,10 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::error::{ErrorCode, ToolError};
-pub use approval::{Binding, Receipt};
+use crate::logging::id_ref;
 pub use callback::{CallbackError, TaskCallback};
-use clarification::valid_id;
 pub use clarification::*;
-pub use store::{ClarifyStore, Settlement};
+pub use store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Settlement};
 
 /// Longest `?wait=` a reader may ask for: under API Gateway's 30 s limit.
 pub const MAX_WAIT_SECS: u64 = 25;
@@ -53,6 +52,8 @@ pub enum Refusal {
     Expired(Clarification),
     /// Already answered or cancelled; the current state is returned.
     Settled(Clarification),
+    /// An approval: only an approver decides it ([`Clarify::decide`]).
+    Approval(String),
 }
 
 /// The clarification service over one store: asks, reads, waits, answers,
@@ -117,37 +118,53 @@ impl Clarify {
     /// An approval's decision (approved, rejected, expired, withdrawn) as
     /// an audit line, whether or not the call is ever repeated.
     async fn audit_decision(&self, c: &Clarification) {
-        let Ok(Some((json, _))) = self.store.binding(&c.id).await else {
+        let Ok(Some(row)) = self.store.approval(&c.id).await else {
             return;
         };
-        let Ok(b) = serde_json::from_str::<approval::Binding>(&json) else {
-            return;
+        let b: serde_json::Value = serde_json::from_str(&row.binding).unwrap_or_default();
+        let decision = match approval_view::status(c, &row, now_ms()) {
+            "pending" => return,
+            other => other,
         };
-        let decision = match c.status {
-            Status::Answered if c.choice == Some(0) => "approved",
-            Status::Answered => "rejected",
-            Status::Expired => "expired",
-            Status::Cancelled => "withdrawn",
-            Status::Pending => return,
-        };
+        let text = |k: &str| b[k].as_str().unwrap_or("-").to_owned();
         tracing::info!(
             target: "toolgate::audit",
             event = "approval",
-            approval = %c.id,
+            approval = %id_ref(&c.id),
             decision,
-            approver = "link holder",
-            tool = %b.tool,
-            server = %b.server,
-            command_sha256 = %b.command_sha256,
-            host_key = %b.host_key,
-            caller = b.caller.as_deref().unwrap_or("-"),
+            approver = row.approver.as_deref().unwrap_or("-"),
+            tool = %crate::logging::field(&text("tool")),
+            server = %crate::logging::field(&text("server")),
+            command_sha256 = %text("command_sha256"),
+            host_key = %crate::logging::field(&text("host_key")),
+            caller = %crate::logging::field(&text("caller")),
             "audit"
         );
     }
 
+    /// What channels are told of `c`'s latest event: an approval's view
+    /// (linking the inbox), or the question as `GET` shows it.
+    async fn event_body(&self, c: &Clarification) -> serde_json::Value {
+        let event = notify::Event::of(c.status);
+        let now = now_ms();
+        let base = self.base_url();
+        match self.store.approval(&c.id).await {
+            Ok(Some(row)) => {
+                let url = approval_view::inbox_url(&base, &c.id);
+                approval_view::event_json(
+                    event,
+                    approval_view::view(c, &row, now, &base),
+                    &url,
+                    now,
+                )
+            }
+            _ => notify::event_json(event, c, &base, now),
+        }
+    }
+
     /// Tells the channels that hear of `c`'s latest event, and records each
     /// outcome on `c`. Errors are logged and recorded, never returned.
-    async fn announce(&self, c: &Clarification) {
+    async fn announce(&self, c: &Clarification, body: Option<serde_json::Value>) {
         let Some(notifier) = &self.notifier else {
             return;
         };
@@ -156,7 +173,10 @@ impl Clarify {
         if channels.is_empty() {
             return;
         }
-        let body = notify::event_json(event, c, &self.base_url(), now_ms());
+        let body = match body {
+            Some(b) => b,
+            None => self.event_body(c).await,
+        };
         let store = self.store.clone();
         let id = c.id.clone();
         let delivery = Box::pin(async move {
@@ -167,13 +187,14 @@ impl Clarify {
                     let started = crate::clock::Instant::now();
                     let outcome = ch.send(event, body).await;
                     let ms = started.elapsed().as_millis() as u64;
+                    let r = id_ref(id);
                     match &outcome {
-                        Ok(()) => tracing::info!(id = %id, channel = ch.name(), event = event.as_str(), duration_ms = ms, "notified"),
-                        Err(e) => tracing::warn!(id = %id, channel = ch.name(), event = event.as_str(), duration_ms = ms, error = %e, "notification failed"),
+                        Ok(()) => tracing::info!(id = %r, channel = ch.name(), event = event.as_str(), duration_ms = ms, "notified"),
+                        Err(e) => tracing::warn!(id = %r, channel = ch.name(), event = event.as_str(), duration_ms = ms, error = %e, "notification failed"),
                     }
                     let text = notify::outcome_text(&outcome);
                     if let Err(e) = store.note(id, ch.name(), event.as_str(), &text).await {
-                        tracing::warn!(id = %id, channel = ch.name(), error = %e, "cannot record a notification");
+                        tracing::warn!(id = %r, channel = ch.name(), error = %e, "cannot record a notification");
                     }
                 }
             });
@@ -206,16 +227,15 @@ impl Clarify {
         ToolError::internal(format!("the clarification store failed: {e}"))
     }
 
-    /// Stores a new pending clarification that expires `expiry` from now.
-    /// `task_token` names a Step Functions task to complete when it ends.
-    pub async fn ask(
+    /// A new pending clarification that expires `expiry` from now.
+    fn pending(
         &self,
         question: String,
         options: Vec<String>,
         task_token: Option<String>,
     ) -> Result<Clarification, ToolError> {
         let now = now_ms();
-        let c = Clarification {
+        Ok(Clarification {
             id: new_id()?,
             question,
             options,
@@ -227,10 +247,114 @@ impl Clarify {
             settled_at: None,
             task_token,
             notified: Default::default(),
-        };
+        })
+    }
+
+    /// Stores a new pending clarification that expires `expiry` from now.
+    /// `task_token` names a Step Functions task to complete when it ends.
+    pub async fn ask(
+        &self,
+        question: String,
+        options: Vec<String>,
+        task_token: Option<String>,
+    ) -> Result<Clarification, ToolError> {
+        let c = self.pending(question, options, task_token)?;
         self.store.insert(&c).await.map_err(Self::store_error)?;
-        self.announce(&c).await;
+        self.announce(&c, None).await;
         Ok(c)
+    }
+
+    /// Stores a new pending approval (`summary` as its question, Approve /
+    /// Reject as its options) with `row`, and tells the channels, whose
+    /// message links `link` (the inbox, or in link-holder mode the inbox
+    /// with the capability in the fragment: the one place it is ever
+    /// written).
+    pub async fn ask_approval(
+        &self,
+        summary: String,
+        row: &ApprovalRow,
+        link: impl FnOnce(&str) -> String,
+    ) -> Result<Clarification, ToolError> {
+        let (approve, reject) = (Decision::choice_text(true), Decision::choice_text(false));
+        let c = self.pending(summary, vec![approve.into(), reject.into()], None)?;
+        self.store
+            .insert_approval(&c, row)
+            .await
+            .map_err(Self::store_error)?;
+        let now = now_ms();
+        let base = self.base_url();
+        let body = approval_view::event_json(
+            notify::Event::Created,
+            approval_view::view(&c, row, now, &base),
+            &link(&c.id),
+            now,
+        );
+        self.announce(&c, Some(body)).await;
+        Ok(c)
+    }
+
+    /// `id`'s approval row, when `id` is an approval.
+    pub async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, ToolError> {
+        if !valid_id(id) {
+            return Ok(None);
+        }
+        self.store.approval(id).await.map_err(Self::store_error)
+    }
+
+    /// Marks approval `id` used: true for the one call that did.
+    pub async fn consume(&self, id: &str, at: i64) -> Result<bool, ToolError> {
+        self.store.consume(id, at).await.map_err(Self::store_error)
+    }
+
+    /// The newest clarifications of one kind ([`ListQuery`]), with their
+    /// approval rows.
+    pub async fn list(
+        &self,
+        q: ListQuery,
+    ) -> Result<Vec<(Clarification, Option<ApprovalRow>)>, ToolError> {
+        self.store.list(q).await.map_err(Self::store_error)
+    }
+
+    /// Records an approver's decision on pending approval `id`: the
+    /// decision and the approval row as they now stand, or why it did not
+    /// take (not found, not an approval, already decided, expired).
+    pub async fn decide(
+        &self,
+        id: &str,
+        d: &Decision,
+    ) -> Result<Result<(Clarification, ApprovalRow), Refusal>, ToolError> {
+        let Some(c) = self.get(id).await? else {
+            return Ok(Err(Refusal::NotFound));
+        };
+        if self.approval(id).await?.is_none() {
+            return Ok(Err(Refusal::NotFound));
+        }
+        match c.status_at(d.at) {
+            Status::Pending => {}
+            Status::Expired => return Ok(Err(Refusal::Expired(c))),
+            _ => return Ok(Err(Refusal::Settled(c))),
+        }
+        let won = self.store.decide(id, d).await.map_err(Self::store_error)?;
+        let current = self
+            .store
+            .get(id)
+            .await
+            .map_err(Self::store_error)?
+            .ok_or_else(|| ToolError::internal("the approval vanished"))?;
+        if !won {
+            return Ok(Err(match current.status_at(d.at) {
+                Status::Expired => Refusal::Expired(current),
+                _ => Refusal::Settled(current),
+            }));
+        }
+        let row = self
+            .approval(id)
+            .await?
+            .ok_or_else(|| ToolError::internal("the approval vanished"))?;
+        self.changed.notify_waiters();
+        self.announce(&current, None).await;
+        self.audit_decision(&current).await;
+        Ok(Ok((current, row)))
     }
 
     /// The clarification, with its expiry settled (and its task failed) if
@@ -301,6 +425,9 @@ impl Clarify {
         let Some(c) = self.get(id).await? else {
             return Ok(Err(Refusal::NotFound));
         };
+        if self.approval(id).await?.is_some() {
+            return Ok(Err(Refusal::Approval(c.id)));
+        }
         let now = now_ms();
         match c.status_at(now) {
             Status::Pending => {}
@@ -329,8 +456,7 @@ impl Clarify {
         }
         self.changed.notify_waiters();
         self.report(&current).await;
-        self.announce(&current).await;
-        self.audit_decision(&current).await;
+        self.announce(&current, None).await;
         Ok(Ok(current))
     }
 
@@ -347,12 +473,12 @@ impl Clarify {
                 let mut done = c.clone();
                 done.status = Status::Expired;
                 self.report(&done).await;
-                self.announce(&done).await;
+                self.announce(&done, None).await;
                 self.audit_decision(&done).await;
             }
             Ok(false) => {}
             Err(e) => {
-                tracing::error!(id = %c.id, error = %e, "cannot mark a clarification expired")
+                tracing::error!(id = %id_ref(&c.id), error = %e, "cannot mark a clarification expired")
             }
         }
     }
@@ -419,17 +545,17 @@ impl Clarify {
         };
         let done = match outcome {
             Ok(()) => {
-                tracing::info!(id = %c.id, status = c.status.as_str(), "task callback sent");
+                tracing::info!(id = %id_ref(&c.id), status = c.status.as_str(), "task callback sent");
                 true
             }
             Err(e) => {
-                tracing::error!(id = %c.id, error = %e.message, retry = e.retry, "task callback failed");
+                tracing::error!(id = %id_ref(&c.id), error = %e.message, retry = e.retry, "task callback failed");
                 !e.retry
             }
         };
         if done && let Err(e) = self.store.reported(&c.id).await {
             // It stays due: the next sweep tells the workflow again.
-            tracing::warn!(id = %c.id, error = %e, "cannot record the task callback");
+            tracing::warn!(id = %id_ref(&c.id), error = %e, "cannot record the task callback");
         }
     }
 }
@@ -452,6 +578,12 @@ pub fn refusal_error(r: &Refusal) -> ToolError {
         Refusal::Settled(c) => ToolError::new(
             ErrorCode::Conflict,
             format!("This clarification is already {}", c.status.as_str()),
+        ),
+        Refusal::Approval(id) => ToolError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "Clarification {id} is an approval: only an approver can decide it (/inbox/{id})"
+            ),
         ),
     }
 }

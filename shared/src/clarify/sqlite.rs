@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::store::{ClarifyStore, Settlement, StoreFuture, sql};
+use super::store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Settlement, StoreFuture, sql};
 use super::{Clarification, Status};
 
 /// The local [`ClarifyStore`]: one SQLite file.
@@ -17,10 +17,50 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating) the database file and its folder.
     pub fn open(path: &Path) -> Result<Self, String> {
-        Ok(Self {
-            db: crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?,
-        })
+        let db = crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?;
+        rusqlite::Connection::open(path)
+            .and_then(|conn| add_approval_columns(&conn))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self { db })
     }
+}
+
+/// A file written before approvals had their decision columns gains them
+/// (empty: an approval answered through a link before then has no
+/// approver, so it cannot be used).
+fn add_approval_columns(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('approvals')")?;
+    let have: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (name, kind) in sql::APPROVAL_COLUMNS_ADDED {
+        if !have.iter().any(|h| h == name) {
+            conn.execute_batch(&format!("ALTER TABLE approvals ADD COLUMN {name} {kind}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The approval columns of a row from `sql::APPROVAL` (plain names) or
+/// `sql::LIST` (`a_` names), when the row has them.
+fn approval_row(r: &rusqlite::Row<'_>, prefixed: bool) -> rusqlite::Result<Option<ApprovalRow>> {
+    let col = |plain: &'static str, listed: &'static str| if prefixed { listed } else { plain };
+    let binding: Option<String> = r.get(col("binding", "a_binding"))?;
+    let Some(binding) = binding else {
+        return Ok(None);
+    };
+    Ok(Some(ApprovalRow {
+        binding,
+        details: r
+            .get::<_, Option<String>>(col("details", "a_details"))?
+            .unwrap_or_default(),
+        cap_sha256: r.get(col("cap_sha256", "a_cap"))?,
+        decision: r.get(col("decision", "a_decision"))?,
+        approver: r.get(col("approver", "a_approver"))?,
+        decided_at: r.get(col("decided_at", "a_decided_at"))?,
+        decided_binding: r.get(col("decided_binding", "a_decided_binding"))?,
+        used_at: r.get(col("used_at", "a_used_at"))?,
+    }))
 }
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Clarification> {
@@ -65,23 +105,26 @@ fn with_notices(
     Ok(c)
 }
 
+/// Inserts `c` as a new pending row (`sql::INSERT`).
+fn insert_row(conn: &rusqlite::Connection, c: &Clarification) -> rusqlite::Result<()> {
+    conn.execute(
+        sql::INSERT,
+        params![
+            c.id,
+            c.question,
+            serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into()),
+            c.created_at,
+            c.expires_at,
+            c.task_token
+        ],
+    )
+    .map(|_| ())
+}
+
 impl ClarifyStore for SqliteStore {
     fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()> {
         let c = c.clone();
-        Box::pin(self.db.with(move |conn| {
-            conn.execute(
-                sql::INSERT,
-                params![
-                    c.id,
-                    c.question,
-                    serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into()),
-                    c.created_at,
-                    c.expires_at,
-                    c.task_token
-                ],
-            )
-            .map(|_| ())
-        }))
+        Box::pin(self.db.with(move |conn| insert_row(conn, &c)))
     }
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
@@ -144,19 +187,50 @@ impl ClarifyStore for SqliteStore {
         }))
     }
 
-    fn bind<'a>(&'a self, id: &'a str, binding: &'a str) -> StoreFuture<'a, ()> {
-        let (id, binding) = (id.to_owned(), binding.to_owned());
-        Box::pin(
-            self.db
-                .with(move |conn| conn.execute(sql::BIND, params![id, binding]).map(|_| ())),
-        )
+    fn insert_approval<'a>(
+        &'a self,
+        c: &'a Clarification,
+        a: &'a ApprovalRow,
+    ) -> StoreFuture<'a, ()> {
+        let (c, a) = (c.clone(), a.clone());
+        Box::pin(self.db.with(move |conn| {
+            let tx = conn.unchecked_transaction()?;
+            insert_row(&tx, &c)?;
+            tx.execute(
+                sql::INSERT_APPROVAL,
+                params![c.id, a.binding, a.details, a.cap_sha256],
+            )?;
+            tx.commit()
+        }))
     }
 
-    fn binding<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<(String, Option<i64>)>> {
+    fn approval<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<ApprovalRow>> {
         let id = id.to_owned();
         Box::pin(self.db.with(move |conn| {
-            conn.query_row(sql::BINDING, params![id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
+            Ok(conn
+                .query_row(sql::APPROVAL, params![id], |r| approval_row(r, false))
+                .optional()?
+                .flatten())
+        }))
+    }
+
+    fn decide<'a>(&'a self, id: &'a str, d: &'a Decision) -> StoreFuture<'a, bool> {
+        let (id, d) = (id.to_owned(), d.clone());
+        Box::pin(self.db.with(move |conn| {
+            let tx = conn.unchecked_transaction()?;
+            let (choice, answer) = d.choice();
+            let won = tx.execute(
+                sql::DECIDE_CLARIFICATION,
+                params![id, answer, choice as i64, d.at],
+            )? == 1
+                && tx.execute(
+                    sql::DECIDE_APPROVAL,
+                    params![id, d.as_str(), d.approver, d.at, d.binding_sha256],
+                )? == 1;
+            if won {
+                tx.commit()?;
+            }
+            Ok(won)
         }))
     }
 
@@ -166,5 +240,16 @@ impl ClarifyStore for SqliteStore {
             self.db
                 .with(move |conn| Ok(conn.execute(sql::CONSUME, params![id, at])? == 1)),
         )
+    }
+
+    fn list(&self, q: ListQuery) -> StoreFuture<'_, Vec<(Clarification, Option<ApprovalRow>)>> {
+        Box::pin(self.db.with(move |conn| {
+            let mut stmt = conn.prepare(sql::LIST)?;
+            let rows = stmt.query_map(
+                params![q.approvals, q.pending_only, q.now, q.limit as i64],
+                |r| Ok((row(r)?, approval_row(r, true)?)),
+            )?;
+            rows.collect()
+        }))
     }
 }

@@ -53,18 +53,107 @@ pub trait ClarifyStore: Send + Sync {
         event: &'a str,
         outcome: &'a str,
     ) -> StoreFuture<'a, ()>;
-    /// Records what approving clarification `id` allows (`approval::Binding`
-    /// as JSON). Stores where no gated tool runs keep none.
-    fn bind<'a>(&'a self, _id: &'a str, _binding: &'a str) -> StoreFuture<'a, ()> {
+    /// Adds a new pending clarification that is an approval, with its row,
+    /// in one write: no approval ever exists without its binding. Stores
+    /// where no gated tool runs keep none.
+    fn insert_approval<'a>(
+        &'a self,
+        _c: &'a Clarification,
+        _row: &'a ApprovalRow,
+    ) -> StoreFuture<'a, ()> {
         Box::pin(async { Err("this store keeps no approvals".into()) })
     }
-    /// `id`'s binding, and when its approval was used (Unix ms), if ever.
-    fn binding<'a>(&'a self, _id: &'a str) -> StoreFuture<'a, Option<(String, Option<i64>)>> {
+    /// `id`'s approval row, when `id` is an approval.
+    fn approval<'a>(&'a self, _id: &'a str) -> StoreFuture<'a, Option<ApprovalRow>> {
         Box::pin(async { Ok(None) })
+    }
+    /// Records an approver's decision on pending approval `id` (answering
+    /// its clarification with the option's text and index), only if it is
+    /// still pending, unexpired at `d.at` and undecided: true for the one
+    /// call that did.
+    fn decide<'a>(&'a self, _id: &'a str, _d: &'a Decision) -> StoreFuture<'a, bool> {
+        Box::pin(async { Ok(false) })
     }
     /// Marks `id`'s approval used at `at`: true for the one call that did.
     fn consume<'a>(&'a self, _id: &'a str, _at: i64) -> StoreFuture<'a, bool> {
         Box::pin(async { Ok(false) })
+    }
+    /// The newest clarifications of one kind (approvals, or questions),
+    /// pending and unexpired at `now` only when `pending_only`, at most
+    /// `limit`, newest first, each with its approval row when it has one.
+    fn list(&self, _q: ListQuery) -> StoreFuture<'_, Vec<(Clarification, Option<ApprovalRow>)>> {
+        Box::pin(async { Err("this store cannot list its clarifications".into()) })
+    }
+}
+
+/// Which clarifications [`ClarifyStore::list`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Approvals (true) or questions (false).
+    pub approvals: bool,
+    /// Only those still waiting for a person.
+    pub pending_only: bool,
+    /// The time "pending" is judged at, Unix ms.
+    pub now: i64,
+    /// The most returned.
+    pub limit: usize,
+}
+
+/// What makes a clarification an approval, as stored beside it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApprovalRow {
+    /// What approving allows (`approvals::Binding` as JSON).
+    pub binding: String,
+    /// What approvers are shown (`approvals::Details` as JSON).
+    pub details: String,
+    /// Hex SHA-256 of the link capability, in link-holder mode only.
+    pub cap_sha256: Option<String>,
+    /// `approved` or `rejected`, once an approver decided.
+    pub decision: Option<String>,
+    /// Who decided (an approver identity, or `link holder`).
+    pub approver: Option<String>,
+    /// When, Unix ms.
+    pub decided_at: Option<i64>,
+    /// Hex SHA-256 of `binding` as it was decided: a binding rewritten
+    /// after the decision (by a function that may write bindings but never
+    /// decisions) no longer matches, and cannot be used.
+    pub decided_binding: Option<String>,
+    /// When the approval was used to run the call, Unix ms.
+    pub used_at: Option<i64>,
+}
+
+/// An approver's decision, as [`ClarifyStore::decide`] records it.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    /// Approve (true) or reject.
+    pub approved: bool,
+    /// Who decided.
+    pub approver: String,
+    /// When, Unix ms; it only takes before the approval's expiry.
+    pub at: i64,
+    /// Hex SHA-256 of the binding the approver saw.
+    pub binding_sha256: String,
+}
+
+impl Decision {
+    /// `approved` or `rejected`.
+    pub fn as_str(&self) -> &'static str {
+        if self.approved {
+            "approved"
+        } else {
+            "rejected"
+        }
+    }
+    /// The answer the clarification records: the option's index and text.
+    pub fn choice(&self) -> (usize, &'static str) {
+        (
+            usize::from(!self.approved),
+            Self::choice_text(self.approved),
+        )
+    }
+    /// An approval's options, in order: `Approve` (index 0), `Reject`.
+    pub fn choice_text(approved: bool) -> &'static str {
+        if approved { "Approve" } else { "Reject" }
     }
 }
 
@@ -98,18 +187,70 @@ CREATE TABLE IF NOT EXISTS notices (
 CREATE TABLE IF NOT EXISTS approvals (
     id TEXT PRIMARY KEY,
     binding TEXT NOT NULL,
-    used_at INTEGER
+    used_at INTEGER,
+    details TEXT,
+    cap_sha256 TEXT,
+    decision TEXT,
+    approver TEXT,
+    decided_at INTEGER,
+    decided_binding TEXT
 );
 ";
 
-    /// ?1 id, ?2 binding (JSON).
-    pub const BIND: &str = "INSERT INTO approvals (id, binding) VALUES (?1, ?2)";
+    /// Columns `approvals` gained after its first version, added to a file
+    /// that lacks them (`ALTER TABLE approvals ADD COLUMN …`).
+    pub const APPROVAL_COLUMNS_ADDED: [(&str, &str); 6] = [
+        ("details", "TEXT"),
+        ("cap_sha256", "TEXT"),
+        ("decision", "TEXT"),
+        ("approver", "TEXT"),
+        ("decided_at", "INTEGER"),
+        ("decided_binding", "TEXT"),
+    ];
 
-    /// ?1 id: its binding and when it was used.
-    pub const BINDING: &str = "SELECT binding, used_at FROM approvals WHERE id = ?1";
+    /// ?1 id, ?2 binding, ?3 details, ?4 cap_sha256.
+    pub const INSERT_APPROVAL: &str =
+        "INSERT INTO approvals (id, binding, details, cap_sha256) VALUES (?1, ?2, ?3, ?4)";
+
+    /// ?1 id: its approval row.
+    pub const APPROVAL: &str =
+        "SELECT binding, details, cap_sha256, decision, approver, decided_at,
+            decided_binding, used_at
+         FROM approvals WHERE id = ?1";
 
     /// ?1 id, ?2 at: the one write that makes an approval single-use.
     pub const CONSUME: &str = "UPDATE approvals SET used_at = ?2 WHERE id = ?1 AND used_at IS NULL";
+
+    /// ?1 id, ?2 answer, ?3 choice, ?4 at: the decision's half on the
+    /// clarification, only while it is a pending, unexpired approval.
+    pub const DECIDE_CLARIFICATION: &str = "UPDATE clarifications
+         SET status = 'answered', answer = ?2, choice = ?3, settled_at = ?4
+         WHERE id = ?1 AND status = 'pending' AND expires_at > ?4
+           AND EXISTS (SELECT 1 FROM approvals WHERE approvals.id = ?1 AND decision IS NULL)";
+
+    /// ?1 id, ?2 decision, ?3 approver, ?4 at, ?5 the binding's SHA-256:
+    /// its half on the approval, in the same transaction.
+    pub const DECIDE_APPROVAL: &str = "UPDATE approvals
+         SET decision = ?2, approver = ?3, decided_at = ?4, decided_binding = ?5
+         WHERE id = ?1 AND decision IS NULL";
+
+    /// ?1 1 for approvals (0: questions), ?2 1 for pending only, ?3 now,
+    /// ?4 limit: clarifications with their approval rows, newest first.
+    pub const LIST: &str = "SELECT c.*, a.binding AS a_binding, a.details AS a_details,
+            a.cap_sha256 AS a_cap, a.decision AS a_decision, a.approver AS a_approver,
+            a.decided_at AS a_decided_at, a.decided_binding AS a_decided_binding,
+            a.used_at AS a_used_at
+         FROM clarifications c LEFT JOIN approvals a ON a.id = c.id
+         WHERE (a.id IS NOT NULL) = (?1 = 1)
+           AND (?2 = 0 OR (c.status = 'pending' AND c.expires_at > ?3))
+         ORDER BY c.created_at DESC, c.id LIMIT ?4";
+
+    /// ?1 1 for pending only, ?2 now, ?3 limit: questions alone, newest
+    /// first (the Worker keeps no approvals).
+    pub const LIST_QUESTIONS: &str = "SELECT * FROM clarifications
+         WHERE id NOT IN (SELECT id FROM approvals)
+           AND (?1 = 0 OR (status = 'pending' AND expires_at > ?2))
+         ORDER BY created_at DESC, id LIMIT ?3";
 
     /// ?1 id, ?2 channel, ?3 event, ?4 outcome, ?5 at: the latest stands.
     pub const NOTE: &str = "INSERT INTO notices (id, channel, event, outcome, at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -128,10 +269,12 @@ CREATE TABLE IF NOT EXISTS approvals (
 
     /// ?1 id, ?2 status, ?3 answer, ?4 choice, ?5 at, ?6 1 when expiring.
     /// The one racing write: only a pending row changes, and an answer only
-    /// before the expiry.
+    /// before the expiry. An approval only expires here: its decision is
+    /// `DECIDE_*`'s, an approver's.
     pub const SETTLE: &str =
         "UPDATE clarifications SET status = ?2, answer = ?3, choice = ?4, settled_at = ?5
-         WHERE id = ?1 AND status = 'pending' AND (?6 OR expires_at > ?5)";
+         WHERE id = ?1 AND status = 'pending'
+           AND (?6 OR (expires_at > ?5 AND NOT EXISTS (SELECT 1 FROM approvals WHERE approvals.id = ?1)))";
 
     /// ?1 now.
     pub const EXPIRED_PENDING: &str = "SELECT * FROM clarifications

@@ -24,7 +24,7 @@ pub struct Account {
     /// Sent as `Authorization: Bearer`.
     pub token: Option<String>,
     /// The account's own tool names (`*` matches any run) whose calls wait
-    /// for a person's approval (README, "Approvals and notifications").
+    /// for a person's approval (docs/approvals.md).
     pub approve: Vec<String>,
 }
 

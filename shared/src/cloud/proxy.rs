@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderName, HeaderValue};
@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 
 use super::account::{Account, AccountSource};
 use super::names;
-use crate::clarify::Clarify;
-use crate::clarify::approval::{Binding, Receipt, sha256_hex};
+use crate::approvals::{Approvals, Binding, Details, Receipt, sha256_hex};
 use crate::error::{ErrorCode, ToolError};
+use crate::logging::{field, id_ref, redact_ids};
 use crate::registry::ToolSource;
 use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 
@@ -43,7 +43,6 @@ pub struct CloudTools {
     upstreams: BTreeMap<String, Arc<Upstream>>,
     settings: CloudSettings,
     runtime: tokio::runtime::Handle,
-    gate: Arc<Gate>,
 }
 
 /// Which calls wait for a person's approval, and where approvals are kept.
@@ -51,8 +50,9 @@ pub struct CloudTools {
 struct Gate {
     /// Exported names (`*` globs), on every account.
     approve: Vec<String>,
-    /// clarify, once set up.
-    approvals: OnceLock<Arc<Clarify>>,
+    /// Where approvals are asked and kept; `None` where this deployment
+    /// has none (a gated call is then refused).
+    approvals: Option<Arc<Approvals>>,
 }
 
 /// The arguments a gated tool takes besides its own: stripped before the
@@ -92,15 +92,14 @@ impl CloudTools {
     /// Loads the accounts and lists each enabled one's tools, all at once,
     /// each within the timeout; an account that fails is logged and retried
     /// when its listing is next due.
+    /// Gated calls wait on `approvals`.
     pub async fn start(
         source: &dyn AccountSource,
         settings: CloudSettings,
         approve: Vec<String>,
+        approvals: Option<Arc<Approvals>>,
     ) -> Result<Self, String> {
-        let gate = Arc::new(Gate {
-            approve,
-            approvals: OnceLock::new(),
-        });
+        let gate = Arc::new(Gate { approve, approvals });
         let accounts = source
             .load()
             .await
@@ -128,7 +127,6 @@ impl CloudTools {
         }
         while first.join_next().await.is_some() {}
         Ok(Self {
-            gate,
             upstreams,
             settings,
             runtime: tokio::runtime::Handle::current(),
@@ -478,7 +476,7 @@ impl ProxyTool {
                 })?,
         };
         let up = &self.upstream;
-        let Some(clarify) = up.gate.approvals.get() else {
+        let Some(approvals) = &up.gate.approvals else {
             return Err(ToolError::new(
                 ErrorCode::Forbidden,
                 format!(
@@ -496,29 +494,33 @@ impl ProxyTool {
             caller: ctx.caller.clone(),
         };
         let ask = || {
-            let shown: String = arguments.chars().take(1_500).collect();
-            let question = format!(
-                "Call {} on cloud account {} ({})?\n\nArguments: {shown}{}",
-                self.spec.name,
-                up.account.id,
-                up.account.url,
-                if shown.len() < arguments.len() {
-                    " …"
-                } else {
-                    ""
-                }
-            );
-            (
-                question,
-                format!("{} is marked for approval", self.spec.name),
-            )
+            let why = format!("{} is marked for approval", self.spec.name);
+            Details {
+                summary: format!("Call {} on cloud account {}", self.spec.name, up.account.id),
+                fields: Vec::new(),
+                why: why.clone(),
+            }
+            .code("Arguments", pretty(&args))
+            .code("Endpoint", up.account.url.clone())
+            .text("Needs approval because", why)
+            .code("Arguments SHA-256", binding.command_sha256.clone())
+            .text("Caller", ctx.caller.as_deref().unwrap_or("(anonymous)"))
         };
         let wait = std::time::Duration::from_secs(wait);
-        let receipt = clarify.gate(&binding, approval.as_deref(), ask, wait).await;
+        let receipt = approvals
+            .gate(&binding, APPROVAL_ARG, approval.as_deref(), ask, wait)
+            .await;
         audit(&self.spec.name, &up.account.id, ctx, &approval, &receipt);
         receipt?;
         self.forward(args).await
     }
+}
+
+/// The arguments as approvers read them: keys sorted, indented.
+fn pretty(v: &Value) -> String {
+    serde_json::from_str::<Value>(&canonical(v))
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| canonical(v))
 }
 
 /// The audit line of a gated cloud call: its approval's receipt, or why it
@@ -530,7 +532,7 @@ fn audit(
     approval: &Option<String>,
     receipt: &Result<Receipt, ToolError>,
 ) {
-    let caller = ctx.caller.as_deref().unwrap_or("-");
+    let caller = field(ctx.caller.as_deref().unwrap_or("-"));
     match receipt {
         Ok(r) => tracing::info!(
             target: "toolgate::audit",
@@ -539,8 +541,8 @@ fn audit(
             account,
             caller,
             outcome = "approved",
-            approval = %r.id,
-            approver = r.approver,
+            approval = %id_ref(&r.id),
+            approver = %field(&r.approver),
             approved_at = %r.approved_at,
             arguments_sha256 = %r.command_sha256,
             endpoint = %r.host_key,
@@ -553,8 +555,8 @@ fn audit(
             account,
             caller,
             outcome = e.code.as_str(),
-            reason = %e.message,
-            approval = approval.as_deref(),
+            reason = %field(&redact_ids(&e.message)),
+            approval = approval.as_deref().map(id_ref),
             "audit"
         ),
     }
@@ -586,12 +588,5 @@ impl Tool for ProxyTool {
         } else {
             Box::pin(self.forward(args))
         }
-    }
-}
-
-impl CloudTools {
-    /// Asks and keeps approvals with `clarify` (set once).
-    pub fn use_approvals(&self, clarify: Arc<Clarify>) {
-        let _ = self.gate.approvals.set(clarify);
     }
 }

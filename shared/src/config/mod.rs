@@ -3,6 +3,7 @@
 //! reads its table and its variables and checks itself in its own file;
 //! every variable is read through the injected lookup (`env`).
 
+mod approvals;
 mod clarify;
 mod cloud;
 mod env;
@@ -10,12 +11,14 @@ mod notify;
 mod python;
 mod server;
 mod ssh;
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use approvals::{ApprovalsConfig, DEFAULT_JWT_CLAIM, ENV_APPROVER};
 pub use clarify::ClarifyConfig;
 pub use cloud::CloudConfig;
 pub use env::Lookup;
@@ -26,6 +29,7 @@ pub use python::{
 };
 pub use server::{DEFAULT_ADDR, ServerConfig};
 pub use ssh::{ConfigServer, SshConfig};
+pub use tokens::{MIN_TOKEN_CHARS, NamedToken, single_token_name};
 
 use crate::ssh::doc::ServerDoc;
 use env::Env;
@@ -47,6 +51,12 @@ pub struct Config {
     pub peer_functions: Vec<String>,
     /// `[clarify]`: where questions wait for their answers.
     pub clarify: ClarifyConfig,
+    /// `[approvals]`: who may decide approvals.
+    pub approvals: ApprovalsConfig,
+    /// The data folder (`TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`,
+    /// else `~/.local/share/toolgate`): the local stores' home, kept
+    /// private (0700).
+    pub data_dir: PathBuf,
 }
 
 /// What is wrong with the configuration, one message per kind.
@@ -105,6 +115,15 @@ pub enum ConfigError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A named token (`[[server.tokens]]`, `[[approvals.approvers]]`, the
+    /// single token) that does not check; never shows a token.
+    #[error("{table}: {reason}")]
+    BadToken {
+        /// The list and the entry's name, or the setting.
+        table: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A setting or variable whose value is of the wrong kind or out of range.
     #[error("{name} must be {what}, got {value:?}")]
     BadValue {
@@ -135,6 +154,8 @@ struct FileConfig {
     clouds: BTreeMap<String, cloud::FileCloud>,
     #[serde(default)]
     clarify: clarify::FileClarify,
+    #[serde(default)]
+    approvals: approvals::FileApprovals,
 }
 
 impl Config {
@@ -171,22 +192,48 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let file: FileConfig = toml::from_str(toml_text).map_err(|e| ConfigError::Parse {
             path: path_for_errors.to_owned(),
-            reason: e.to_string(),
+            reason: parse_reason(&e, toml_text),
         })?;
         let env = Env(lookup);
-        Ok(Self {
+        let c = Self {
             server: ServerConfig::load(file.server, env)?,
             python: PythonConfig::load(file.python, env)?,
             cloud: CloudConfig::load(file.clouds, env)?,
             ssh: SshConfig::load(file.servers, file.ssh, path_for_errors, env)?,
             peer_functions: env.list("TOOLGATE_PEER_FUNCTIONS").unwrap_or_default(),
             clarify: ClarifyConfig::load(file.clarify, path_for_errors, env)?,
-        })
+            approvals: ApprovalsConfig::load(file.approvals, env)?,
+            data_dir: env::data_dir(env),
+        };
+        tokens::check_apart(&c.server.tokens, &c.approvals.approvers)?;
+        Ok(c)
+    }
+
+    /// Makes `token` the single caller token (`toolgate serve --token`), in
+    /// place of `TOOLGATE_TOKEN`'s or `server.token`'s; checked as at load.
+    pub fn set_caller_token(&mut self, token: &str) -> Result<(), ConfigError> {
+        self.server.set_single_token(token)?;
+        tokens::check_apart(&self.server.tokens, &self.approvals.approvers)
     }
 
     /// Reads the process environment.
     pub fn from_env_and_file(path: Option<&Path>) -> Result<Self, ConfigError> {
         Self::load(path, &|k| std::env::var(k).ok())
+    }
+}
+
+/// The TOML reader's error with its line and column, but not the line
+/// itself: the line may hold a token or a secret.
+fn parse_reason(e: &toml::de::Error, text: &str) -> String {
+    let message = e.message().trim_end();
+    match e.span() {
+        Some(span) => {
+            let before = text.get(..span.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            format!("{message} (line {line}, column {column})")
+        }
+        None => message.to_owned(),
     }
 }
 

@@ -13,6 +13,12 @@
 //! it: `TOOLGATE_CLARIFY_WEBHOOK_URL` with `..._WEBHOOK_SECRET`,
 //! `TOOLGATE_CLARIFY_SLACK_URL`, `TOOLGATE_CLARIFY_SNS_TOPIC_ARN`, each with
 //! an optional `..._EVENTS` (comma-separated).
+//!
+//! On AWS a secret never sits in a function's environment (anyone who may
+//! read the function's configuration reads it there, and so does Terraform's
+//! state): `TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER` and
+//! `TOOLGATE_CLARIFY_SLACK_URL_PARAMETER` name SSM SecureStrings instead,
+//! read once at start ([`Secret::reveal`], feature `aws`).
 
 use serde::Deserialize;
 
@@ -39,12 +45,12 @@ pub enum NotifyKind {
         /// Where events are POSTed.
         url: String,
         /// The HMAC key.
-        secret: String,
+        secret: Secret,
     },
     /// A Slack incoming webhook (its URL is its credential).
     Slack {
         /// The incoming webhook.
-        url: String,
+        url: Secret,
     },
     /// An SNS topic.
     Sns {
@@ -53,15 +59,95 @@ pub enum NotifyKind {
     },
 }
 
+impl NotifyKind {
+    /// The shortest webhook secret taken (one in SSM is checked when read).
+    pub const MIN_SECRET_CHARS: usize = 16;
+}
+
 // Secrets stay out of logs and error messages: a Slack webhook's URL is one.
 impl std::fmt::Debug for NotifyChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.kind {
-            NotifyKind::Webhook { url, .. } => format!("webhook {url} (secret hidden)"),
-            NotifyKind::Slack { .. } => "slack (URL hidden)".to_owned(),
+            NotifyKind::Webhook { url, secret } => format!("webhook {url} (secret {secret:?})"),
+            NotifyKind::Slack { url } => format!("slack (URL {url:?})"),
             NotifyKind::Sns { topic_arn } => format!("sns {topic_arn}"),
         };
         write!(f, "{}: {kind}, events {:?}", self.name, self.events)
+    }
+}
+
+/// A credential as configured: its value, or the name of the SSM
+/// SecureString that holds it (feature `aws`), read by [`Secret::reveal`]
+/// when the service starts. The value is never shown, the parameter's name
+/// may be.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Secret {
+    /// The value itself (a file's `secret`, or a plain variable).
+    Value(String),
+    /// The name of an SSM SecureString parameter (`/toolgate/hook-secret`).
+    Parameter(String),
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Self::Value(value.to_owned())
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Value(_) => f.write_str("hidden"),
+            Self::Parameter(name) => write!(f, "in SSM parameter {name}"),
+        }
+    }
+}
+
+impl Secret {
+    /// Where the value comes from, for messages: `SSM parameter NAME`, or
+    /// `the configured value` (never the value).
+    pub fn source(&self) -> String {
+        match self {
+            Self::Value(_) => "the configured value".into(),
+            Self::Parameter(name) => format!("SSM parameter {name}"),
+        }
+    }
+
+    /// The value: as given, or read from SSM with decryption. An unreadable
+    /// parameter is an error that names it (never a value).
+    pub async fn reveal(&self) -> Result<String, String> {
+        match self {
+            Self::Value(v) => Ok(v.clone()),
+            #[cfg(feature = "aws")]
+            Self::Parameter(name) => {
+                crate::ssm::secure_string(&crate::ssm::client_from_env().await, name).await
+            }
+            #[cfg(not(feature = "aws"))]
+            Self::Parameter(name) => Err(format!(
+                "SSM parameter {name}: this build has no AWS support (feature `aws`)"
+            )),
+        }
+    }
+}
+
+/// The secret one of two variables gives: `plain` holds the value (for
+/// `toolgate serve`), `parameter` names an SSM SecureString (AWS). Both set
+/// is an error; so is `parameter` in a build without AWS support.
+pub(super) fn secret_from_env(
+    env: Env<'_>,
+    plain: &str,
+    parameter: &str,
+) -> Result<Option<Secret>, String> {
+    match (env.text(plain), env.text(parameter)) {
+        (Some(_), Some(_)) => Err(format!(
+            "set {plain} or {parameter}, not both (on AWS, {parameter}: the environment is no place for a secret)"
+        )),
+        (Some(v), None) => Ok(Some(Secret::Value(v))),
+        (None, Some(name)) if !cfg!(feature = "aws") => Err(format!(
+            "{parameter} names SSM parameter {name}, but this build has no AWS support (feature `aws`): set {plain} instead"
+        )),
+        (None, Some(name)) => Ok(Some(Secret::Parameter(name))),
+        (None, None) => Ok(None),
     }
 }
 
@@ -127,10 +213,10 @@ pub(super) fn load(
         let kind = match f.kind.as_str() {
             "webhook" => {
                 let secret = match (f.secret, f.secret_env) {
-                    (Some(s), None) => s,
-                    (None, Some(var)) => env.text(&var).ok_or_else(|| {
+                    (Some(s), None) => Secret::Value(s),
+                    (None, Some(var)) => Secret::Value(env.text(&var).ok_or_else(|| {
                         bad(&name, format!("secret_env names {var}, which is not set"))
-                    })?,
+                    })?),
                     (Some(_), Some(_)) => {
                         return Err(bad(&name, "give secret or secret_env, not both"));
                     }
@@ -142,7 +228,7 @@ pub(super) fn load(
                 }
             }
             "slack" => NotifyKind::Slack {
-                url: http_url(&name, f.url)?,
+                url: Secret::Value(http_url(&name, f.url)?),
             },
             "sns" => NotifyKind::Sns {
                 topic_arn: f
@@ -180,21 +266,45 @@ pub(super) fn load(
         ),
     ];
     for (kind, var, events_var) in from_env {
-        let Some(value) = env.text(var) else { continue };
         let kind_value = match kind {
-            "webhook" => NotifyKind::Webhook {
-                url: http_url(kind, Some(value))?,
-                secret: env.text("TOOLGATE_CLARIFY_WEBHOOK_SECRET").ok_or_else(|| {
+            "webhook" => {
+                let Some(url) = env.text(var) else { continue };
+                let secret = secret_from_env(
+                    env,
+                    "TOOLGATE_CLARIFY_WEBHOOK_SECRET",
+                    "TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER",
+                )
+                .map_err(|e| bad(kind, e))?
+                .ok_or_else(|| {
                     bad(
                         kind,
-                        "TOOLGATE_CLARIFY_WEBHOOK_URL needs TOOLGATE_CLARIFY_WEBHOOK_SECRET",
+                        "TOOLGATE_CLARIFY_WEBHOOK_URL needs TOOLGATE_CLARIFY_WEBHOOK_SECRET \
+                         (or, on AWS, TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER)",
                     )
-                })?,
-            },
-            "slack" => NotifyKind::Slack {
-                url: http_url(kind, Some(value))?,
-            },
-            _ => NotifyKind::Sns { topic_arn: value },
+                })?;
+                NotifyKind::Webhook {
+                    url: http_url(kind, Some(url))?,
+                    secret,
+                }
+            }
+            // The URL is the credential: from SSM too.
+            "slack" => {
+                let url = secret_from_env(env, var, "TOOLGATE_CLARIFY_SLACK_URL_PARAMETER")
+                    .map_err(|e| bad(kind, e))?;
+                match url {
+                    Some(Secret::Value(url)) => NotifyKind::Slack {
+                        url: Secret::Value(http_url(kind, Some(url))?),
+                    },
+                    Some(url) => NotifyKind::Slack { url },
+                    None => continue,
+                }
+            }
+            _ => {
+                let Some(topic_arn) = env.text(var) else {
+                    continue;
+                };
+                NotifyKind::Sns { topic_arn }
+            }
         };
         let events = events(kind, env.raw(events_var).map(|v| split_list(&v)))?;
         out.retain(|c| c.name != kind);
@@ -223,7 +333,10 @@ fn check(channels: &[NotifyChannel]) -> Result<(), ConfigError> {
             return Err(bad(n, "two channels have this name: give one a `name`"));
         }
         match &c.kind {
-            NotifyKind::Webhook { secret, .. } if secret.chars().count() < 16 => {
+            NotifyKind::Webhook {
+                secret: Secret::Value(secret),
+                ..
+            } if secret.chars().count() < NotifyKind::MIN_SECRET_CHARS => {
                 return Err(bad(n, "the secret must be at least 16 characters"));
             }
             NotifyKind::Sns { topic_arn }
@@ -235,4 +348,108 @@ fn check(channels: &[NotifyChannel]) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channels(vars: &[(&str, &str)]) -> Result<Vec<NotifyChannel>, ConfigError> {
+        let lookup = |k: &str| {
+            vars.iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        load(Vec::new(), Env(&lookup))
+    }
+
+    #[test]
+    fn secrets_from_ssm_are_named_never_held() {
+        let got = channels(&[
+            ("TOOLGATE_CLARIFY_WEBHOOK_URL", "https://hooks.example/t"),
+            (
+                "TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER",
+                "/toolgate/hook-secret",
+            ),
+            (
+                "TOOLGATE_CLARIFY_SLACK_URL_PARAMETER",
+                "/toolgate/slack-url",
+            ),
+        ]);
+        if !cfg!(feature = "aws") {
+            let e = got.unwrap_err().to_string();
+            assert!(
+                e.contains("/toolgate/hook-secret") && e.contains("feature `aws`"),
+                "{e}"
+            );
+            return;
+        }
+        let got = got.unwrap();
+        // NotifyKind has no Debug: it holds secrets.
+        assert!(
+            got[0].kind
+                == NotifyKind::Webhook {
+                    url: "https://hooks.example/t".into(),
+                    secret: Secret::Parameter("/toolgate/hook-secret".into()),
+                }
+        );
+        assert!(
+            got[1].kind
+                == NotifyKind::Slack {
+                    url: Secret::Parameter("/toolgate/slack-url".into())
+                }
+        );
+        let shown = format!("{got:?}");
+        assert!(
+            shown.contains("secret in SSM parameter /toolgate/hook-secret")
+                && shown.contains("URL in SSM parameter /toolgate/slack-url"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_secret_comes_from_one_place() {
+        let e = channels(&[
+            ("TOOLGATE_CLARIFY_WEBHOOK_URL", "https://hooks.example/t"),
+            ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", "0123456789abcdef"),
+            ("TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER", "/x"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not both"), "{e}");
+        assert!(!e.contains("0123456789abcdef"), "{e}");
+        let e = channels(&[
+            ("TOOLGATE_CLARIFY_SLACK_URL", "https://hooks.slack.com/x"),
+            ("TOOLGATE_CLARIFY_SLACK_URL_PARAMETER", "/y"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("not both") && !e.contains("hooks.slack.com"),
+            "{e}"
+        );
+
+        // Plain values keep working (`toolgate serve`), and are never shown.
+        let got = channels(&[
+            ("TOOLGATE_CLARIFY_WEBHOOK_URL", "https://hooks.example/t"),
+            ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", "0123456789abcdef"),
+            (
+                "TOOLGATE_CLARIFY_SLACK_URL",
+                "https://hooks.slack.com/secretpart",
+            ),
+        ])
+        .unwrap();
+        assert!(
+            got[0].kind
+                == NotifyKind::Webhook {
+                    url: "https://hooks.example/t".into(),
+                    secret: "0123456789abcdef".into(),
+                }
+        );
+        let shown = format!("{got:?}");
+        assert!(
+            !shown.contains("0123456789abcdef") && !shown.contains("secretpart"),
+            "{shown}"
+        );
+    }
 }

@@ -153,7 +153,7 @@ impl SshConfig {
             if value < min {
                 return Err(ConfigError::BadValue {
                     name,
-                    what: "larger (see README, SSH tools)",
+                    what: "larger (see docs/ssh.md)",
                     value: value.to_string(),
                 });
             }

@@ -111,6 +111,18 @@ fn bad_file_and_bad_numbers_are_clear_errors() {
     assert!(e.to_string().contains("f.toml"));
     let e = Config::from_parts("[pyhton]\n", "f.toml", &with_env(&[])).unwrap_err();
     assert!(e.to_string().contains("pyhton"), "{e}");
+    // Where, but not the line itself: it may hold a token.
+    let e = Config::from_parts(
+        "[server]\naddr = \"127.0.0.1:1\"\ntokn = \"secret-token-value-1\"\n",
+        "f.toml",
+        &with_env(&[]),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("tokn") && e.to_string().contains("line 3, column 1"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("secret-"), "{e}");
     let ok = Config::from_parts("[clarify]\n", "f.toml", &with_env(&[]));
     assert!(ok.is_ok(), "other tools' tables are accepted");
     let e = Config::from_parts("[python]\ntimout = 3\n", "f.toml", &with_env(&[])).unwrap_err();
@@ -333,5 +345,214 @@ fn bad_notification_channels_are_clear_errors_without_secrets() {
     assert!(
         e.to_string().contains("TOOLGATE_CLARIFY_WEBHOOK_SECRET"),
         "{e}"
+    );
+}
+
+#[test]
+fn caller_tokens_are_named_and_the_single_token_is_a_digest() {
+    let toml = "[[server.tokens]]\nname = \"ci\"\ntoken = \"ci-token-0123456789\"\n\
+                [[server.tokens]]\nname = \"alice@example.com\"\ntoken_env = \"ALICE_TOKEN\"\n";
+    let mut c = Config::from_parts(
+        toml,
+        "f.toml",
+        &with_env(&[
+            ("ALICE_TOKEN", "alice-token-0123456789"),
+            ("TOOLGATE_TOKEN", "short"),
+        ]),
+    )
+    .unwrap();
+    let names: Vec<&str> = c.server.tokens.iter().map(|t| t.name.as_str()).collect();
+    let short = single_token_name("short");
+    assert_eq!(names, ["ci", "alice@example.com", short.as_str()]);
+    assert_eq!(c.server.tokens[1].token, "alice-token-0123456789");
+    assert!(short.starts_with("token-") && short.len() == 18, "{short}");
+    // `--token` takes the single token's place.
+    c.set_caller_token("from-the-command-line").unwrap();
+    let names: Vec<&str> = c.server.tokens.iter().map(|t| t.name.as_str()).collect();
+    let cli = single_token_name("from-the-command-line");
+    assert_eq!(names, ["ci", "alice@example.com", cli.as_str()]);
+    // The file's single token, when the environment sets none.
+    let c = Config::from_parts("[server]\ntoken = \"file-token\"\n", "f", &with_env(&[])).unwrap();
+    assert_eq!(c.server.tokens[0].name, single_token_name("file-token"));
+    assert!(
+        !format!("{c:?}").contains("file-token"),
+        "Debug shows no token"
+    );
+    let c = Config::from_parts("", "", &with_env(&[("TOOLGATE_TOKEN", "")])).unwrap();
+    assert!(c.server.tokens.is_empty());
+    assert!(!c.server.allow_anonymous);
+    let c = Config::from_parts("", "", &with_env(&[("TOOLGATE_ALLOW_ANONYMOUS", "true")])).unwrap();
+    assert!(c.server.allow_anonymous);
+}
+
+#[test]
+fn bad_token_tables_are_clear_errors_without_tokens() {
+    let entry = |body: &str| format!("[[server.tokens]]\n{body}\n");
+    let cases: &[(String, &str)] = &[
+        (
+            entry("name = \"a b\"\ntoken = \"secret-token-value-1\""),
+            "must match",
+        ),
+        (
+            entry("name = \"\"\ntoken = \"secret-token-value-1\""),
+            "must match",
+        ),
+        (
+            entry("name = \"ci\"\ntoken = \"secret-short\""),
+            "at least 16",
+        ),
+        (
+            entry("name = \"ci\"\ntoken = \"secret token value 1\""),
+            "printable ASCII",
+        ),
+        (entry("name = \"ci\""), "give token or token_env"),
+        (
+            entry("name = \"ci\"\ntoken = \"secret-token-value-1\"\ntoken_env = \"X\""),
+            "not both",
+        ),
+        (
+            entry("name = \"ci\"\ntoken_env = \"NOPE\""),
+            "NOPE, which is not set",
+        ),
+        (
+            entry("name = \"ci\"\ntokn = \"secret-token-value-1\""),
+            "tokn",
+        ),
+        (
+            entry("name = \"ci\"\ntoken = \"secret-token-value-1\"")
+                + &entry("name = \"ci\"\ntoken = \"secret-token-value-2\""),
+            "two entries have this name",
+        ),
+        (
+            entry("name = \"a\"\ntoken = \"secret-token-value-1\"")
+                + &entry("name = \"b\"\ntoken = \"secret-token-value-1\""),
+            "same token as \"a\"",
+        ),
+        (
+            "[server]\ntoken = \"secret-token-value-1\"\n".to_owned()
+                + &entry("name = \"a\"\ntoken = \"secret-token-value-1\""),
+            "keep one of them",
+        ),
+        (
+            "[[approvals.approvers]]\nname = \"boss\"\ntoken = \"secret-short\"\n".into(),
+            "[[approvals.approvers]] \"boss\": the token must be at least 16",
+        ),
+        (
+            entry("name = \"agent\"\ntoken = \"secret-token-value-1\"")
+                + "[[approvals.approvers]]\nname = \"boss\"\ntoken = \"secret-token-value-1\"\n",
+            "also the token of caller \"agent\"",
+        ),
+    ];
+    for (toml, want) in cases {
+        let e = Config::from_parts(toml, "f.toml", &with_env(&[])).unwrap_err();
+        assert!(e.to_string().contains(want), "{toml}: {e}");
+        assert!(!e.to_string().contains("secret-"), "{e}");
+    }
+    // The same through the environment, and through `--token`.
+    let both = [
+        ("TOOLGATE_TOKEN", "secret-token-value-1"),
+        ("TOOLGATE_APPROVER_TOKEN", "secret-token-value-1"),
+    ];
+    let e = Config::from_parts("", "", &with_env(&both)).unwrap_err();
+    assert!(e.to_string().contains("approver \"approver\""), "{e}");
+    let e = Config::from_parts(
+        "",
+        "",
+        &with_env(&[("TOOLGATE_APPROVER_TOKEN", "secret-short")]),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("TOOLGATE_APPROVER_TOKEN: the token must be at least 16"),
+        "{e}"
+    );
+    let mut c = Config::from_parts(
+        "",
+        "",
+        &with_env(&[("TOOLGATE_APPROVER_TOKEN", "secret-token-value-1")]),
+    )
+    .unwrap();
+    let e = c.set_caller_token("secret-token-value-1").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("an approver needs a token no caller holds"),
+        "{e}"
+    );
+    let e = Config::from_parts(
+        "[[approvals.approvers]]\nname = \"approver\"\ntoken = \"secret-token-value-2\"\n",
+        "f",
+        &with_env(&[("TOOLGATE_APPROVER_TOKEN", "secret-token-value-1")]),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("two entries have this name"), "{e}");
+}
+
+#[test]
+fn approvals_from_the_file_and_the_environment() {
+    let c = Config::from_parts("", "", &with_env(&[])).unwrap();
+    assert_eq!(c.approvals, ApprovalsConfig::default());
+    assert_eq!(c.approvals.jwt_claim, "cognito:groups");
+    assert!(!c.approvals.link_holder);
+    let toml = "[approvals]\nlink_holder = true\njwt_group = \"ops\"\n\
+                iam_approvers = [\"arn:aws:iam::123456789012:user/alice\"]\nslack_users = [\"U012ABCDEF\"]\n\
+                [[approvals.approvers]]\nname = \"alice\"\ntoken = \"alice-approves-1234\"\n";
+    let c = Config::from_parts(
+        toml,
+        "f",
+        &with_env(&[("TOOLGATE_APPROVER_TOKEN", "env-approver-token-1")]),
+    )
+    .unwrap();
+    let a = &c.approvals;
+    assert!(a.link_holder);
+    assert_eq!(a.jwt_group.as_deref(), Some("ops"));
+    assert_eq!(a.iam_approvers, ["arn:aws:iam::123456789012:user/alice"]);
+    assert_eq!(a.slack_users, ["U012ABCDEF"]);
+    let names: Vec<&str> = a.approvers.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["alice", "approver"]);
+    let c = Config::from_parts(
+        toml,
+        "f",
+        &with_env(&[
+            ("TOOLGATE_APPROVALS_LINK_HOLDER", "false"),
+            ("TOOLGATE_APPROVERS_JWT_GROUP", "approvers"),
+            ("TOOLGATE_APPROVERS_JWT_CLAIM", "groups"),
+            (
+                "TOOLGATE_APPROVERS_IAM",
+                "arn:aws:iam::1:user/a, arn:aws:iam::1:user/b",
+            ),
+            ("TOOLGATE_APPROVERS_SLACK_USERS", "*"),
+        ]),
+    )
+    .unwrap();
+    let a = &c.approvals;
+    assert!(!a.link_holder);
+    assert_eq!(a.jwt_group.as_deref(), Some("approvers"));
+    assert_eq!(a.jwt_claim, "groups");
+    assert_eq!(a.iam_approvers.len(), 2);
+    assert_eq!(a.slack_users, ["*"]);
+    for (k, v, want) in [
+        ("TOOLGATE_APPROVERS_IAM", "alice", "iam_approvers"),
+        ("TOOLGATE_APPROVERS_SLACK_USERS", "u01abc", "slack_users"),
+        (
+            "TOOLGATE_APPROVALS_LINK_HOLDER",
+            "maybe",
+            "TOOLGATE_APPROVALS_LINK_HOLDER",
+        ),
+    ] {
+        let e = Config::from_parts("", "", &with_env(&[(k, v)])).unwrap_err();
+        assert!(e.to_string().contains(want), "{k}={v}: {e}");
+    }
+    let e =
+        Config::from_parts("[approvals]\njwt_claim = \" \"\n", "f", &with_env(&[])).unwrap_err();
+    assert!(e.to_string().contains("jwt_claim"), "{e}");
+}
+
+#[test]
+fn the_data_folder_is_named_by_the_environment() {
+    let c = Config::from_parts("", "", &with_env(&[("TOOLGATE_DATA_DIR", "/srv/tg")])).unwrap();
+    assert_eq!(c.data_dir, std::path::PathBuf::from("/srv/tg"));
+    assert_eq!(
+        c.clarify.db_path,
+        std::path::PathBuf::from("/srv/tg/clarify.sqlite3")
     );
 }

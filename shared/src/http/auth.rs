@@ -1,5 +1,6 @@
-//! Who may call: the bearer token (compared in constant time) and, for a
-//! server bound to loopback, only loopback `Host` names.
+//! Who may call what: the bearer token names a caller or an approver
+//! (`identity`), each allowed on its own routes only; and, for a server
+//! bound to loopback, only loopback `Host` names.
 
 use axum::{
     extract::{Request, State},
@@ -8,17 +9,20 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
+use super::identity::{Approver, Bearer, Caller, Route};
 use super::router::AppState;
 use crate::error::{ErrorCode, ToolError};
+use crate::tool::CallContext;
 
-/// Compares without an early exit, so response time does not reveal how
-/// much of a guessed token was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
+/// An approver's token on a tool route.
+pub const APPROVER_ON_TOOLS: &str =
+    "This token is an approver's: approvers decide approvals at /inbox, they do not call tools";
+/// A caller's token on an approver route.
+pub const CALLER_ON_APPROVALS: &str =
+    "This route is for approvers: a caller's token cannot decide approvals";
+/// No approver's token on an approver route.
+pub const SIGN_IN_AS_APPROVER: &str =
+    "Sign in as an approver: send Authorization: Bearer <approver token>";
 
 /// True for `localhost`, `127.x.x.x` and `[::1]`, with or without a port.
 fn is_loopback_host(host: &str) -> bool {
@@ -32,41 +36,84 @@ fn is_loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-pub(super) async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+fn refuse(code: ErrorCode, message: &str) -> Response {
+    ToolError::new(code, message).into_response()
+}
+
+pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     if state.loopback_hosts_only
         && let Some(host) = req.headers().get(header::HOST)
         && !host.to_str().is_ok_and(is_loopback_host)
     {
-        return ToolError::new(
+        return refuse(
             ErrorCode::Forbidden,
             "This server is bound to loopback and only answers Host: localhost or 127.0.0.1",
-        )
-        .into_response();
+        );
     }
-    let Some(token) = state.token.as_deref() else {
-        return next.run(req).await;
-    };
-    // A clarification's unguessable id is its capability: the person who
-    // answers holds a link, not the agent's token.
-    let path = req.uri().path();
-    if path == "/healthz" || path.starts_with("/clarifications/") {
-        return next.run(req).await;
-    }
+    let route = Route::of(req.method(), req.uri().path());
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    match given {
-        Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => next.run(req).await,
-        Some(_) => ToolError::new(ErrorCode::Unauthorized, "Invalid bearer token").into_response(),
-        None => ToolError::new(
-            ErrorCode::Unauthorized,
-            "Missing bearer token: send Authorization: Bearer <token>",
-        )
-        .into_response(),
+    let bearer = state.tokens.find(given);
+    // The runtime may have named an approver already (Lambda: a JWT group,
+    // an IAM user); a client cannot set an extension.
+    let runtime_approver = req.extensions().get::<Approver>().is_some();
+    match (route, bearer) {
+        (Route::Approver, Bearer::Approver(_)) | (Route::Open, _) => {}
+        (Route::Approver, _) if runtime_approver => {}
+        (Route::Approver, Bearer::Caller(_)) => {
+            return refuse(ErrorCode::Forbidden, CALLER_ON_APPROVALS);
+        }
+        (Route::Approver, _) => {
+            // A caller the runtime authenticated (Lambda) is still no approver.
+            let runtime_caller = req
+                .extensions()
+                .get::<CallContext>()
+                .is_some_and(|c| c.caller.is_some());
+            return if runtime_caller {
+                refuse(ErrorCode::Forbidden, CALLER_ON_APPROVALS)
+            } else {
+                refuse(ErrorCode::Unauthorized, SIGN_IN_AS_APPROVER)
+            };
+        }
+        (Route::Tool, Bearer::Approver(_)) => {
+            return refuse(ErrorCode::Forbidden, APPROVER_ON_TOOLS);
+        }
+        (Route::Tool, Bearer::Caller(_)) => {}
+        (Route::Tool, _) if !state.tokens.has_callers() => {}
+        (Route::Tool, Bearer::Unknown) => {
+            return refuse(ErrorCode::Unauthorized, "Invalid bearer token");
+        }
+        (Route::Tool, Bearer::Missing) => {
+            return refuse(
+                ErrorCode::Unauthorized,
+                "Missing bearer token: send Authorization: Bearer <token>",
+            );
+        }
     }
+    match bearer {
+        Bearer::Caller(name) => {
+            let name = name.to_owned();
+            // Every reader of the call's context (the HTTP handler, both
+            // MCP paths) takes the runtime's when there is one.
+            if req.extensions().get::<CallContext>().is_none() {
+                let ctx = super::context::call_context_of(Some(name.clone()), req.headers());
+                req.extensions_mut().insert(ctx);
+            }
+            req.extensions_mut().insert(Caller(name));
+        }
+        Bearer::Approver(name) => {
+            req.extensions_mut().insert(Approver {
+                id: format!("token:{name}"),
+                via: "token",
+            });
+        }
+        Bearer::Missing | Bearer::Unknown => {}
+    }
+    next.run(req).await
 }
 
 #[cfg(test)]

@@ -38,8 +38,10 @@ pub type HealthFuture = std::pin::Pin<Box<dyn Future<Output = Value> + Send>>;
 pub struct AppState {
     /// The tools served.
     pub registry: Arc<Registry>,
-    /// When set, every route but `/healthz` needs `Authorization: Bearer`.
-    pub token: Option<Arc<str>>,
+    /// The callers' and the approvers' bearer tokens. With any caller's,
+    /// the tool routes need one; approver routes always need an
+    /// approver's (`identity::Route`).
+    pub tokens: Arc<super::identity::Tokens>,
     /// Extra fields for `/healthz` (the sandbox's walls).
     pub health: HealthFn,
     /// Refuse requests whose `Host` is not a loopback name: a server bound to
@@ -47,6 +49,9 @@ pub struct AppState {
     pub loopback_hosts_only: bool,
     /// The answer routes, when this runtime serves `clarify`.
     pub clarify: Option<Arc<crate::clarify::Clarify>>,
+    /// The approvers' routes (inbox, decisions, Slack), where clarify is
+    /// served.
+    pub approvals: Option<crate::approvals::http::Routes>,
 }
 
 /// Every route (`/tools`, `/tools/{name}`, `/healthz`, `/openapi.json`, `/mcp`
@@ -57,8 +62,13 @@ pub fn router(state: AppState) -> Router {
         Some(c) => crate::clarify::http::routes(c.clone()),
         None => Router::new(),
     };
+    let approvals = match &state.approvals {
+        Some(a) => crate::approvals::http::routes(a.clone()),
+        None => Router::new(),
+    };
     let router = Router::new()
         .merge(clarify)
+        .merge(approvals)
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
         .route("/healthz", get(healthz))
@@ -115,7 +125,7 @@ async fn healthz(State(state): State<AppState>) -> Json<Value> {
 async fn openapi(State(state): State<AppState>) -> Json<Value> {
     Json(crate::openapi::document(
         &state.registry,
-        state.token.is_some(),
+        state.tokens.has_callers(),
         SERVES_MCP,
     ))
 }

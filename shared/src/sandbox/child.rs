@@ -236,7 +236,7 @@ fn catch_stack_overflow() {
 /// 32 size classes up to 512 bytes (where Python objects live), and one
 /// block of random size up to 64 KiB from the top, and keeping them, moves
 /// where the next object of each size lands. Done while the spare waits;
-/// the cost is in README's walls table.
+/// the cost is in docs/sandbox.md's walls table.
 fn vary_heap() {
     let mut r = [0u8; 20];
     if getrandom::fill(&mut r).is_err() {

@@ -57,7 +57,8 @@ pub fn validate_server_name(name: &str) -> Result<(), String> {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PolicySpec {
-    /// `"readonly"` denies common mutating commands.
+    /// `"readonly"`: only commands known to be read-only run
+    /// (`ssh::readonly`); every other command is refused.
     #[serde(default)]
     pub preset: Option<String>,
     /// When non-empty, a command must match one of these.
@@ -67,11 +68,11 @@ pub struct PolicySpec {
     #[serde(default)]
     pub deny: Vec<String>,
     /// A command matching any of these runs only once a person approves it
-    /// (README, "Approvals and notifications").
+    /// (docs/approvals.md).
     #[serde(default)]
     pub approve: Vec<String>,
-    /// `"readonly"`: what that preset would refuse needs approval; `"all"`:
-    /// every command does.
+    /// `"readonly"`: every command not known to be read-only needs
+    /// approval; `"all"`: every command does.
     #[serde(default)]
     pub approve_preset: Option<String>,
 }

@@ -5,6 +5,8 @@
 //! - `doc`: the inventory's documents as written (always compiled, so the
 //!   config file can hold `[servers.*]` in every build);
 //! - `hostkey`, `policy`: the pin and the command guard rail;
+//! - `readonly`: which commands are known to be read-only (the `readonly`
+//!   preset);
 //! - `inventory`: servers ready to use, their sources, the TTL cache;
 //! - `ssm`: servers from SSM Parameter Store (feature `aws`);
 //! - `connection`: the connection pool; `exec`: one command on a channel.
@@ -20,6 +22,8 @@ pub mod hostkey;
 pub mod inventory;
 #[cfg(feature = "ssh")]
 pub mod policy;
+#[cfg(feature = "ssh")]
+pub mod readonly;
 #[cfg(all(feature = "ssh", feature = "aws"))]
 pub mod ssm;
 

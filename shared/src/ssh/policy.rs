@@ -1,29 +1,52 @@
-//! Per-server command policy: `allow` and `deny` regex lists and a
-//! `readonly` preset, checked before connecting; and which commands need a
-//! person's approval (`approve`, `approve_preset`). This is a guard rail
-//! against an agent's mistakes, not a security boundary: a shell can spell
-//! any command in ways no list of patterns foresees (`python3 -c ...`,
-//! variables, base64). Use a restricted remote user for real limits.
+//! Per-server command policy, checked before connecting: the `readonly`
+//! preset, `allow` and `deny` regex lists; and which commands need a
+//! person's approval (`approve`, `approve_preset`).
+//!
+//! The preset is an allowlist ([`super::readonly`]): it passes only
+//! commands known to be read-only, whatever way a shell could spell
+//! something else. The regex lists are a guard rail against an agent's
+//! mistakes, not a security boundary: a shell can spell any command in ways
+//! no list of patterns foresees (`python3 -c ...`, variables, base64). Use a
+//! restricted remote user for real limits.
 
 pub use super::doc::PolicySpec;
+use super::readonly::read_only;
 use regex::Regex;
 
+/// A regex from the policy, with its source for messages.
 #[derive(Clone, Debug)]
-enum Rule {
-    Pattern {
-        re: Regex,
-        source: String,
-    },
-    /// Output redirection to anything but `/dev/null` or another descriptor.
-    Redirect,
+struct Pattern {
+    re: Regex,
+    source: String,
+}
+
+impl Pattern {
+    /// `what` names the list in the error (`policy`, `approve`).
+    fn compile(source: &str, what: &str) -> Result<Self, String> {
+        Regex::new(source)
+            .map(|re| Self {
+                re,
+                source: source.to_owned(),
+            })
+            .map_err(|e| format!("{what} pattern {source:?} is not a valid regex: {e}"))
+    }
+}
+
+/// Why the readonly preset does not pass `command`, or `None` when it is
+/// known to be read-only.
+fn not_read_only(command: &str) -> Option<String> {
+    read_only(command)
+        .err()
+        .map(|why| format!("the readonly preset cannot tell it is read-only: {why}"))
 }
 
 /// A server's command policy, compiled; [`Self::check`] applies it.
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
-    allow: Vec<Rule>,
-    /// With the preset's rules marked, for messages.
-    deny: Vec<(Rule, bool)>,
+    /// `preset = "readonly"`: only commands known to be read-only run.
+    readonly: bool,
+    allow: Vec<Pattern>,
+    deny: Vec<Pattern>,
     approve: Approve,
 }
 
@@ -32,8 +55,9 @@ pub struct Policy {
 pub struct Approve {
     /// Every command.
     all: bool,
-    /// With the preset's rules marked, for messages.
-    rules: Vec<(Rule, bool)>,
+    /// Every command not known to be read-only (`readonly`).
+    readonly: bool,
+    patterns: Vec<Pattern>,
 }
 
 impl Approve {
@@ -43,9 +67,7 @@ impl Approve {
         match preset {
             None => {}
             Some("all") => a.all = true,
-            Some("readonly") => a
-                .rules
-                .extend(readonly_rules().into_iter().map(|r| (r, true))),
+            Some("readonly") => a.readonly = true,
             Some(other) => {
                 return Err(format!(
                     "approve_preset {other:?} is unknown (\"readonly\" or \"all\")"
@@ -53,144 +75,46 @@ impl Approve {
             }
         }
         for p in patterns {
-            let re = Regex::new(p)
-                .map_err(|e| format!("approve pattern {p:?} is not a valid regex: {e}"))?;
-            a.rules.push((
-                Rule::Pattern {
-                    re,
-                    source: p.clone(),
-                },
-                false,
-            ));
+            a.patterns.push(Pattern::compile(p, "approve")?);
         }
         Ok(a)
     }
 
-    /// `Some(why)` when `command` needs approval.
+    /// `Some(why)` when `command` needs approval: the server's own
+    /// patterns are named first, then the preset.
     pub fn needs(&self, command: &str) -> Option<String> {
         if self.all {
             return Some("every command on this server needs approval".into());
         }
-        self.rules
-            .iter()
-            .find(|(r, _)| r.matches(command))
-            .map(|(r, preset)| {
-                if *preset {
-                    format!("the readonly preset would refuse it ({})", r.describe())
-                } else {
-                    format!("it matches approval rule {}", r.describe())
-                }
-            })
+        if let Some(p) = self.patterns.iter().find(|p| p.re.is_match(command)) {
+            return Some(format!("it matches approval rule `{}`", p.source));
+        }
+        if self.readonly {
+            return not_read_only(command);
+        }
+        None
     }
-}
-
-// Command position: the start, or after a separator, a subshell or `sudo`.
-const AT_COMMAND: &str = r"(?:^|[;&|(`]|\$\(|\bsudo\s+|\bxargs\s+)\s*";
-
-fn readonly_rules() -> Vec<Rule> {
-    let words = [
-        r"(?:rm|rmdir|mv|cp|dd|shred|truncate|touch|mkdir|ln|install|chmod|chown|chgrp|chattr|setfacl)\b",
-        r"(?:mkfs(?:\.\w+)?|fdisk|sfdisk|parted|wipefs|mkswap|swapoff|mount|umount|losetup)\b",
-        r"(?:kill|pkill|killall|reboot|shutdown|halt|poweroff|init|telinit)\b",
-        r"(?:useradd|userdel|usermod|groupadd|groupdel|passwd|chpasswd|visudo|crontab)\b",
-        r"(?:iptables|ip6tables|nft|ufw|firewall-cmd)\b",
-        r"(?:tee|patch)\b",
-        r"systemctl\s+(?:start|stop|restart|reload|enable|disable|mask|kill|isolate|daemon-reload|edit|set-\w+)\b",
-        r"service\s+\S+\s+(?:start|stop|restart|reload)\b",
-        r"(?:apt|apt-get|aptitude|dpkg|yum|dnf|rpm|apk|zypper|pacman|snap|pip3?|npm|gem)\s+(?:-\S+\s+)*(?:install|remove|purge|upgrade|dist-upgrade|update|erase|uninstall|add|del|-i|-e|-U|-S|-R)\b",
-        r"sed\s+(?:-\S*\s+)*-(?:\w*i|-in-place)",
-        r"(?:git)\s+(?:push|commit|reset|checkout|clean|rebase|merge|pull|am|apply|stash)\b",
-        r"(?:docker|podman)\s+(?:rm|rmi|stop|kill|run|restart|start|exec|prune|system\s+prune|volume\s+rm)\b",
-        r"kubectl\s+(?:delete|apply|edit|scale|patch|create|replace|rollout\s+restart|drain|cordon|exec)\b",
-    ];
-    let mut rules: Vec<Rule> = words
-        .iter()
-        .map(|w| Rule::Pattern {
-            re: Regex::new(&format!("{AT_COMMAND}{w}")).expect("preset patterns are valid"),
-            source: (*w).to_owned(),
-        })
-        .collect();
-    rules.push(Rule::Redirect);
-    rules
-}
-
-impl Rule {
-    fn matches(&self, command: &str) -> bool {
-        match self {
-            Self::Pattern { re, .. } => re.is_match(command),
-            Self::Redirect => writes_by_redirection(command),
-        }
-    }
-    fn describe(&self) -> String {
-        match self {
-            Self::Pattern { source, .. } => format!("`{source}`"),
-            Self::Redirect => "output redirection to a file".into(),
-        }
-    }
-}
-
-/// `>` or `>>` to a file: not `2>&1`, `>&2`, or `/dev/null`. Quotes are not
-/// parsed (a `>` inside quotes is refused too: the guard rail errs safe).
-fn writes_by_redirection(command: &str) -> bool {
-    let b = command.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'>' {
-            i += 1;
-            continue;
-        }
-        let mut j = i + 1;
-        if j < b.len() && (b[j] == b'>' || b[j] == b'|') {
-            j += 1;
-        }
-        if j < b.len() && b[j] == b'&' {
-            i = j + 1;
-            continue;
-        }
-        while j < b.len() && b[j].is_ascii_whitespace() {
-            j += 1;
-        }
-        let target = &command[j..];
-        let target = target.split(|c: char| c.is_whitespace() || ";&|)".contains(c));
-        if target.clone().next() != Some("/dev/null") {
-            return true;
-        }
-        i = j;
-    }
-    false
 }
 
 impl Policy {
     /// Compiles the policy as written; `Err` names a bad pattern or an unknown
     /// preset.
     pub fn compile(spec: &PolicySpec) -> Result<Self, String> {
-        let compile = |src: &String| {
-            Regex::new(src)
-                .map(|re| Rule::Pattern {
-                    re,
-                    source: src.clone(),
-                })
-                .map_err(|e| format!("policy pattern {src:?} is not a valid regex: {e}"))
-        };
-        let mut deny = Vec::new();
-        match spec.preset.as_deref() {
-            None => {}
-            Some("readonly") => deny.extend(readonly_rules().into_iter().map(|r| (r, true))),
+        let readonly = match spec.preset.as_deref() {
+            None => false,
+            Some("readonly") => true,
             Some(other) => {
                 return Err(format!(
                     "policy preset {other:?} is unknown (the one preset is \"readonly\")"
                 ));
             }
-        }
-        for d in &spec.deny {
-            deny.push((compile(d)?, false));
-        }
-        let allow = spec.allow.iter().map(compile).collect::<Result<_, _>>()?;
-        let approve = Approve::compile(spec.approve_preset.as_deref(), &spec.approve)?;
+        };
+        let compile = |src: &String| Pattern::compile(src, "policy");
         Ok(Self {
-            allow,
-            deny,
-            approve,
+            readonly,
+            allow: spec.allow.iter().map(compile).collect::<Result<_, _>>()?,
+            deny: spec.deny.iter().map(compile).collect::<Result<_, _>>()?,
+            approve: Approve::compile(spec.approve_preset.as_deref(), &spec.approve)?,
         })
     }
 
@@ -200,20 +124,23 @@ impl Policy {
         self.approve.needs(command)
     }
 
-    /// `Err` says why the command is refused.
+    /// `Err` says why the command is refused: the preset first, then the
+    /// deny list, then the allow list.
     pub fn check(&self, command: &str) -> Result<(), String> {
-        for (rule, preset) in &self.deny {
-            if rule.matches(command) {
-                let origin = if *preset {
-                    " of the readonly preset"
-                } else {
-                    ""
-                };
-                return Err(format!("it matches deny rule {}{origin}", rule.describe()));
-            }
+        if self.readonly
+            && let Some(why) = not_read_only(command)
+        {
+            return Err(why);
         }
-        if !self.allow.is_empty() && !self.allow.iter().any(|r| r.matches(command)) {
-            let list: Vec<String> = self.allow.iter().map(Rule::describe).collect();
+        if let Some(p) = self.deny.iter().find(|p| p.re.is_match(command)) {
+            return Err(format!("it matches deny rule `{}`", p.source));
+        }
+        if !self.allow.is_empty() && !self.allow.iter().any(|p| p.re.is_match(command)) {
+            let list: Vec<String> = self
+                .allow
+                .iter()
+                .map(|p| format!("`{}`", p.source))
+                .collect();
             return Err(format!("it matches no allow rule ({})", list.join(", ")));
         }
         Ok(())
@@ -232,15 +159,29 @@ mod tests {
         .unwrap()
     }
 
+    /// The red team's forms: each ran without a person under the old
+    /// pattern preset.
+    const EVASIONS: &[&str] = &[
+        "env touch x",
+        "'touch' x",
+        "\\touch x",
+        "\"touch\" x",
+        "t\"\"ouch x",
+        "python3 -c 'import os'",
+        "/usr/bin/touch x",
+        "A=1 touch x",
+    ];
+
     #[test]
-    fn readonly_refuses_mutations_and_keeps_reads() {
+    fn readonly_refuses_what_it_cannot_tell_is_read_only() {
         let p = readonly();
-        for bad in [
+        for bad in EVASIONS.iter().chain(&[
             "rm -rf /tmp/x",
             "ls; rm x",
             "true && sudo reboot",
             "echo hi > /etc/motd",
             "cat a >> b",
+            "uptime >&2",
             "systemctl restart nginx",
             "apt-get -y install curl",
             "sed -i s/a/b/ f",
@@ -248,24 +189,46 @@ mod tests {
             "echo $(mv a b)",
             "kubectl delete pod x",
             "echo x | tee f",
-        ] {
+            "docker ps",
+        ]) {
             let err = p.check(bad).expect_err(bad);
-            assert!(err.contains("readonly preset"), "{bad}: {err}");
+            assert!(
+                err.starts_with("the readonly preset cannot tell it is read-only: "),
+                "{bad}: {err}"
+            );
         }
+        // The classifier's reason reaches the refusal.
+        let err = p.check("env touch x").unwrap_err();
+        assert!(err.ends_with("`env` is not on the read-only list"), "{err}");
+        let err = p.check("cat x > y").unwrap_err();
+        assert!(err.contains("output redirection (>)"), "{err}");
         for ok in [
             "ls -la /var/log",
             "cat /etc/os-release",
             "df -h; free -m",
-            "journalctl -u nginx --since today 2>&1 | tail -n 50",
-            "grep -r error /var/log > /dev/null && echo found",
+            "journalctl -u nginx --since today | tail -n 50",
             "systemctl status nginx",
             "ps aux | grep firmware",
             "echo format",
-            "docker ps",
-            "uptime >&2",
+            "uptime; df -h /",
         ] {
             assert_eq!(p.check(ok), Ok(()), "{ok}");
         }
+    }
+
+    #[test]
+    fn the_preset_and_the_lists_both_apply() {
+        let p = Policy::compile(&PolicySpec {
+            preset: Some("readonly".into()),
+            deny: vec![r"/etc/shadow".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        let e = p.check("cat /etc/shadow").unwrap_err();
+        assert_eq!(e, "it matches deny rule `/etc/shadow`");
+        let e = p.check("rm /etc/shadow").unwrap_err();
+        assert!(e.contains("readonly preset"), "{e}");
+        assert_eq!(p.check("cat /etc/hosts"), Ok(()));
     }
 
     #[test]
@@ -284,6 +247,8 @@ mod tests {
             e.contains("no allow rule") && e.contains(r"^(ls|cat|uptime)\b"),
             "{e}"
         );
+        // Without the preset, anything the lists pass runs.
+        assert_eq!(p.check("ls > /tmp/x"), Ok(()));
     }
 
     #[test]
@@ -306,6 +271,8 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.contains("approve_preset \"most\""), "{e}");
+        let e = Approve::compile(None, &["[".into()]).unwrap_err();
+        assert!(e.contains("approve pattern \"[\""), "{e}");
     }
 
     #[test]
@@ -317,16 +284,36 @@ mod tests {
         })
         .unwrap();
         assert_eq!(p.needs_approval("uptime"), None);
+        assert_eq!(p.needs_approval("ps aux | grep nginx"), None);
         assert_eq!(
             p.check("systemctl restart nginx"),
             Ok(()),
             "approval is not refusal"
         );
         let why = p.needs_approval("systemctl restart nginx").unwrap();
-        assert!(why.contains("readonly preset would refuse"), "{why}");
+        assert!(
+            why.starts_with("the readonly preset cannot tell it is read-only: ")
+                && why.contains("`systemctl restart`"),
+            "{why}"
+        );
         let why = p.needs_approval("sudo -n true").unwrap();
         assert!(why.contains("approval rule `^sudo `"), "{why}");
         let all = Approve::compile(Some("all"), &[]).unwrap();
         assert!(all.needs("ls").is_some());
+        assert_eq!(Approve::compile(None, &[]).unwrap().needs("rm -rf /"), None);
+    }
+
+    /// `approve_preset = "readonly"` (a server's, or `[ssh]`'s for all)
+    /// asks a person for every one of the red team's forms.
+    #[test]
+    fn approval_catches_the_evasions() {
+        let a = Approve::compile(Some("readonly"), &[]).unwrap();
+        for bad in EVASIONS {
+            let why = a
+                .needs(bad)
+                .unwrap_or_else(|| panic!("{bad} ran without a person"));
+            assert!(why.contains("readonly preset"), "{bad}: {why}");
+        }
+        assert_eq!(a.needs("free -m && uptime"), None);
     }
 }

@@ -1,6 +1,9 @@
 //! `clarify` (docs/contracts.md#clarify): asks a person a question with optional choices.
 //! Input `{"question", "options": []}` (plus `task_token` from a Step
-//! Functions `.waitForTaskToken` state); output a pending clarification
+//! Functions `.waitForTaskToken` state, accepted only on a direct Lambda
+//! invocation: whoever holds a task token completes that workflow's step,
+//! so an agent calling over HTTP or MCP must not hand one in); output a
+//! pending clarification
 //! `{"status":"pending","id","question","options","answer_url","expires_at"}`.
 
 use std::sync::Arc;
@@ -9,10 +12,15 @@ use serde_json::{Value, json};
 
 use crate::clarify::{Clarify, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS, now_ms};
 use crate::error::ToolError;
+use crate::invoke::Transport;
 use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
 
 /// The tool's name.
 pub const NAME: &str = "clarify";
+
+/// The refusal of a `task_token` that did not come with a direct Lambda
+/// invocation.
+pub const TASK_TOKEN_DIRECT_ONLY: &str = "\"task_token\" is accepted only when a Step Functions workflow invokes the clarify function directly";
 
 /// The `clarify` tool, over the shared [`Clarify`] service.
 pub struct ClarifyTool {
@@ -20,7 +28,8 @@ pub struct ClarifyTool {
     clarify: Arc<Clarify>,
 }
 
-/// The tool's spec; its description states the expiry.
+/// The tool's spec; its description states the expiry. The input schema
+/// leaves `task_token` out: it is not for agents (see the module).
 pub fn spec(expiry_secs: u64) -> ToolSpec {
     ToolSpec {
         name: NAME.into(),
@@ -151,14 +160,17 @@ impl Tool for ClarifyTool {
         &self.spec
     }
 
-    fn call<'a>(&'a self, args: Value, _ctx: &'a CallContext) -> ToolFuture<'a> {
+    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let input = parse_input(&args)?;
+            if input.task_token.is_some() && ctx.transport != Some(Transport::Lambda) {
+                return Err(ToolError::invalid_input(TASK_TOKEN_DIRECT_ONLY));
+            }
             let c = self
                 .clarify
                 .ask(input.question, input.options, input.task_token)
                 .await?;
-            tracing::info!(id = %c.id, waits_for_task = c.task_token.is_some(), "clarification asked");
+            tracing::info!(id = %crate::logging::id_ref(&c.id), waits_for_task = c.task_token.is_some(), "clarification asked");
             Ok(c.view(now_ms(), &self.clarify.base_url()))
         })
     }

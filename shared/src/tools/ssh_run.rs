@@ -6,14 +6,14 @@
 //! writes one audit line (target `toolgate::audit`), with the approval's
 //! receipt when one was used.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::clarify::Clarify;
-use crate::clarify::approval::{Binding, Receipt, sha256_hex};
+use crate::approvals::{Approvals, Binding, Details, Receipt, sha256_hex};
 use crate::error::{ErrorCode, ToolError};
+use crate::logging::{field, id_ref, redact_ids};
 use crate::ssh::{Request, Ssh};
 use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec, effective_timeout};
 
@@ -25,15 +25,14 @@ const MAX_COMMAND_CHARS: usize = 65_536;
 const MAX_INTENT_CHARS: usize = 2_000;
 /// Inventory names are short (`list_servers`); a longer one names nothing.
 const MAX_SERVER_NAME_CHARS: usize = 64;
-/// The most of a command an approval's question shows (its hash binds all).
-const QUESTION_COMMAND_CHARS: usize = 1_500;
 
 /// The `ssh_run` tool, over the shared [`Ssh`] service.
 pub struct SshRun {
     spec: ToolSpec,
     ssh: Arc<Ssh>,
-    /// Where approvals are asked and kept (clarify), once set up.
-    approvals: OnceLock<Arc<Clarify>>,
+    /// Where approvals are asked and kept; `None` where this deployment
+    /// has none (a gated command is then refused).
+    approvals: Option<Arc<Approvals>>,
 }
 
 /// The tool's spec; its description states `max_timeout`.
@@ -168,18 +167,14 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
 }
 
 impl SshRun {
-    /// The tool over `ssh`, its spec stating the largest timeout.
-    pub fn new(ssh: Arc<Ssh>) -> Self {
+    /// The tool over `ssh`, its spec stating the largest timeout; gated
+    /// commands wait on `approvals`.
+    pub fn new(ssh: Arc<Ssh>, approvals: Option<Arc<Approvals>>) -> Self {
         Self {
             spec: spec(ssh.settings.max_timeout),
             ssh,
-            approvals: OnceLock::new(),
+            approvals,
         }
-    }
-
-    /// Asks and keeps approvals with `clarify` (set once).
-    pub fn use_approvals(&self, clarify: Arc<Clarify>) {
-        let _ = self.approvals.set(clarify);
     }
 
     /// The approval this call runs under, if it needs or names one.
@@ -193,7 +188,7 @@ impl SshRun {
         if input.approval.is_none() && needs.is_none() {
             return Ok(None);
         }
-        let Some(clarify) = self.approvals.get() else {
+        let Some(approvals) = &self.approvals else {
             return Err(ToolError::new(
                 ErrorCode::Forbidden,
                 format!(
@@ -211,38 +206,29 @@ impl SshRun {
             caller: ctx.caller.clone(),
         };
         let ask = || {
-            let why = needs.unwrap_or_default();
-            let shown: String = input.command.chars().take(QUESTION_COMMAND_CHARS).collect();
-            let more = input
-                .command
-                .chars()
-                .count()
-                .saturating_sub(QUESTION_COMMAND_CHARS);
-            let question = format!(
-                "Run this command on {} ({}@{})?\n\n{shown}{}\n\nWhy: {}\nNeeds approval because {why}.\nHost key: {}",
-                server.name,
-                server.username,
-                server.host,
-                if more > 0 {
-                    format!(
-                        "\n[… {more} more characters; SHA-256 {}]",
-                        binding.command_sha256
-                    )
-                } else {
-                    String::new()
-                },
-                if input.intent.is_empty() {
-                    "(no intent given)"
-                } else {
-                    &input.intent
-                },
-                binding.host_key,
-            );
-            (question, why)
+            let intent = if input.intent.is_empty() {
+                "(no intent given)"
+            } else {
+                &input.intent
+            };
+            Details {
+                summary: format!(
+                    "Run a command on {} ({}@{}:{})",
+                    server.name, server.username, server.host, server.port
+                ),
+                fields: Vec::new(),
+                why: needs.clone().unwrap_or_default(),
+            }
+            .code("Command", input.command.clone())
+            .text("Intent", intent)
+            .text("Needs approval because", needs.clone().unwrap_or_default())
+            .code("Host key", binding.host_key.clone())
+            .code("Command SHA-256", binding.command_sha256.clone())
+            .text("Caller", ctx.caller.as_deref().unwrap_or("(anonymous)"))
         };
         let wait = Duration::from_secs(input.wait);
-        clarify
-            .gate(&binding, input.approval.as_deref(), ask, wait)
+        approvals
+            .gate(&binding, "approval", input.approval.as_deref(), ask, wait)
             .await
             .map(Some)
     }
@@ -344,17 +330,17 @@ fn audit(input: &Input, ctx: &CallContext, started: Instant, outcome: &Result<Ra
             tracing::info!(
                 target: "toolgate::audit",
                 event = "ssh_run",
-                server = %input.server_name,
-                command = %input.command,
-                intent = %input.intent,
-                caller,
+                server = %field(&input.server_name),
+                command = %field(&input.command),
+                intent = %field(&input.intent),
+                caller = %field(caller),
                 outcome = "ran",
                 exit_code = r.output["exit_code"].as_i64(),
                 timed_out = r.output["timed_out"].as_bool(),
                 bytes_out = r.bytes_out,
                 connection = if r.reused { "reused" } else { "new" },
-                approval = receipt.map(|r| r.id.as_str()),
-                approver = receipt.map(|r| r.approver),
+                approval = receipt.map(|r| id_ref(&r.id)),
+                approver = receipt.map(|r| field(&r.approver)),
                 approved_at = receipt.map(|r| r.approved_at.as_str()),
                 command_sha256 = receipt.map(|r| r.command_sha256.as_str()),
                 host_key = receipt.map(|r| r.host_key.as_str()),
@@ -365,13 +351,13 @@ fn audit(input: &Input, ctx: &CallContext, started: Instant, outcome: &Result<Ra
         Err(e) => tracing::warn!(
             target: "toolgate::audit",
             event = "ssh_run",
-            server = %input.server_name,
-            command = %input.command,
-            intent = %input.intent,
-            caller,
+            server = %field(&input.server_name),
+            command = %field(&input.command),
+            intent = %field(&input.intent),
+            caller = %field(caller),
             outcome = e.code.as_str(),
-            reason = %e.message,
-            approval = input.approval.as_deref(),
+            reason = %field(&redact_ids(&e.message)),
+            approval = input.approval.as_deref().map(id_ref),
             duration_ms,
             "audit"
         ),

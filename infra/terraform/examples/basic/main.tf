@@ -40,7 +40,7 @@ variable "jwt_issuer" {
 }
 
 variable "jwt_audience" {
-  description = "The audience its tokens carry (for Cognito, the app client id)."
+  description = "The audience the agents' tokens carry (for Cognito, the agents' app client ids, comma-separated)."
   type        = string
 }
 
@@ -57,11 +57,29 @@ module "toolgate" {
   # python_reserved_concurrency = 0     # accounts with a small concurrency quota
   # vpc_subnet_ids              = ["subnet-..."]
   # vpc_security_group_ids      = ["sg-..."]
+  #
+  # A signed webhook: its key is an SSM SecureString the functions read at
+  # start, named here (no secret is in a variable or in the state):
+  # clarify_webhook_url              = "https://ops.example/hooks/toolgate"
+  # clarify_webhook_secret_parameter = "/toolgate/webhook-secret"
+  #
+  # Approvers: users of the same identity provider in this group (a Cognito
+  # group) may decide gated calls in the inbox (output inbox_url), with a
+  # token of the app client people sign in with (not the agents'). Without
+  # approvers nobody can approve a gated call (README, "Approvals").
+  # approvers_jwt_group    = "toolgate-approvers"
+  # approvers_jwt_audience = "people-app-client-id"
+  # ssh_approve_preset     = "readonly"
 }
 
 output "api_url" {
   description = "Base URL of the Toolgate HTTP API"
   value       = module.toolgate.api_url
+}
+
+output "inbox_url" {
+  description = "The approvers' inbox, where an approver signs in to decide approvals"
+  value       = module.toolgate.inbox_url
 }
 
 output "python_execute_function_arn" {

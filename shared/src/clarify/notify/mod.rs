@@ -1,5 +1,5 @@
 //! Telling people about clarifications: the channels a deployment sets up
-//! (`[[clarify.notify]]`, README "Approvals and notifications") hear of each
+//! (`[[clarify.notify]]`, docs/notifications.md) hear of each
 //! question's events. Delivery comes after the store write, within a bounded
 //! time, and never fails the tool's answer; each channel's outcome is
 //! recorded on the clarification (`notified` in `GET /clarifications/{id}`).
@@ -172,12 +172,16 @@ pub fn tokio_spawn() -> Spawn {
 }
 
 /// The channels `config` sets up, posting with `post` (reqwest natively, the
-/// Worker's fetch); deliveries run as `spawn` says ([`Spawn`]).
+/// Worker's fetch); deliveries run as `spawn` says ([`Spawn`]). Secrets kept
+/// in SSM are read now, once: one that cannot be read stops the start with
+/// an error naming its parameter. `slack_interactive` puts Approve / Reject
+/// buttons on approvals' Slack messages (listed Slack users may decide).
 pub async fn from_config(
     config: &[crate::config::NotifyChannel],
     post: Arc<dyn post::Post>,
     nap: super::Nap,
     spawn: Option<Spawn>,
+    slack_interactive: bool,
 ) -> Result<Notifier, String> {
     use crate::config::NotifyKind;
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
@@ -186,21 +190,42 @@ pub async fn from_config(
             name: c.name.clone(),
             events: c.events.clone(),
         };
-        let to = |url: &String| post::Target {
-            url: url.clone(),
+        let bad = |e: String| format!("notification channel {}: {e}", c.name);
+        let to = |url: String| post::Target {
+            url,
             post: post.clone(),
             nap: nap.clone(),
         };
         channels.push(match &c.kind {
-            NotifyKind::Webhook { url, secret } => Arc::new(webhook::Webhook {
-                listener,
-                to: to(url),
-                secret: secret.clone(),
-            }),
-            NotifyKind::Slack { url } => Arc::new(slack::Slack {
-                listener,
-                to: to(url),
-            }),
+            NotifyKind::Webhook { url, secret } => {
+                let value = secret.reveal().await.map_err(bad)?;
+                if value.chars().count() < NotifyKind::MIN_SECRET_CHARS {
+                    return Err(bad(format!(
+                        "the secret ({}) must be at least {} characters",
+                        secret.source(),
+                        NotifyKind::MIN_SECRET_CHARS
+                    )));
+                }
+                Arc::new(webhook::Webhook {
+                    listener,
+                    to: to(url.clone()),
+                    secret: value,
+                })
+            }
+            NotifyKind::Slack { url } => {
+                let value = url.reveal().await.map_err(bad)?;
+                if !value.starts_with("https://") && !value.starts_with("http://") {
+                    return Err(bad(format!(
+                        "the Slack webhook ({}) must be an http(s):// URL",
+                        url.source()
+                    )));
+                }
+                Arc::new(slack::Slack {
+                    listener,
+                    to: to(value),
+                    interactive: slack_interactive,
+                })
+            }
             #[cfg(feature = "aws")]
             NotifyKind::Sns { topic_arn } => {
                 Arc::new(sns::Sns::from_env(listener, topic_arn.clone()).await)

@@ -30,9 +30,62 @@ impl Sns {
     }
 }
 
+/// The most of one field an approval's email shows; the page shows all.
+const EMAIL_FIELD_CHARS: usize = 20_000;
+
+/// An approval's subject and messages: the summary and every field, made
+/// visible (controls and bidi overrides as markers) and never cut without
+/// saying so, and the link to review it.
+fn approval_messages(event: Event, body: &Value) -> (&'static str, Value) {
+    let summary = body["summary"].as_str().unwrap_or_default();
+    let url = body["approval_url"].as_str().unwrap_or_default();
+    let status = body["status"].as_str().unwrap_or_default();
+    let mut text = format!("{summary}\n\n");
+    for f in body["details"].as_array().into_iter().flatten() {
+        let (shown, left) = crate::approvals::shown::visible_plain(
+            f["text"].as_str().unwrap_or_default(),
+            EMAIL_FIELD_CHARS,
+        );
+        text.push_str(&format!(
+            "{}:\n{shown}\n",
+            f["label"].as_str().unwrap_or_default()
+        ));
+        if left > 0 {
+            text.push_str(&format!("[{left} more characters: see the page]\n"));
+        }
+        text.push('\n');
+    }
+    let short: String = summary.chars().take(100).collect();
+    let (subject, email, sms) = match event {
+        Event::Created => (
+            "Toolgate: a call waits for your approval",
+            format!(
+                "A call waits for an approver:\n\n{text}Review and decide: {url}\nOpen until {}.\n",
+                body["expires_at"].as_str().unwrap_or_default()
+            ),
+            format!("Toolgate approval: {short} Review: {url}"),
+        ),
+        _ => (
+            "Toolgate: an approval was settled",
+            format!(
+                "{status} ({}):\n\n{text}",
+                body["approver"].as_str().unwrap_or("no approver")
+            ),
+            format!("Toolgate: {status}: {short}"),
+        ),
+    };
+    (
+        subject,
+        json!({"default": email, "email": email, "sms": sms}),
+    )
+}
+
 /// The subject (fixed text: SNS allows no line breaks, under 100 chars) and
 /// the per-protocol messages for `event`.
 pub fn messages(event: Event, body: &Value) -> (&'static str, Value) {
+    if body["kind"] == "approval" {
+        return approval_messages(event, body);
+    }
     let q = body["question"].as_str().unwrap_or_default();
     let url = body["answer_url"].as_str().unwrap_or_default();
     let short: String = q.chars().take(100).collect();

@@ -10,7 +10,7 @@
 //!
 //! A receiver recomputes the signature over the raw body, compares in
 //! constant time, refuses a timestamp more than 5 minutes off, and drops a
-//! delivery id it has already taken (README has a snippet).
+//! delivery id it has already taken (docs/notifications.md has a snippet).
 
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
