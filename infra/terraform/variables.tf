@@ -278,12 +278,12 @@ variable "approvers_jwt_claim" {
 }
 
 variable "approvers_iam_arns" {
-  description = "auth_mode = IAM: comma-separated principal ARNs, as API Gateway reports the caller (arn:aws:iam::123456789012:user/alice), that are approvers; empty for none."
+  description = "auth_mode = IAM: comma-separated IAM user ARNs, as API Gateway reports the caller (arn:aws:iam::123456789012:user/alice), that are approvers; not roles (anyone who may assume one names its session); empty for none."
   type        = string
   default     = ""
   validation {
-    condition     = can(regex("^(arn:[^,\\s]+(, ?arn:[^,\\s]+)*)?$", var.approvers_iam_arns))
-    error_message = "approvers_iam_arns must be comma-separated ARNs such as arn:aws:iam::123456789012:user/alice, or empty."
+    condition     = can(regex("^(arn:aws[a-z-]*:iam::[0-9]{12}:user/[^,\\s]+(, ?arn:aws[a-z-]*:iam::[0-9]{12}:user/[^,\\s]+)*)?$", var.approvers_iam_arns))
+    error_message = "approvers_iam_arns must be comma-separated IAM user ARNs such as arn:aws:iam::123456789012:user/alice, or empty."
   }
 }
 

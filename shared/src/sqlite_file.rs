@@ -3,14 +3,17 @@
 //! and used from async code on the blocking pool. Private: folders it
 //! makes are the owner's only (0700), and the file with its `-wal` and
 //! `-shm` is 0600, tightened (with a warning) when found looser; whoever
-//! can open the store can read every question, answer and session.
+//! can open the store can read every question, answer and session, and
+//! write an approval's decision. So a store file that is a symlink, is not
+//! a plain file, or belongs to another user is refused, and so is a folder
+//! others may write into that is not sticky (anyone could swap the files).
 
 use std::fs::Permissions;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 /// An open SQLite file, shared by a store's calls.
 #[derive(Clone)]
@@ -29,17 +32,24 @@ impl SqliteFile {
                 .create(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
+        owned_folder(path)?;
+        owned_files(path)?;
         // Made 0600 before SQLite sees it: SQLite gives `-wal` and `-shm`
-        // the database file's mode.
+        // the database file's mode. Never through a symlink.
         std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .mode(FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         private_files(path)?;
-        let conn = Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
             .and_then(|_| conn.execute_batch(schema))
@@ -80,12 +90,62 @@ fn store_files(path: &Path) -> [PathBuf; 3] {
     [path.to_path_buf(), with("-wal"), with("-shm")]
 }
 
+/// Refuses a store whose folder others may write into (unless sticky, as
+/// /tmp: there they cannot replace a file that is ours).
+fn owned_folder(path: &Path) -> Result<(), String> {
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let meta =
+        std::fs::metadata(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mode = meta.permissions().mode();
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(format!(
+            "{} holds a store but others may write into it (mode {:o}): anyone could swap \
+             the store's files; give Toolgate a folder of its own (TOOLGATE_DATA_DIR)",
+            dir.display(),
+            mode & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a store file that is a symlink, not a plain file, or another
+/// user's (someone who can write it can write an approval's decision).
+fn owned_files(path: &Path) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for file in store_files(path) {
+        let Ok(meta) = std::fs::symlink_metadata(&file) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() || !meta.file_type().is_file() {
+            return Err(format!(
+                "{} is not a plain file (a symlink, or something else): refusing to use it as a store",
+                file.display()
+            ));
+        }
+        if meta.uid() != me {
+            return Err(format!(
+                "{} belongs to another user (uid {}): refusing to use it as a store",
+                file.display(),
+                meta.uid()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Tightens each of the store's files that exists to 0600.
 fn private_files(path: &Path) -> Result<(), String> {
     for file in store_files(path) {
-        let Ok(meta) = std::fs::metadata(&file) else {
+        let Ok(meta) = std::fs::symlink_metadata(&file) else {
             continue;
         };
+        if !meta.file_type().is_file() {
+            return Err(format!("{} is not a plain file", file.display()));
+        }
         let mode = meta.permissions().mode() & 0o7777;
         if mode & !FILE_MODE == 0 {
             continue;
@@ -176,6 +236,45 @@ mod tests {
         std::fs::set_permissions(&shared, Permissions::from_mode(0o1777)).unwrap();
         keep_private(&shared);
         assert_eq!(mode(&shared), 0o1777);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// What another local user could plant: a symlink, a file of theirs, a
+    /// folder anyone may write into. Each is refused, never used.
+    #[test]
+    fn planted_store_files_and_open_folders_are_refused() {
+        let root = std::env::temp_dir().join(format!("tg-sqlite-planted-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::set_permissions(&root, Permissions::from_mode(0o700)).unwrap();
+        let victim = root.join("victim");
+        std::fs::write(&victim, b"keep me").unwrap();
+        let db = root.join("link.sqlite3");
+        std::os::unix::fs::symlink(&victim, &db).unwrap();
+        let e = SqliteFile::open(&db, "").err().unwrap();
+        assert!(e.contains("not a plain file"), "{e}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+        // A -wal planted as a symlink beside a store of ours.
+        let db = root.join("wal.sqlite3");
+        std::os::unix::fs::symlink(&victim, root.join("wal.sqlite3-wal")).unwrap();
+        let e = SqliteFile::open(&db, "").err().unwrap();
+        assert!(e.contains("-wal is not a plain file"), "{e}");
+        // A file of another user's (the tests run as root where they can
+        // give one away; elsewhere this case cannot be set up).
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            let theirs = root.join("theirs.sqlite3");
+            std::fs::write(&theirs, b"").unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            let e = SqliteFile::open(&theirs, "").err().unwrap();
+            assert!(e.contains("belongs to another user"), "{e}");
+        }
+        // A folder others may write into, not sticky.
+        let open = root.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
+        let e = SqliteFile::open(&open.join("s.sqlite3"), "").err().unwrap();
+        assert!(e.contains("others may write into it"), "{e}");
         let _ = std::fs::remove_dir_all(&root);
     }
 }

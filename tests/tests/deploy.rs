@@ -602,7 +602,7 @@ fn the_stack_deploys_into_moto_cloudformation() {
     // parameters, and only clarify the Slack app's signing secret. And the
     // approvers given.
     let iam_approvers =
-        "arn:aws:iam::123456789012:user/alice, arn:aws:sts::123456789012:assumed-role/Ops/bob";
+        "arn:aws:iam::123456789012:user/alice, arn:aws-us-gov:iam::123456789012:user/ops/bob";
     let (ok, report) = deploy_into_moto(
         &endpoint,
         &[
@@ -642,6 +642,7 @@ fn the_stack_deploys_into_moto_cloudformation() {
     for bad in [
         "ApproversSlackUsers=alice",
         "ApproversIamArns=alice",
+        "ApproversIamArns=arn:aws:sts::123456789012:assumed-role/Ops/alice",
         "ApprovalsLinkHolder=yes",
         "ApproversJwtGroup=tool gate",
         "JwtAudience=agent-1, agent-2",

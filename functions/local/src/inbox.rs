@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use toolgate_shared::approvals::{Approvals, shown::visible_plain};
+use toolgate_shared::approvals::Approvals;
+use toolgate_shared::approvals::shown::{visible_plain, warning};
 use toolgate_shared::config::Config;
 use toolgate_shared::http::identity::Approver;
 
@@ -110,15 +111,42 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The local operator's identity: the Unix user running the command.
+/// The local operator's identity: the Unix user running the command, by
+/// its user id (never `$USER`, which the caller sets).
 fn operator() -> Approver {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "operator".into());
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let user = user_name(uid).unwrap_or_else(|| format!("uid{uid}"));
     Approver {
         id: format!("local:{user}"),
         via: "cli",
     }
+}
+
+/// The name of user `uid` in the system's user database, if it has one.
+fn user_name(uid: libc::uid_t) -> Option<String> {
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: an all-zero passwd is a valid value for getpwuid_r to fill.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call: `pwd` and `found` are
+    // live locals, and `buf` is writable for its whole length.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: on success pw_name points at a NUL-terminated string inside
+    // `buf`, which is still alive.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 /// `cfg` is this machine's config, needed only for its own store.
@@ -411,12 +439,17 @@ fn approval_text(v: &Value) -> String {
         visible_plain(v["summary"].as_str().unwrap_or_default(), usize::MAX).0,
     );
     for f in v["details"].as_array().into_iter().flatten() {
-        let (text, _) = visible_plain(f["text"].as_str().unwrap_or_default(), usize::MAX);
+        let raw = f["text"].as_str().unwrap_or_default();
+        let (text, _) = visible_plain(raw, usize::MAX);
         out.push_str(&format!(
-            "{}:\n{}\n\n",
+            "{}:\n{}\n",
             f["label"].as_str().unwrap_or_default(),
             indent(&text)
         ));
+        if let Some(w) = warning(raw) {
+            out.push_str(&format!("    ! {w}\n"));
+        }
+        out.push('\n');
     }
     for (key, label) in [
         ("approver", "Decided by"),

@@ -20,6 +20,11 @@ pub struct Binding {
     /// Who asked, when the call had an identity; another caller cannot
     /// use the approval.
     pub caller: Option<String>,
+    /// Where it logs in (`deploy@10.0.0.5:22`), as approvers were shown:
+    /// an inventory edited since (another user, another address) no longer
+    /// matches. `None` for cloud tools (their endpoint is `host_key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<String>,
 }
 
 /// One labelled box of what approvers see.

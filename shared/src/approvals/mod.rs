@@ -221,6 +221,14 @@ impl Approvals {
                 want.server, have.host_key, want.host_key
             )));
         }
+        if have.login != want.login {
+            return Err(refused(format!(
+                "approval {id} was given for logging in as {}; {:?} now logs in as {}",
+                have.login.as_deref().unwrap_or("-"),
+                want.server,
+                want.login.as_deref().unwrap_or("-")
+            )));
+        }
         if have.caller != want.caller {
             return Err(refused(format!(
                 "approval {id} was asked for by another caller"

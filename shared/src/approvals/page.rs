@@ -52,18 +52,17 @@ const SCRIPT: &str = r#"
 const NAMES = __NAMES__;
 const WARNINGS = __WARNINGS__;
 const MAX_RUN = __MAX_RUN__;
+const RANGES = __RANGES__;
 function isSelector(cp) { return (cp >= 0xFE00 && cp <= 0xFE0F) || (cp >= 0xE0100 && cp <= 0xE01EF); }
 function special(cp) {
   if (Object.prototype.hasOwnProperty.call(NAMES, String(cp))) {
     const e = NAMES[String(cp)];
     return {short: e[0], name: e[1], kind: e[2]};
   }
-  let name = null, kind = 'tag';
-  if (cp >= 0x80 && cp <= 0x9F) { name = 'C1 CONTROL'; kind = 'control'; }
-  else if (cp === 0xE0001) name = 'LANGUAGE TAG';
-  else if (cp === 0xE007F) name = 'CANCEL TAG';
-  else if (cp >= 0xE0000 && cp <= 0xE007F) name = 'TAG CHARACTER';
-  return name === null ? null : {short: null, name: name, kind: kind};
+  for (const r of RANGES) {
+    if (cp >= r[0] && cp <= r[1]) return {short: null, name: r[2], kind: r[3]};
+  }
+  return null;
 }
 function bareSelector(prev) {
   if (prev === null) return true;
@@ -456,6 +455,7 @@ pub fn inbox(nonce: &str) -> String {
         .replace("__NAMES__", &shown::names_json())
         .replace("__WARNINGS__", &shown::warnings_json())
         .replace("__MAX_RUN__", &shown::MAX_RUN.to_string())
+        .replace("__RANGES__", &shown::ranges_json())
         .replace("__TOKEN_KEY__", TOKEN_KEY);
     let nonce = escape(nonce);
     format!(

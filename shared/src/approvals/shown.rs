@@ -159,6 +159,24 @@ const SPACES: List = &[
     (0x3000, "", "IDEOGRAPHIC SPACE"),
 ];
 
+/// Ranges marked whole, first match wins: C1 controls, tags, and the
+/// default-ignorable blocks that no table lists one by one (a renderer
+/// shows nothing for them, so a run of them beside spaces reads as blank).
+const RANGES: &[(u32, u32, &str, Kind)] = &[
+    (0x80, 0x9F, "C1 CONTROL", Kind::Control),
+    (0x180B, 0x180F, "MONGOLIAN FREE VARIATION SELECTOR", Kind::Invisible),
+    (0x2065, 0x2065, "UNASSIGNED FORMAT CHARACTER", Kind::Invisible),
+    (0xFFF0, 0xFFF8, "UNASSIGNED SPECIAL", Kind::Invisible),
+    (0x13430, 0x1343F, "EGYPTIAN HIEROGLYPH FORMAT CONTROL", Kind::Invisible),
+    (0x1BCA0, 0x1BCA3, "SHORTHAND FORMAT CONTROL", Kind::Invisible),
+    (0x1D173, 0x1D17A, "MUSICAL SYMBOL FORMAT CONTROL", Kind::Invisible),
+    (0xE0001, 0xE0001, "LANGUAGE TAG", Kind::Tag),
+    (0xE007F, 0xE007F, "CANCEL TAG", Kind::Tag),
+    (0xE0000, 0xE007F, "TAG CHARACTER", Kind::Tag),
+    (0xE0080, 0xE00FF, "RESERVED DEFAULT-IGNORABLE", Kind::Invisible),
+    (0xE01F0, 0xE0FFF, "RESERVED DEFAULT-IGNORABLE", Kind::Invisible),
+];
+
 /// Every list with the kind of its characters.
 const TABLES: [(List, Kind); 4] = [
     (CONTROLS, Kind::Control),
@@ -193,18 +211,14 @@ fn special(c: char) -> Option<Named> {
             });
         }
     }
-    let (name, kind) = match cp {
-        0x80..=0x9F => ("C1 CONTROL", Kind::Control),
-        0xE0001 => ("LANGUAGE TAG", Kind::Tag),
-        0xE007F => ("CANCEL TAG", Kind::Tag),
-        0xE0000..=0xE007F => ("TAG CHARACTER", Kind::Tag),
-        _ => return None,
-    };
-    Some(Named {
-        short: None,
-        name,
-        kind,
-    })
+    RANGES
+        .iter()
+        .find(|r| (r.0..=r.1).contains(&cp))
+        .map(|&(_, _, name, kind)| Named {
+            short: None,
+            name,
+            kind,
+        })
 }
 
 /// A variation selector is shown as it is only right after a character
@@ -454,6 +468,15 @@ pub fn names_json() -> String {
     format!("{{{}}}", items.join(","))
 }
 
+/// [`RANGES`] for the inbox page's script: `[[first, last, name, kind], …]`.
+pub fn ranges_json() -> String {
+    let items: Vec<String> = RANGES
+        .iter()
+        .map(|&(a, b, name, kind)| format!("[{a},{b},\"{name}\",\"{}\"]", kind.code()))
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
 /// The warning for each kind, for the inbox page's script.
 pub fn warnings_json() -> String {
     let kinds = [
@@ -556,6 +579,23 @@ mod tests {
         // Eight in a row is ordinary; nine is a run.
         assert_eq!(visible("a        b"), "a        b");
         assert_eq!(visible("a         b"), "a⟨9 spaces⟩b");
+    }
+
+    /// Default-ignorable characters beside spaces never read as blank: each
+    /// is a marker, and the field is flagged (round three's `" \u{180b}"`).
+    #[test]
+    fn default_ignorables_between_spaces_are_marked() {
+        let cmd = format!("uptime{}; touch /tmp/X", " \u{180b}".repeat(700));
+        let shown = visible(&cmd);
+        assert_eq!(shown.matches("⟨U+180B⟩").count(), 700, "{shown}");
+        assert!(warning(&cmd).is_some());
+        for c in [
+            '\u{180b}', '\u{180f}', '\u{2065}', '\u{fff0}', '\u{13430}', '\u{1bca0}',
+            '\u{1d173}', '\u{e0080}', '\u{e0fff}',
+        ] {
+            assert!(special(c).is_some(), "U+{:04X}", c as u32);
+        }
+        assert!(special('\u{e0100}').is_none(), "a variation selector, judged by what precedes");
     }
 
     #[test]

@@ -34,6 +34,7 @@ fn binding(caller: Option<&str>) -> Binding {
         command_sha256: sha256_hex("systemctl restart nginx"),
         host_key: "SHA256:abc".into(),
         caller: caller.map(String::from),
+        login: Some("deploy@10.0.0.5:22".into()),
     }
 }
 
@@ -107,6 +108,22 @@ async fn an_approval_is_the_callers_own_and_names_its_approver() {
     assert_eq!(receipt.approver, "token:bob");
     let e = a.redeem(&id, &b, "approval").await.unwrap_err();
     assert!(e.message.contains("already been used"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn an_approval_is_for_the_login_approvers_were_shown() {
+    let a = service("login", false);
+    let b = binding(None);
+    let (_, id) = ask(&a, &b).await;
+    a.decide(&id, true, &approver("token:ops")).await.unwrap();
+    let as_root = Binding {
+        login: Some("root@10.0.0.5:22".into()),
+        ..b.clone()
+    };
+    let e = a.redeem(&id, &as_root, "approval").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Forbidden);
+    assert!(e.message.contains("now logs in as root@10.0.0.5:22"), "{}", e.message);
+    a.redeem(&id, &b, "approval").await.unwrap();
 }
 
 #[tokio::test]

@@ -492,6 +492,7 @@ impl ProxyTool {
             command_sha256: sha256_hex(&arguments),
             host_key: up.account.url.clone(),
             caller: ctx.caller.clone(),
+            login: None,
         };
         let ask = || {
             let why = format!("{} is marked for approval", self.spec.name);

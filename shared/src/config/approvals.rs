@@ -70,6 +70,17 @@ const LIST: &str = "[[approvals.approvers]]";
 /// The name `TOOLGATE_APPROVER_TOKEN`'s approver goes by.
 pub const ENV_APPROVER: &str = "approver";
 
+/// `arn:<partition>:iam::<12 digits>:user/<path and name>`: a user, who is
+/// one person. An assumed role's ARN names a session its assumer chooses.
+fn iam_user_arn(a: &str) -> bool {
+    let parts: Vec<&str> = a.splitn(6, ':').collect();
+    matches!(parts.as_slice(), ["arn", partition, "iam", "", account, resource]
+        if partition.starts_with("aws")
+            && account.len() == 12
+            && account.bytes().all(|b| b.is_ascii_digit())
+            && resource.strip_prefix("user/").is_some_and(|n| !n.is_empty() && !n.contains(char::is_whitespace)))
+}
+
 impl ApprovalsConfig {
     /// The file's table, then the environment, checked.
     pub(super) fn load(file: FileApprovals, env: Env<'_>) -> Result<Self, ConfigError> {
@@ -135,14 +146,10 @@ impl ApprovalsConfig {
                 value: self.jwt_claim.clone(),
             });
         }
-        if let Some(arn) = self
-            .iam_approvers
-            .iter()
-            .find(|a| !a.starts_with("arn:") || blank(a))
-        {
+        if let Some(arn) = self.iam_approvers.iter().find(|a| !iam_user_arn(a)) {
             return Err(ConfigError::BadValue {
                 name: "approvals iam_approvers",
-                what: "IAM user ARNs (arn:aws:iam::123456789012:user/alice)",
+                what: "IAM user ARNs (arn:aws:iam::123456789012:user/alice): not roles, whose sessions anyone allowed to assume the role can name",
                 value: arn.clone(),
             });
         }

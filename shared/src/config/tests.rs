@@ -518,7 +518,7 @@ fn approvals_from_the_file_and_the_environment() {
             ("TOOLGATE_APPROVERS_JWT_CLAIM", "groups"),
             (
                 "TOOLGATE_APPROVERS_IAM",
-                "arn:aws:iam::1:user/a, arn:aws:iam::1:user/b",
+                "arn:aws:iam::123456789012:user/a, arn:aws:iam::123456789012:user/b",
             ),
             ("TOOLGATE_APPROVERS_SLACK_USERS", "*"),
         ]),
@@ -532,6 +532,12 @@ fn approvals_from_the_file_and_the_environment() {
     assert_eq!(a.slack_users, ["*"]);
     for (k, v, want) in [
         ("TOOLGATE_APPROVERS_IAM", "alice", "iam_approvers"),
+        (
+            "TOOLGATE_APPROVERS_IAM",
+            "arn:aws:sts::123456789012:assumed-role/Ops/alice",
+            "iam_approvers",
+        ),
+        ("TOOLGATE_APPROVERS_IAM", "arn:aws:iam::1:user/a", "iam_approvers"),
         ("TOOLGATE_APPROVERS_SLACK_USERS", "u01abc", "slack_users"),
         (
             "TOOLGATE_APPROVALS_LINK_HOLDER",

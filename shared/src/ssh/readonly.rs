@@ -14,7 +14,7 @@
 //! by spaces. Each command is a bare name from the list below (no path: a
 //! path can name any program; no `A=b` before it: an assignment changes
 //! what the program does) followed by literal words made only of
-//! `A-Z a-z 0-9 . _ / : , @ % + = ^ -`. A word in that alphabet means the
+//! `A-Z a-z 0-9 . _ / : , @ % + = -`. A word in that alphabet means the
 //! same to sh, dash, bash, ksh and zsh with their default options: nothing
 //! expands, nothing is quoted, nothing redirects (zsh turns a leading
 //! `=cmd` into the command's path, which as an argument only names a
@@ -27,8 +27,9 @@
 //! creates files too), `&` alone (background jobs), parentheses
 //! (subshells), and any control character (a line break starts another
 //! command; a tab is refused rather than trusted to separate words) or
-//! non-ASCII character (lookalikes of ASCII ones). A word may not start
-//! with `^`: fish before 3.1 reads a leading `^` as a redirection of
+//! non-ASCII character (lookalikes of ASCII ones). `^` anywhere: the
+//! Bourne shell and its heirs (Solaris 10's `/bin/sh`, Heirloom sh) read it
+//! as a pipe, and fish before 3.1 a leading one as a redirection of
 //! standard error to a file. Empty commands (`ls;;`, a trailing `|`) are
 //! refused.
 //!
@@ -158,13 +159,6 @@ pub fn read_only(command: &str) -> Result<(), String> {
                 i += op.len();
             }
             c if is_word_byte(c) => {
-                if c == b'^' {
-                    name_first(&words, b, i)?;
-                    return Err(format!(
-                        "a word starts with ^{}: some shells (fish before 3.1) read that as a redirection",
-                        context(command, i)
-                    ));
-                }
                 let start = i;
                 while i < b.len() && is_word_byte(b[i]) {
                     i += 1;
@@ -195,7 +189,7 @@ fn name_first(words: &[&str], b: &[u8], i: usize) -> Result<(), String> {
 
 /// A byte of a literal word.
 fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"._/:,@%+=^-".contains(&b)
+    b.is_ascii_alphanumeric() || b"._/:,@%+=-".contains(&b)
 }
 
 /// Why the character at byte `i` (not a word byte, a space or an operator)
@@ -226,6 +220,10 @@ fn refused_char(command: &str, i: usize) -> String {
         '#' => format!("`#` starts a comment{}", at()),
         '!' => format!("`!` negates a command or expands history{}", at()),
         '(' | ')' => format!("a parenthesis ({c}) starts a subshell{}", at()),
+        '^' => format!(
+            "`^` is a pipe to the Bourne shell and its heirs, and a redirection to old fish{}",
+            at()
+        ),
         '\n' => "a line break starts another command".into(),
         '\r' => "a carriage return (U+000D) is not a literal argument".into(),
         '\t' => "a tab (U+0009): only spaces may separate words".into(),
@@ -513,6 +511,17 @@ fn special_file(word: &str) -> bool {
         return false;
     }
     if word.contains("kmsg") || word.contains("trace_pipe") {
+        return true;
+    }
+    // Memory, other processes' environments, PCI configuration space (its
+    // reads have side effects on some devices), and the named pipes under
+    // /run (reading one takes a request from its reader, as init's).
+    let last = word.rsplit('/').next().unwrap_or(word);
+    if matches!(last, "mem" | "kmem" | "kcore" | "environ")
+        || ["/run/", "/var/run/", "/proc/bus/pci", "/sys/bus/pci", "/sys/devices/pci"]
+            .iter()
+            .any(|p| word.contains(p))
+    {
         return true;
     }
     // A folder name starts the word, follows a non-name byte (`/`, `=`,
@@ -979,7 +988,6 @@ mod tests {
             "cat /dev/null",
             "test -e /etc/passwd && echo yes || echo no",
             "echo a=b c,d e@f 50% +1 x:y",
-            "grep x^y /etc/hosts",
             "which python3",
             "id; whoami; groups; pwd; uname -a; nproc; w; who; last -n 5",
             "getent passwd root",
@@ -1066,7 +1074,8 @@ mod tests {
             ("ls &", "`&` alone"),
             ("touch x & ls", "`touch` is not on the read-only list"),
             ("ls |& cat", "`&` alone"),
-            ("grep ^root /etc/passwd", "starts with ^"),
+            ("grep ^root /etc/passwd", "`^` is a pipe"),
+            ("echo x^touch y", "`^` is a pipe"),
             ("ls;", "an empty command after `;`"),
             ("; ls", "an empty command before `;`"),
             ("ls ;; ls", "an empty command before `;`"),
@@ -1214,6 +1223,14 @@ mod tests {
             "cat /proc/kmsg",
             "cat /proc/self/root/proc/kmsg",
             "cat /sys/kernel/tracing/trace_pipe",
+            "cat /proc/1/environ",
+            "od -j 4096 -N 4096 /proc/1/mem",
+            "cat /proc/kcore",
+            "cat /run/initctl",
+            "cat /run/systemd/initctl/fifo",
+            "tail /var/run/x.fifo",
+            "cat /sys/bus/pci/devices/0000:00:00.0/config",
+            "hexdump /proc/bus/pci/00/00.0",
             "cat /proc/1/fd/3",
             "cat /proc/1/map_files/x",
             "cat /proc/1/cwd/watchdog",

@@ -204,6 +204,10 @@ impl SshRun {
             command_sha256: sha256_hex(&input.command),
             host_key: server.host_key.fingerprint(),
             caller: ctx.caller.clone(),
+            login: Some(format!(
+                "{}@{}:{}",
+                server.username, server.host, server.port
+            )),
         };
         let ask = || {
             let intent = if input.intent.is_empty() {
