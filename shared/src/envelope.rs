@@ -128,6 +128,7 @@ pub fn error_type(code: ErrorCode) -> &'static str {
         ErrorCode::Expired => "Expired",
         ErrorCode::NotConfigured => "NotConfigured",
         ErrorCode::ApprovalRequired => "ApprovalRequired",
+        ErrorCode::QuotaExceeded => "QuotaExceeded",
     }
 }
 

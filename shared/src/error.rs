@@ -34,11 +34,16 @@ pub enum ErrorCode {
     /// 428: the call needs a person's approval first; the error carries
     /// the pending approval (`approval`: id, answer_url, expires_at).
     ApprovalRequired,
+    /// 429: a per-caller or server-wide quota is used up (live sessions,
+    /// stored session bytes, request bytes waiting for the sandbox,
+    /// pending clarifications); the message names the bound and its
+    /// setting.
+    QuotaExceeded,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         Self::InvalidInput,
         Self::Unauthorized,
         Self::Forbidden,
@@ -51,6 +56,7 @@ impl ErrorCode {
         Self::Expired,
         Self::NotConfigured,
         Self::ApprovalRequired,
+        Self::QuotaExceeded,
     ];
 
     /// The HTTP status the code is answered with.
@@ -68,6 +74,7 @@ impl ErrorCode {
             Self::Expired => 410,
             Self::NotConfigured => 503,
             Self::ApprovalRequired => 428,
+            Self::QuotaExceeded => 429,
         }
     }
 
@@ -86,6 +93,7 @@ impl ErrorCode {
             Self::Expired => "expired",
             Self::NotConfigured => "not_configured",
             Self::ApprovalRequired => "approval_required",
+            Self::QuotaExceeded => "quota_exceeded",
         }
     }
 }
@@ -126,6 +134,11 @@ impl ToolError {
     /// `internal`: Toolgate failed, not the caller.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Internal, message)
+    }
+    /// `quota_exceeded`: a bound on what one caller, or everyone, may
+    /// hold at once; `message` names it and its setting.
+    pub fn quota(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::QuotaExceeded, message)
     }
     /// `unknown_tool`, naming the name that was asked for.
     pub fn unknown_tool(name: &str) -> Self {

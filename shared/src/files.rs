@@ -1,9 +1,12 @@
 //! python.execute's `files` (docs/contracts.md#files): what a call may
 //! give the script, what it returns, and the form both take between the
 //! server and the sandbox. A file is bytes; JSON carries it as text when
-//! it is valid UTF-8, else as `{"base64": "..."}`.
+//! it is valid UTF-8, else as `{"base64": "..."}`. What makes a name a
+//! trap on a client: `names`.
 
-use std::collections::BTreeMap;
+pub mod names;
+
+use std::collections::{BTreeMap, HashMap};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -24,27 +27,31 @@ pub const MAX_NAME_BYTES: usize = 255;
 pub type Files = BTreeMap<String, Vec<u8>>;
 
 /// Why `name` is not a file name a call may use: relative, `/`-separated,
-/// no empty, `.` or `..` part, no NUL, at most [`MAX_NAME_BYTES`].
-pub fn name_problem(name: &str) -> Option<&'static str> {
+/// no empty, `.` or `..` part, no NUL, at most [`MAX_NAME_BYTES`], and no
+/// trap on a common client ([`names::trap`]: `\`, `:`, controls,
+/// invisible or direction-changing characters, Windows device names).
+pub fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
-        return Some("is empty");
+        return Some("is empty".into());
     }
     if name.len() > MAX_NAME_BYTES {
-        return Some("is longer than 255 bytes");
+        return Some("is longer than 255 bytes".into());
     }
     if name.contains('\0') {
-        return Some("contains a NUL character");
+        return Some("contains a NUL character".into());
     }
     if name.starts_with('/') {
-        return Some("is absolute (names are relative paths, like data/in.csv)");
+        return Some("is absolute (names are relative paths, like data/in.csv)".into());
     }
     if name
         .split('/')
         .any(|part| part.is_empty() || part == "." || part == "..")
     {
-        return Some("has an empty, '.' or '..' part (names are relative paths, like data/in.csv)");
+        return Some(
+            "has an empty, '.' or '..' part (names are relative paths, like data/in.csv)".into(),
+        );
     }
-    None
+    names::trap(name)
 }
 
 /// A file that is also a folder of another (`a` and `a/b`): no file
@@ -86,7 +93,7 @@ impl Admitted {
     /// Checked before the content is decoded, so a bad name is named first.
     fn check_name(name: &str) -> Result<(), String> {
         match name_problem(name) {
-            Some(why) => Err(format!("file name {name:?} {why}")),
+            Some(why) => Err(format!("file name {} {why}", shown(name))),
             None => Ok(()),
         }
     }
@@ -104,12 +111,17 @@ impl Admitted {
     }
 
     fn finish(self) -> Result<Files, String> {
-        match folder_clash(&self.files) {
-            Some((a, b)) => Err(format!(
-                "file {a:?} is also the folder of {b:?}; a name is one or the other"
-            )),
-            None => Ok(self.files),
+        if let Some((a, b)) = folder_clash(&self.files) {
+            return Err(format!(
+                "file {} is also the folder of {}; a name is one or the other",
+                shown(a),
+                shown(b)
+            ));
         }
+        if let Some((later, first)) = names::twins(self.files.keys().map(String::as_str)).first() {
+            return Err(names::twins_message(first, later));
+        }
+        Ok(self.files)
     }
 }
 
@@ -132,11 +144,12 @@ pub fn parse_input(value: Option<&Value>, cap_bytes: u64) -> Result<Files, ToolE
                     if o.len() == 1 && o.get("base64").is_some_and(Value::is_string) =>
                 {
                     decode(o["base64"].as_str().unwrap_or_default())
-                        .map_err(|e| format!("file {name:?}: base64 is not valid: {e}"))?
+                        .map_err(|e| format!("file {}: base64 is not valid: {e}", shown(name)))?
                 }
                 _ => {
                     return Err(format!(
-                        r#"file {name:?} must be text or {{"base64": "..."}}"#
+                        r#"file {} must be text or {{"base64": "..."}}"#,
+                        shown(name)
                     ));
                 }
             };
@@ -190,14 +203,81 @@ pub fn from_wire(wire: BTreeMap<String, String>, cap_bytes: u64) -> Result<Files
         Admitted::check_name(&name)?;
         let bytes = STANDARD
             .decode(b64)
-            .map_err(|e| format!("file {name:?} is not base64: {e}"))?;
+            .map_err(|e| format!("file {} is not base64: {e}", shown(&name)))?;
         admitted.add(&name, bytes)?;
     }
     admitted.finish()
 }
 
-/// A name as a note shows it: the first 80 characters.
-fn shown(name: &str) -> String {
+/// Files the server wrote itself (a stored session's, a child's input),
+/// only decoded: they were checked when they came in, under the rules of
+/// that day, and a rule added since must not make a session's files
+/// vanish. A failure is an error, never an empty set.
+pub fn decode_wire(wire: BTreeMap<String, String>) -> Result<Files, String> {
+    wire.into_iter()
+        .map(|(name, b64)| match STANDARD.decode(b64) {
+            Ok(bytes) => Ok((name, bytes)),
+            Err(e) => Err(format!("file {} is not base64: {e}", shown(&name))),
+        })
+        .collect()
+}
+
+/// Why `added` cannot join `base` (a session's files and a call's, or
+/// those a call saw and those its script wrote), naming the files: more
+/// than [`MAX_COUNT`] in all (`count_is` says which sets), a file that is
+/// a folder of the other side's, or names that differ only in case or
+/// Unicode form ([`names::twin_key`]). `base_is` names a file of `base`
+/// ("the session's file"). Only what `added` brings counts: a base that
+/// already breaks a rule (stored before it existed) is left as it is.
+pub fn union_problem(base: &Files, added: &Files, base_is: &str, count_is: &str) -> Option<String> {
+    let total = base.len() + added.keys().filter(|n| !base.contains_key(*n)).count();
+    if total > MAX_COUNT && total > base.len() {
+        return Some(format!(
+            "{count_is} are {total} files, over the limit of {MAX_COUNT}"
+        ));
+    }
+    let either = "a name is a file or a folder, not both";
+    for name in added.keys() {
+        let folders = name.match_indices('/').map(|(i, _)| &name[..i]);
+        if let Some(folder) = folders.into_iter().find(|f| base.contains_key(*f)) {
+            return Some(format!(
+                "file {} is under {base_is} {}; {either}",
+                shown(name),
+                shown(folder)
+            ));
+        }
+        let prefix = format!("{name}/");
+        if let Some((inner, _)) = base.range(prefix.clone()..).next()
+            && inner.starts_with(&prefix)
+        {
+            return Some(format!(
+                "file {} is the folder of {base_is} {}; {either}",
+                shown(name),
+                shown(inner)
+            ));
+        }
+    }
+    let keys: HashMap<String, &str> = base
+        .keys()
+        .map(|n| (names::twin_key(n), n.as_str()))
+        .collect();
+    added
+        .keys()
+        .filter(|n| !base.contains_key(*n))
+        .find_map(|n| Some((n, *keys.get(&names::twin_key(n))?)))
+        .map(|(name, twin)| {
+            format!(
+                "file {} and {base_is} {} differ only in case or Unicode form; a client that \
+                 ignores case or normalizes names would keep one",
+                shown(name),
+                shown(twin)
+            )
+        })
+}
+
+/// A name as a message or a note shows it: the first 80 characters,
+/// quoted and escaped.
+pub fn shown(name: &str) -> String {
     let cut: String = name.chars().take(80).collect();
     if cut.len() < name.len() {
         format!("{cut:?}…")
@@ -227,6 +307,18 @@ pub fn keep_returnable(files: &mut Files, cap_bytes: u64) -> String {
         notes.push(format!(
             "[file {} not returned: its folder is also a file]\n",
             shown(&inner)
+        ));
+    }
+    let twins: Vec<(String, String)> = names::twins(files.keys().map(String::as_str))
+        .into_iter()
+        .map(|(later, first)| (later.to_owned(), first.to_owned()))
+        .collect();
+    for (later, first) in twins {
+        files.remove(&later);
+        notes.push(format!(
+            "[file {} not returned: its name differs from {} only in case or Unicode form]\n",
+            shown(&later),
+            shown(&first)
         ));
     }
     if files.len() > MAX_COUNT {
@@ -313,6 +405,10 @@ mod tests {
             (json!({"../a": "x"}), "'..'"),
             (json!({"a": "x", "a/b": "y"}), "also the folder"),
             (json!({"a": "x".repeat(101)}), "the limit"),
+            (json!({"a\\b": "x"}), "backslash"),
+            (json!({"a\u{202e}b": "x"}), "U+202E"),
+            (json!({"aux": "x"}), "reserves"),
+            (json!({"README": "x", "readme": "y"}), "differ only in case"),
         ] {
             let e = parse_input(Some(&bad), 100).unwrap_err();
             assert!(e.message.contains(says), "{bad}: {}", e.message);
@@ -337,5 +433,68 @@ mod tests {
         assert_eq!(g.len(), 1);
         assert!(note.contains("\"b\" (10 bytes)"), "{note}");
         assert_eq!(cap_output(&mut f.clone(), 20), "");
+    }
+
+    fn files(names: &[&str]) -> Files {
+        names.iter().map(|n| (n.to_string(), vec![])).collect()
+    }
+
+    #[test]
+    fn what_was_stored_decodes_whatever_its_names() {
+        let stored = files(&["a:b", "README", "readme"]);
+        assert_eq!(decode_wire(to_wire(&stored)).unwrap(), stored);
+        assert!(from_wire(to_wire(&stored), 100).is_err());
+        let bad = BTreeMap::from([("x".to_string(), "!!".to_string())]);
+        assert!(
+            decode_wire(bad)
+                .unwrap_err()
+                .contains("\"x\" is not base64")
+        );
+    }
+
+    #[test]
+    fn a_union_names_what_the_added_files_break() {
+        let base = files(&["a", "d/e", "README"]);
+        let problem = |added: &[&str]| {
+            union_problem(&base, &files(added), "the session's file", "they").unwrap_or_default()
+        };
+        assert!(problem(&["a/b"]).contains("file \"a/b\" is under the session's file \"a\""));
+        assert!(
+            problem(&["x/y", "d"])
+                .contains("file \"d\" is the folder of the session's file \"d/e\"")
+        );
+        assert!(
+            problem(&["readme"])
+                .contains("file \"readme\" and the session's file \"README\" differ")
+        );
+        assert_eq!(problem(&["a", "README", "b/c", "e"]), "");
+        let many: Vec<String> = (0..999).map(|i| format!("f{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(problem(&many).contains("they are 1002 files, over the limit of 1000"));
+        // A stored set already past a rule is not the call's problem.
+        let old = files(&["A", "a"]);
+        assert_eq!(union_problem(&old, &files(&["b"]), "x", "y"), None);
+    }
+
+    #[test]
+    fn returned_twins_and_traps_are_left_out_and_named() {
+        let mut f = files(&["A.txt", "a.txt", "c:d", "ok"]);
+        let note = keep_returnable(&mut f, 100);
+        assert_eq!(f, files(&["A.txt", "ok"]));
+        assert!(
+            note.contains("[file \"c:d\" not returned: its name contains ':'"),
+            "{note}"
+        );
+        assert!(
+            note.contains("[file \"a.txt\" not returned: its name differs from \"A.txt\" only in case or Unicode form]"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn messages_name_a_huge_name_by_its_start() {
+        let long = "n".repeat(1 << 20);
+        let e = parse_input(Some(&json!({ long: "x" })), 100).unwrap_err();
+        assert!(e.message.len() < 300, "{}", e.message.len());
     }
 }

@@ -36,7 +36,9 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
     let tool = match registry.get(name) {
         Ok(t) => t,
         Err(e) => {
-            let shown: String = name.chars().take(LOGGED_NAME_CHARS).collect();
+            // The caller's own text: cut, and no id in it reaches the log.
+            let cut: String = name.chars().take(LOGGED_NAME_CHARS).collect();
+            let shown = crate::logging::redact_ids(&cut);
             let outcome = Err(e);
             log(&shown, transport, ctx, started, &outcome);
             return outcome;

@@ -51,12 +51,21 @@ impl Function {
     /// As [`Self::new`], with the authorizer's identities that are approvers
     /// (`[approvals] jwt_group`, `iam_approvers`).
     pub fn with_approvals(tools: &Toolset, approvals: &ApprovalsConfig) -> Self {
+        Self::with_origins(tools, approvals, crate::http::Origins::default())
+    }
+
+    /// As [`Self::with_approvals`], with the web origins whose pages may
+    /// call (`TOOLGATE_ALLOWED_ORIGINS`, the public URL's).
+    pub fn with_origins(
+        tools: &Toolset,
+        approvals: &ApprovalsConfig,
+        origins: crate::http::Origins,
+    ) -> Self {
         let state = tools.app_state(crate::http::Tokens::default(), false);
         let registry = state.registry.clone();
-        let router = crate::http::router(state).layer(axum::middleware::from_fn_with_state(
-            Arc::new(approvals.clone()),
-            call_context,
-        ));
+        let router = crate::http::router(state, origins).layer(
+            axum::middleware::from_fn_with_state(Arc::new(approvals.clone()), call_context),
+        );
         Self {
             registry,
             router,
@@ -338,6 +347,7 @@ where
             Err(e) => return fail(&e.to_string()),
         };
         let approvals = cfg.approvals.clone();
+        let origins = crate::http::Origins::from_config(&cfg);
         let tools = match assemble(cfg).await {
             Ok(t) => t,
             Err(e) => {
@@ -345,7 +355,7 @@ where
                 return fail(&e);
             }
         };
-        let function = Arc::new(Function::with_approvals(&tools, &approvals));
+        let function = Arc::new(Function::with_origins(&tools, &approvals, origins));
         tracing::info!(
             tools = ?tools.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
             "function ready"
@@ -457,16 +467,20 @@ mod tests {
 
     #[test]
     fn a_groups_claim_in_every_shape_api_gateway_sends() {
-        for raw in [r#"["ops","approvers"]"#, "[ops approvers]", " [ops  approvers] "] {
+        for raw in [
+            r#"["ops","approvers"]"#,
+            "[ops approvers]",
+            " [ops  approvers] ",
+        ] {
             assert_eq!(claim_values(raw), ["ops", "approvers"], "{raw}");
         }
         assert_eq!(claim_values("approvers"), ["approvers"]);
-        assert!(claim_values("[]").is_empty());
-        assert!(claim_values("").is_empty());
-    }
-}
         // One group whose name holds a separator is that one group.
         assert_eq!(claim_values("[eng,ops]"), ["eng,ops"]);
         assert_eq!(claim_values("eng,ops"), ["eng,ops"]);
         assert_eq!(claim_values("Team ops"), ["Team ops"]);
         assert_eq!(claim_values(r#"["Team ops"]"#), ["Team ops"]);
+        assert!(claim_values("[]").is_empty());
+        assert!(claim_values("").is_empty());
+    }
+}

@@ -3,13 +3,33 @@
 //! else the caller's default. On Lambda lines carry no timestamp, since
 //! CloudWatch stamps each line itself. What a line may say of ids and of
 //! user-supplied text: [`id_ref`], [`redact_ids`], [`field`].
+//!
+//! In text mode every field of every line, a library's included, is
+//! escaped and cut as [`field`] does (JSON escapes its strings itself), so
+//! no value can start a forged line or drive the operator's terminal.
+//! Libraries that log what clients send at info (rmcp: a client's own
+//! name, whole notifications) log warnings only, unless
+//! `TOOLGATE_LOG_LEVEL` says otherwise ([`QUIET_LIBRARIES`]).
+
+use std::fmt;
+
+/// Directives added to the default level: libraries that log client text
+/// at info, kept to warnings.
+pub const QUIET_LIBRARIES: &str = "rmcp=warn,hyper=warn,h2=warn,russh=warn";
+
+/// The filter when `TOOLGATE_LOG_LEVEL` is unset: `level` for everything
+/// but [`QUIET_LIBRARIES`].
+pub fn default_filter(level: &str) -> String {
+    format!("{level},{QUIET_LIBRARIES}")
+}
 
 /// Installs the global subscriber (see the module); `default_level` applies
 /// when `TOOLGATE_LOG_LEVEL` is unset. Once a subscriber is set, a later call
 /// changes nothing. (The Worker logs through its own subscriber.)
 ///
-/// Whatever the level, two of lambda_runtime's lines are never written,
-/// since they carry a payload whole: a failed invocation's error, whose
+/// Whatever the level, rmcp's debug lines (whole MCP messages) and two of
+/// lambda_runtime's lines are never written, since they carry a payload
+/// whole: a failed invocation's error, whose
 /// message names the approval it is about (Step Functions reads the id
 /// there), and at TRACE the raw event (task tokens, approval ids).
 /// Toolgate's own line for the call says what failed, with ids as refs.
@@ -19,46 +39,130 @@ pub fn init(default_level: &str) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
 
-    /// lambda_runtime 1.x logs a handler's `Err(Diagnostic)` as
-    /// `error!("{error:?}")` (layers/panic.rs): an event whose one field is
-    /// the message. Its panic lines there have an `error` field and stay.
-    /// The raw event is `trace!(body = …)` (layers/api_response.rs).
-    fn carries_a_payload(m: &tracing::Metadata<'_>) -> bool {
-        let only_message = || m.fields().iter().map(|f| f.name()).eq(["message"]);
-        match m.target() {
-            "lambda_runtime::layers::panic" => m.is_event() && only_message(),
-            "lambda_runtime::layers::api_response" => m.fields().field("body").is_some(),
-            _ => false,
-        }
-    }
-
     let filter = EnvFilter::try_from_env("TOOLGATE_LOG_LEVEL")
-        .unwrap_or_else(|_| EnvFilter::new(default_level));
+        .unwrap_or_else(|_| EnvFilter::new(default_filter(default_level)));
     let payload_free = tracing_subscriber::filter::filter_fn(|m| !carries_a_payload(m));
     let on_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
     let json =
         on_lambda || std::env::var("TOOLGATE_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    if !json {
+        let _ = text_subscriber(filter, std::io::stderr)
+            .with(payload_free)
+            .try_init();
+        return;
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match (json, on_lambda) {
-        (true, true) => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
+        .with_writer(std::io::stderr)
+        .json()
+        .flatten_event(true)
+        .with_current_span(false);
+    let _ = if on_lambda {
+        builder
             .without_time()
             .finish()
             .with(payload_free)
-            .try_init(),
-        (true, false) => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .finish()
-            .with(payload_free)
-            .try_init(),
-        _ => builder.compact().finish().with(payload_free).try_init(),
+            .try_init()
+    } else {
+        builder.finish().with(payload_free).try_init()
     };
+}
+
+/// Lines never written (see [`init`]). lambda_runtime 1.x logs a handler's `Err(Diagnostic)` as
+/// `error!("{error:?}")` (layers/panic.rs): an event whose one field is
+/// the message. Its panic lines there have an `error` field and stay.
+/// The raw event is `trace!(body = …)` (layers/api_response.rs).
+#[cfg(feature = "native")]
+fn carries_a_payload(m: &tracing::Metadata<'_>) -> bool {
+    let only_message = || m.fields().iter().map(|f| f.name()).eq(["message"]);
+    match m.target() {
+        // rmcp's debug and trace lines hold whole MCP messages: a call's
+        // arguments and results, approval ids among them.
+        t if t == "rmcp" || t.starts_with("rmcp::") => *m.level() > tracing::Level::INFO,
+        "lambda_runtime::layers::panic" => m.is_event() && only_message(),
+        "lambda_runtime::layers::api_response" => m.fields().field("body").is_some(),
+        _ => false,
+    }
+}
+
+/// The text-mode subscriber over `writer`: compact lines whose every field
+/// is [`Escaped`].
+#[cfg(feature = "native")]
+pub fn text_subscriber<W>(
+    filter: tracing_subscriber::EnvFilter,
+    writer: W,
+) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    use tracing_subscriber::field::MakeExt;
+    let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        if field.name() == "message" {
+            write!(w, "{}", Escaped(value))
+        } else {
+            write!(w, "{}={}", field.name(), Escaped(value))
+        }
+    })
+    .delimited(" ");
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .compact()
+        .fmt_fields(fields)
+        .finish()
+}
+
+/// A value as a text log line writes it: its `Debug` form (a `%` value's
+/// `Display`) with controls and invisible or direction-changing characters
+/// as `\u{…}` escapes, cut to [`FIELD_CHARS`].
+pub struct Escaped<'a>(pub &'a dyn fmt::Debug);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut w = Bounded {
+            out: f,
+            chars: 0,
+            dropped: 0,
+        };
+        fmt::write(&mut w, format_args!("{:?}", self.0))?;
+        let dropped = w.dropped;
+        if dropped > 0 {
+            write!(f, "…[{dropped} more characters]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes through to `out`, escaped, until [`FIELD_CHARS`]; counts the rest.
+struct Bounded<'a, 'b> {
+    out: &'a mut fmt::Formatter<'b>,
+    chars: usize,
+    dropped: usize,
+}
+
+impl fmt::Write for Bounded<'_, '_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for c in s.chars() {
+            if self.chars == FIELD_CHARS {
+                self.dropped += 1;
+                continue;
+            }
+            self.chars += 1;
+            if escaped(c) {
+                write!(self.out, "{}", c.escape_unicode())?;
+            } else {
+                fmt::Write::write_char(self.out, c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a log line writes `c` as an escape: a control (newline and
+/// ESC among them), or a character that is invisible or changes the
+/// direction text reads in (the same set file names refuse).
+fn escaped(c: char) -> bool {
+    c.is_control() || crate::files::names::hides(c)
 }
 
 /// What a log line says for an id that is (or was) a capability: a
@@ -121,10 +225,7 @@ pub fn field(text: &str) -> String {
             out.push_str(&format!("…[{rest} more characters]"));
             break;
         }
-        let invisible = c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-                | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{061c}');
-        if invisible {
+        if escaped(c) {
             out.push_str(&c.escape_unicode().to_string());
         } else {
             out.push(c);
@@ -164,5 +265,106 @@ mod tests {
         assert!(f.contains("\\u{a}") && f.contains("\\u{1b}") && f.contains("\\u{202e}"));
         let long = field(&"x".repeat(FIELD_CHARS + 5));
         assert!(long.ends_with("…[5 more characters]"), "{long}");
+    }
+
+    /// What a text subscriber wrote.
+    #[cfg(feature = "native")]
+    #[derive(Clone, Default)]
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    #[cfg(feature = "native")]
+    impl std::io::Write for Capture {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[cfg(feature = "native")]
+    fn text_of(filter: &str, log: impl FnOnce()) -> String {
+        let out = Capture::default();
+        let w = out.clone();
+        let sub = text_subscriber(tracing_subscriber::EnvFilter::new(filter), move || {
+            w.clone()
+        });
+        tracing::subscriber::with_default(sub, log);
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// As [`text_of`], with `extra` layered on, as `init` does.
+    #[cfg(feature = "native")]
+    fn text_of_filtered(
+        filter: &str,
+        extra: impl tracing_subscriber::Layer<Box<dyn tracing::Subscriber + Send + Sync>>
+        + Send
+        + Sync
+        + 'static,
+        log: impl FnOnce(),
+    ) -> String {
+        use tracing_subscriber::layer::SubscriberExt;
+        let out = Capture::default();
+        let w = out.clone();
+        let sub: Box<dyn tracing::Subscriber + Send + Sync> = Box::new(text_subscriber(
+            tracing_subscriber::EnvFilter::new(filter),
+            move || w.clone(),
+        ));
+        tracing::subscriber::with_default(sub.with(extra), log);
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[cfg(feature = "native")]
+    #[test]
+    fn text_lines_cannot_be_forged() {
+        let forged = "x\ntoolgate::audit outcome=\"ran\"\r\u{1b}]0;t\u{7}\u{202e}";
+        let long = "y".repeat(1 << 20);
+        let text = text_of("info", || {
+            // A `%` value, a `?` value, a `&str`, and a message, as a
+            // library writes them.
+            tracing::warn!(error = %forged, detail = ?forged, name = forged, "call {forged}");
+            tracing::warn!(error = %long, "long");
+        });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(!text.contains('\r') && !text.contains("\u{1b}]") && !text.contains('\u{7}'));
+        assert!(
+            !text.contains('\u{202e}') && text.contains("\\u{202e}"),
+            "{text}"
+        );
+        assert!(lines[1].len() < 3 * FIELD_CHARS, "{}", lines[1].len());
+        assert!(lines[1].contains(&format!("…[{} more characters]", (1 << 20) - FIELD_CHARS)));
+    }
+
+    #[cfg(feature = "native")]
+    #[test]
+    fn rmcp_debug_lines_are_never_written() {
+        let filter = tracing_subscriber::filter::filter_fn(|m| !carries_a_payload(m));
+        let text = text_of_filtered("debug", filter, || {
+            tracing::debug!(target: "rmcp::service", "received request ref-of-nothing");
+            tracing::info!(target: "rmcp::service", "rmcp info");
+            tracing::debug!(target: "toolgate_shared::invoke", "own debug");
+        });
+        assert!(!text.contains("received request"), "{text}");
+        assert!(
+            text.contains("rmcp info") && text.contains("own debug"),
+            "{text}"
+        );
+    }
+
+    #[cfg(feature = "native")]
+    #[test]
+    fn libraries_speak_at_warn_by_default() {
+        let text = text_of(&default_filter("info"), || {
+            tracing::info!(target: "rmcp::service", peer = "me", "Service initialized as server");
+            tracing::warn!(target: "rmcp::service", "a warning");
+            tracing::info!(target: "toolgate_shared::invoke", "tool call");
+        });
+        assert!(!text.contains("Service initialized"), "{text}");
+        assert!(
+            text.contains("a warning") && text.contains("tool call"),
+            "{text}"
+        );
     }
 }

@@ -48,6 +48,9 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
                 ErrorCode::Conflict => "The clarification is already answered or cancelled",
                 ErrorCode::Expired => "The clarification expired",
                 ErrorCode::NotConfigured => "The deployment is missing its bearer secret",
+                ErrorCode::QuotaExceeded => {
+                    "A quota is used up (live sessions, stored session bytes, request bytes waiting for the sandbox, pending clarifications): the message names it and its setting; try again once some are released"
+                }
                 ErrorCode::ApprovalRequired => {
                     "The call needs a person's approval first: error.approval has its id, expiry and what it is for; once an approver approved it, call again with \"approval\": its id"
                 }

@@ -229,7 +229,8 @@ impl Toolset {
             callback,
             base,
             std::time::Duration::from_secs(c.expiry_secs),
-        );
+        )
+        .with_pending_limits(c.pending_limits());
         if !c.notify.is_empty() {
             let spawn = self.long_running.then(crate::clarify::notify::tokio_spawn);
             let post = Arc::new(crate::clarify::notify::post::Reqwest::new()?);

@@ -1,6 +1,7 @@
 //! Real headless Chromium (Debian's, through playwright-core) on the
 //! people's pages: the clarify page (`support/clarify_page.cjs`) and the
-//! approvers' inbox (`support/inbox_page.cjs`).
+//! approvers' inbox (`support/inbox_page.cjs`); and on an attacker's page
+//! of another site (`support/cross_site.cjs`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -37,6 +38,23 @@ pub fn inbox_in_chromium(mode: &str, args: &[&str]) -> Value {
             .args(args)
             .env("TOOLGATE_TEST_TOOLS", tools_dir()),
         "headless Chromium on the inbox page",
+    );
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// Runs `support/cross_site.cjs`: a page on `http://localhost:<its port>`
+/// sends `body` to `target` with a `no-cors` fetch of a `Blob`, as any web
+/// page can. Returns what the page's fetch did (`{"fetch": "sent"}` once
+/// it settled: its answer is opaque to the page either way).
+pub fn cross_site_fetch_in_chromium(target: &str, body: &str) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("support/cross_site.cjs");
+    let out = run_ok(
+        Command::new("node")
+            .arg(script)
+            .arg(target)
+            .arg(body)
+            .env("TOOLGATE_TEST_TOOLS", tools_dir()),
+        "headless Chromium on a page of another site",
     );
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
 }

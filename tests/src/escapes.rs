@@ -412,3 +412,116 @@ result = reached
 /// `_sre.compile` with crafted code (RustPython does not check it, as
 /// CPython does): prints `kept`, then must fail the call only.
 pub const CRAFTED_REGEX: &str = "import re\nprint('kept')\np = re._compiler._sre.compile('abc', 0, [48, 2**31, 7, 1, 99], 3, {}, (None,) * 4)\np.match('abc' * 5)\nprint('unreachable?')";
+
+/// The issue's chain (#51) over every module: every `sys.modules` entry
+/// (and every native module, and the ones no set holds) deleted, every
+/// entry cleared, `sys.modules` replaced, the entry set to None (and, for
+/// `create_builtin`, `sys.modules` itself deleted), then each creation
+/// route. A native module a route hands back must be the warm one, with
+/// the scrub's removals still gone; no module outside the set may come
+/// back. `result` lists what was found (must be empty). Controls: the
+/// check flags a planted second `gc`, and every route hands back a module
+/// at least once (a route that always failed would find nothing).
+pub const RECREATED: &str = r#"
+import typing, json
+sys_ = typing.sys
+mods = sys_.modules
+orig = dict(mods)
+imp, boot, importlib = orig['_imp'], orig['_frozen_importlib'], orig['importlib']
+BI, FI = boot.BuiltinImporter, boot.FrozenImporter
+native = set(sys_.builtin_module_names)
+class Spec:
+    def __init__(self, name):
+        self.name = name
+        self.origin = 'built-in'
+SCRUBBED = {'sys': ('settrace', '_getframe', 'setrecursionlimit', 'monitoring'),
+            'gc': ('get_objects', 'get_referrers', 'get_referents'),
+            'marshal': ('loads', 'load'), 'time': ('clock_settime', 'pthread_getcpuclockid')}
+NEVER = ('_testinternalcapi', '_interpreters', '_interpchannels', '_interpqueues', 'pyexpat',
+         '_asyncio', '_remote_debugging', '_elementtree', '_queue', 'faulthandler', '_symtable',
+         '_testcapi', 'unittest', 'pdb')
+found = []
+worked = {}
+def routes(n):
+    yield 'create_builtin', lambda: imp.create_builtin(Spec(n))
+    yield '_builtin_from_name', lambda: boot._builtin_from_name(n)
+    yield 'create_module', lambda: BI.create_module(BI.find_spec(n))
+    yield 'module_from_spec', lambda: boot.module_from_spec(BI.find_spec(n) or FI.find_spec(n))
+    yield 'BuiltinImporter.load_module', lambda: BI.load_module(n)
+    yield 'FrozenImporter.load_module', lambda: FI.load_module(n)
+    yield 'init_frozen', lambda: imp.init_frozen(n)
+    yield 'library import', lambda: __import__(n, vars(json))
+    yield 'import_module', lambda: importlib.import_module(n)
+    if n in native:
+        # Reloading a Python module runs its code again in place (the
+        # import system's own too); a native one is the point here.
+        yield 'reload', lambda: importlib.reload(orig[n])
+def second(n, m):
+    # A second native instance: not the warm one, and it carries the def's
+    # functions (type(sys)(n) makes an empty module, which is harmless).
+    return (type(m).__name__ == 'module' and n in native and n in orig and m is not orig[n]
+            and any(not a.startswith('__') for a in vars(m)))
+def check(label, n, m):
+    if type(m).__name__ != 'module':
+        return
+    worked[label.split('/')[1]] = True
+    if second(n, m):
+        found.append(f'{label}: a second {n}')
+    found.extend(f'{label}: {n}.{a}' for a in SCRUBBED.get(n, ()) if hasattr(m, a))
+    if getattr(m, '__name__', None) in NEVER:
+        found.append(f'{label}: {m.__name__}')
+def left_behind(label):
+    # What the route left in sys.modules (whichever dict it is now).
+    # (From sys's dict: reading a deleted sys.modules by attribute ends
+    # the call, see below.)
+    now = vars(sys_).get('modules')
+    if isinstance(now, dict):
+        found.extend(f'{label}: a second {k} in sys.modules' for k, v in list(now.items()) if second(k, v))
+def restore():
+    sys_.modules = mods
+    mods.clear()
+    mods.update(orig)
+names = sorted(set(orig) | native | set(NEVER))
+for n in names:
+    for how in ('del', 'clear', 'replace', 'none', 'unset'):
+        for label, route in routes(n):
+            if how == 'unset' and label != 'create_builtin':
+                # Python code reading a deleted sys.modules ends the call:
+                # the engine's AttributeError path for a module reads
+                # sys.modules again, without end (a vendored fix).
+                continue
+            m = None
+            try:
+                if how == 'del':
+                    mods.pop(n, None)
+                elif how == 'clear':
+                    mods.clear()
+                elif how == 'replace':
+                    sys_.modules = {}
+                elif how == 'none':
+                    mods[n] = None
+                else:
+                    del sys_.modules
+                m = route()
+            except BaseException:
+                pass
+            finally:
+                left_behind(f'{how}/{label}')
+                restore()
+            check(f'{how}/{label}', n, m)
+# Controls: the check sees a planted second gc; each route worked once.
+planted = type(sys_)('gc')
+planted.get_objects = None
+before = len(found)
+check('control/create_builtin', 'gc', planted)
+mods['gc'] = planted
+left_behind('control/create_builtin')
+restore()
+if len(found) != before + 3:
+    found.append('control: a planted second gc was not seen')
+else:
+    del found[before:]
+found.extend('control: ' + label + ' never handed back a module'
+             for label, _ in routes('json') if label not in worked)
+result = found
+"#;

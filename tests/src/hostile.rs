@@ -128,6 +128,19 @@ pub const CASES: &[Case] = &[
             ),
         ],
     },
+    // `__index__` is called once, and 2**63 seconds is CPython's
+    // OverflowError, not the engine's panic (#51).
+    Case {
+        name: "sleep_by_index_past_the_clock",
+        code: "import time\nclass Index:\n    calls = 0\n    def __init__(self, v):\n        self.v = v\n    def __index__(self):\n        Index.calls += 1\n        return self.v\nfor s in (Index(2**63), Index(2**64), -2**100, Index(-1)):\n    try:\n        time.sleep(s)\n    except (OverflowError, ValueError) as e:\n        print(type(e).__name__, e)\nprint(Index.calls)",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout(
+                "OverflowError timestamp too large to convert to C PyTime_t\nOverflowError timestamp too large to convert to C PyTime_t\nOverflowError timestamp too large to convert to C PyTime_t\nValueError sleep length must be non-negative\n3\n",
+            ),
+        ],
+    },
     Case {
         name: "bytearray_resized_under_a_view",
         code: "b = bytearray(b'abc')\nm = memoryview(b)\ntry:\n    b.__init__(b'wxyz')\nexcept BufferError as e:\n    print('BufferError', e)\nprint(bytes(m), b)",
@@ -164,6 +177,26 @@ pub const CASES: &[Case] = &[
         code: "import typing, json\nreached = []\nfor name in ('_testinternalcapi', '_testcapi', '_interpreters', 'pyexpat', 'unittest', 'pdb'):\n    for route in (lambda: __import__(name, vars(json)), lambda: typing.sys.modules[name], lambda: exec('import ' + name, vars(json))):\n        try:\n            route()\n            reached.append(name)\n        except (ImportError, KeyError):\n            pass\nresult = reached",
         group: Group::Default,
         expect: &[Exit(0), Result("[]")],
+    },
+    // The chain (#51): `_imp` made again after its `sys.modules`
+    // entry is deleted is the warm, wrapped one; so are `gc`, `marshal`,
+    // `time` and `sys`, scrubbed (tests/escapes.rs tries every entry by
+    // every route).
+    Case {
+        name: "recreated_modules_are_the_warm_ones",
+        code: "import typing\ns = typing.sys\nimp = s.modules['_imp']\nclass Spec:\n    def __init__(self, name):\n        self.name = name\n        self.origin = 'built-in'\nreached = []\ndel s.modules['_imp']\ntry:\n    fresh = imp.create_builtin(Spec('_imp'))\n    left = s.modules.get('_imp', imp)\nfinally:\n    s.modules['_imp'] = imp\nif fresh is not imp or left is not imp:\n    reached.append('a second _imp')\nfor name in ('_testinternalcapi', 'pyexpat', '_interpreters', '_asyncio'):\n    try:\n        if getattr(fresh.create_builtin(Spec(name)), '__name__', None) == name:\n            reached.append(name)\n    except BaseException:\n        pass\nfor name, attrs in (('gc', ('get_objects', 'get_referrers')), ('marshal', ('loads',)), ('time', ('clock_settime',)), ('sys', ('settrace', '_getframe'))):\n    old = s.modules.pop(name)\n    try:\n        m = imp.create_builtin(Spec(name))\n        left = s.modules.get(name, old)\n    finally:\n        s.modules[name] = old\n    if (m is not old and m is not None) or left is not old:\n        reached.append('a second ' + name)\n    reached += [name + '.' + a for a in attrs if hasattr(m, a)]\nresult = reached",
+        group: Group::Default,
+        expect: &[Exit(0), Result("[]")],
+    },
+    Case {
+        name: "create_builtin_after_sys_modules_is_deleted",
+        code: "import typing\ns = typing.sys\nimp, saved = s.modules['_imp'], s.modules\nfor name in ('gc', 'atexit'):\n    del s.modules\n    try:\n        print(type(imp.create_builtin(type('S', (), {'name': name})())).__name__)\n    except Exception as e:\n        print(type(e).__name__)\n    finally:\n        s.modules = saved",
+        group: Group::Default,
+        expect: &[
+            Exit(0),
+            Stdout("module\nRuntimeError\n"),
+            StderrLacks("InternalError"),
+        ],
     },
     // No host facts: paths, command line, build details, uptime.
     Case {

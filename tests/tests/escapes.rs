@@ -4,7 +4,7 @@
 use serde_json::json;
 use toolgate_e2e::Server;
 use toolgate_e2e::escapes::{
-    COMPILED_IN, CRAFTED_REGEX, Canaries, ENV_NAME, HOST_MODULES, ROUTES, SCRUBBED,
+    COMPILED_IN, CRAFTED_REGEX, Canaries, ENV_NAME, HOST_MODULES, RECREATED, ROUTES, SCRUBBED,
 };
 use toolgate_e2e::timing::machine_share;
 
@@ -47,6 +47,21 @@ fn compiled_in_modules_outside_the_set_are_unreachable() {
     let out = Server::start(&[]).exec(COMPILED_IN);
     assert_eq!(out["exit_code"], 0, "{out}");
     assert_eq!(out["result"], json!([]), "{out}");
+}
+
+/// Every `sys.modules` entry deleted, cleared, replaced or set to None,
+/// then every route that creates a module (#51): only the warm, scrubbed
+/// instances come back, and nothing outside the set.
+#[test]
+fn recreated_modules_are_the_warm_ones_by_every_route() {
+    let _machine = machine_share();
+    let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "300")]);
+    let started = std::time::Instant::now();
+    let out = s.exec(RECREATED);
+    eprintln!("RECREATED ran in {:.1} s", started.elapsed().as_secs_f64());
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert_eq!(out["result"], json!([]), "{out}");
+    assert_eq!(s.exec("result = 6 * 7")["result"], 42);
 }
 
 /// Crafted regex code ends the call as the interpreter's failure, exit 1

@@ -224,3 +224,68 @@ async fn mcp_gives_returned_files_as_embedded_resources() {
     );
     client.cancel().await.unwrap();
 }
+
+#[test]
+fn names_that_are_traps_on_common_clients_are_refused() {
+    let s = Server::start(&[]);
+    for (files, says) in [
+        (json!({"a\\b": "x"}), "contains a backslash"),
+        (json!({"c:x": "x"}), "contains ':'"),
+        (json!({"a\u{7}b": "x"}), "control character (U+0007)"),
+        (json!({"a\nb": "x"}), "control character (U+000A)"),
+        (
+            json!({"z\u{202e}gnp.exe": "x"}),
+            "direction-changing character (U+202E)",
+        ),
+        (json!({"CON": "x"}), "\"CON\" that Windows reserves"),
+        (
+            json!({"d/aux.txt": "x"}),
+            "\"aux.txt\" that Windows reserves",
+        ),
+        (
+            json!({"README": "1", "readme": "2"}),
+            "file names \"README\" and \"readme\" differ only in case or Unicode form",
+        ),
+        (
+            json!({"Caf\u{e9}": "1", "Cafe\u{301}": "2"}),
+            "differ only in case or Unicode form",
+        ),
+        (json!({"x": "1", "x..": "2"}), "differ only in case"),
+    ] {
+        let r = s.post_json(
+            "/tools/python.execute",
+            &json!({"code": "print(1)", "files": files}),
+        );
+        let v = r.json();
+        assert_eq!(
+            (r.status, v["error"]["code"].as_str()),
+            (400, Some("invalid_input")),
+            "{files}: {v}"
+        );
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(says), "{says}: {msg}");
+    }
+    // `<>|?*"` fail to save on Windows but cannot point elsewhere: allowed.
+    let out = s.exec("open('a<b>|?*.txt', 'w').write('ok')");
+    assert_eq!(out["files"], json!({"a<b>|?*.txt": "ok"}), "{out}");
+
+    // A script may still create such names (open() is CPython's); they are
+    // not returned, each said so, and the rest comes back.
+    let out = s.exec(
+        "for n in ['a:b', 'x\\\\y', 'CON.txt', 'A.txt', 'a.txt', 'ok.txt']:\n    open(n, 'w').write(n)",
+    );
+    assert_eq!(
+        out["files"],
+        json!({"A.txt": "A.txt", "ok.txt": "ok.txt"}),
+        "{out}"
+    );
+    let err = out["stderr"].as_str().unwrap();
+    for says in [
+        "[file \"a:b\" not returned: its name contains ':'",
+        "[file \"x\\\\y\" not returned: its name contains a backslash",
+        "[file \"CON.txt\" not returned: its name has a part \"CON.txt\" that Windows reserves",
+        "[file \"a.txt\" not returned: its name differs from \"A.txt\" only in case or Unicode form]",
+    ] {
+        assert!(err.contains(says), "{says}\n{err}");
+    }
+}

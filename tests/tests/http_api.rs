@@ -249,6 +249,69 @@ fn healthz_reports_the_walls() {
     assert_eq!(w["memory_mb"], 256);
 }
 
+/// `/healthz` tells a stranger only that the server is up: the tools, the
+/// sandbox's walls, accounts and their errors are for whoever may call.
+#[test]
+fn healthz_without_a_token_says_only_ok() {
+    let caller = "healthz-caller-token-1234";
+    let approver = "healthz-approver-token-1234";
+    let s = Server::start_with_args(
+        &[("TOOLGATE_APPROVER_TOKEN", approver)],
+        &["--token", caller],
+    );
+    for headers in [
+        &[][..],
+        &[("Authorization", "Bearer wrong-token-value-1234")],
+    ] {
+        let r = s.request("GET", "/healthz", headers, b"");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json(), json!({"status": "ok"}), "{headers:?}");
+    }
+    for token in [caller, approver] {
+        let auth = format!("Bearer {token}");
+        let h = s
+            .request("GET", "/healthz", &[("Authorization", &auth)], b"")
+            .json();
+        assert_eq!(h["status"], "ok");
+        assert_eq!(h["tools"], json!(["python.execute", "clarify"]), "{h}");
+        assert_eq!(h["sandbox"]["walls"]["scrub"], true, "{h}");
+    }
+}
+
+/// A body without `Content-Type` is what a web page's `no-cors` fetch of a
+/// `Blob` sends: refused, and the tool does not run. An empty body still
+/// means no arguments.
+#[test]
+fn a_json_body_needs_its_content_type() {
+    let s = Server::start(&[]);
+    let r = s.request(
+        "POST",
+        "/tools/python.execute",
+        &[],
+        br#"{"code": "print(1)"}"#,
+    );
+    assert_eq!(
+        error_of(&r),
+        (
+            400,
+            "invalid_input".into(),
+            "Content-Type: application/json is required for a JSON body".into()
+        )
+    );
+    let r = s.request("POST", "/tools/clarify", &[], br#"{"question": "q?"}"#);
+    assert_eq!(error_of(&r).1, "invalid_input", "{r:?}");
+    // No body, or a blank one: no arguments, as before.
+    let r = s.request("POST", "/tools/python.execute", &[], b"");
+    assert_eq!(error_of(&r).1, "invalid_input");
+    assert!(error_of(&r).2.contains("code"), "{r:?}");
+    let ran: Vec<Value> = s
+        .json_logs_when(std::time::Duration::from_secs(2), |_| false)
+        .into_iter()
+        .filter(|l| l["message"] == "tool call" && l["outcome"] == "ok")
+        .collect();
+    assert!(ran.is_empty(), "{ran:?}");
+}
+
 #[test]
 fn every_call_logs_tool_duration_and_outcome_as_json() {
     let s = Server::start(&[]);

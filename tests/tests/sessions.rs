@@ -244,3 +244,215 @@ fn crafted_saved_state_is_refused_inside_the_child() {
     drop(s);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Runs `args` on another thread: its status and body.
+fn call_in_thread(
+    s: &std::sync::Arc<Server>,
+    args: Value,
+) -> std::thread::JoinHandle<(u16, Value)> {
+    let s = s.clone();
+    std::thread::spawn(move || call(&s, args))
+}
+
+#[test]
+fn a_session_call_waiting_for_a_place_keeps_its_session() {
+    let _m = toolgate_e2e::timing::machine_lock();
+    let s = std::sync::Arc::new(Server::start(&[
+        ("TOOLGATE_PYTHON_MAX_CONCURRENCY", "1"),
+        ("TOOLGATE_PYTHON_TIMEOUT", "2"),
+    ]));
+    let id = ok(&s, json!({"session": "new", "code": "n = 0"}))["session"].clone();
+    // Eight spinners hold the one place for ~16 s: past the session's hold
+    // (the timeout and 10 s), which A takes before it waits for a place.
+    let spinners: Vec<_> = (0..8)
+        .map(|_| call_in_thread(&s, json!({"code": "while True: pass"})))
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let a = call_in_thread(&s, json!({"session": id, "code": "n += 1"}));
+    std::thread::sleep(std::time::Duration::from_secs(13));
+    // A still waits for its place; its hold would have run out by now.
+    let b = call_in_thread(&s, json!({"session": id, "code": "n += 10"}));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    for t in spinners {
+        assert_eq!(t.join().unwrap().0, 200);
+    }
+    assert_eq!(a.0, 200, "A lost its session while it waited: {}", a.1);
+    assert!(
+        b.0 == 200 || (b.0 == 409 && b.1["error"]["code"] == "conflict"),
+        "{b:?}"
+    );
+    let n = ok(&s, json!({"session": id, "code": "result = n"}))["result"].clone();
+    let expected = if b.0 == 200 { 11 } else { 1 };
+    assert_eq!(n, expected, "A's update or B's was lost; b = {b:?}");
+}
+
+#[test]
+fn files_that_cannot_sit_beside_the_sessions_are_refused_and_nothing_is_lost() {
+    let s = Server::start(&[]);
+    let id = ok(
+        &s,
+        json!({"session": "new", "code": "1", "files": {"a": "x", "d/e": "y", "README": "r"}}),
+    )["session"]
+        .clone();
+    for (files, says) in [
+        (
+            json!({"a/b": "z"}),
+            "file \"a/b\" is under the session's file \"a\"",
+        ),
+        (
+            json!({"d": "z"}),
+            "file \"d\" is the folder of the session's file \"d/e\"",
+        ),
+        (
+            json!({"readme": "z"}),
+            "file \"readme\" and the session's file \"README\" differ only in case or Unicode form",
+        ),
+    ] {
+        let (status, out) = call(
+            &s,
+            json!({"session": id, "code": "print(open('a').read())", "files": files}),
+        );
+        assert_eq!(
+            (status, out["error"]["code"].as_str()),
+            (400, Some("invalid_input")),
+            "{out}"
+        );
+        let msg = out["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(says), "{msg}");
+    }
+    // The session kept its files, and takes a replacement of its own.
+    let out = ok(
+        &s,
+        json!({"session": id, "code": "print(open('a').read(), open('README').read())", "files": {"README": "R"}}),
+    );
+    assert_eq!(out["stdout"], "x R\n", "{out}");
+
+    // More than 1000 in all: the call's files are refused; files a script
+    // writes past the limit are not saved, and the session keeps its 900.
+    let many = |from: usize, n: usize| -> serde_json::Map<String, Value> {
+        (from..from + n)
+            .map(|i| (format!("f{i:04}"), json!("")))
+            .collect()
+    };
+    let id = ok(
+        &s,
+        json!({"session": "new", "code": "1", "files": Value::Object(many(0, 900))}),
+    )["session"]
+        .clone();
+    let (status, out) = call(
+        &s,
+        json!({"session": id, "code": "1", "files": Value::Object(many(900, 200))}),
+    );
+    assert_eq!(status, 400, "{out}");
+    let msg = out["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("are 1100 files, over the limit of 1000"),
+        "{msg}"
+    );
+    let out = ok(
+        &s,
+        json!({"session": id, "code": "for i in range(200):\n    open('g%03d' % i, 'w').write('')\nx = 1"}),
+    );
+    let err = out["stderr"].as_str().unwrap();
+    assert!(
+        err.contains("[session: nothing was saved: ") && err.contains("1100 files"),
+        "{err}"
+    );
+    let out = ok(
+        &s,
+        json!({"session": id, "code": "result = len(open.__globals__['_store'])\nprint('x' in dir())"}),
+    );
+    assert_eq!(out["result"], 900, "{out}");
+    assert_eq!(
+        out["stdout"], "False\n",
+        "the call's state was not saved either"
+    );
+}
+
+/// Writes `files` (the column's JSON) as the stored files of session `id`.
+fn plant_files(dir: &str, id: &str, files: &str) {
+    let db = rusqlite::Connection::open(format!("{dir}/sessions.sqlite3")).unwrap();
+    let n = db
+        .execute(
+            "UPDATE sessions SET files = ?2 WHERE id = ?1",
+            rusqlite::params![id, files],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn stored_files_are_never_silently_lost() {
+    let dir = std::env::temp_dir().join(format!("toolgate-stored-files-{}", std::process::id()));
+    let dir_s = dir.to_str().unwrap().to_owned();
+    let s = Server::start(&[("TOOLGATE_DATA_DIR", &dir_s)]);
+    // A name stored before the name rules tightened still opens.
+    let id = ok(&s, json!({"session": "new", "code": "1"}))["session"].clone();
+    plant_files(
+        &dir_s,
+        id.as_str().unwrap(),
+        r#"{"a:b": "eA==", "ok": "eQ=="}"#,
+    );
+    let out = ok(
+        &s,
+        json!({"session": id, "code": "print(open('a:b').read(), open('ok').read())"}),
+    );
+    assert_eq!(out["stdout"], "x y\n", "{out}");
+    // A column that does not decode is the store's failure, said so, not
+    // a session with no files.
+    plant_files(&dir_s, id.as_str().unwrap(), r#"{"ok": "!!not base64!!"}"#);
+    for _ in 0..2 {
+        let (status, out) = call(&s, json!({"session": id, "code": "print(1)"}));
+        assert_eq!(status, 500, "{out}");
+        let msg = out["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("files are unreadable"), "{msg}");
+    }
+    drop(s);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn sessions_are_bounded_per_caller() {
+    let s = Server::start(&[
+        ("TOOLGATE_PYTHON_SESSION_MAX_PER_CALLER", "3"),
+        ("TOOLGATE_PYTHON_SESSION_MAX_MB_PER_CALLER", "1"),
+    ]);
+    let first = ok(&s, json!({"session": "new", "code": "1"}))["session"].clone();
+    for _ in 0..2 {
+        ok(&s, json!({"session": "new", "code": "1"}));
+    }
+    let (status, out) = call(&s, json!({"session": "new", "code": "1"}));
+    assert_eq!(
+        (status, out["error"]["code"].as_str()),
+        (429, Some("quota_exceeded")),
+        "{out}"
+    );
+    let msg = out["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("3 live sessions") && msg.contains("TOOLGATE_PYTHON_SESSION_MAX_PER_CALLER"),
+        "{msg}"
+    );
+    // Stored bytes: 600 kB fits in 1 MiB, 1.2 MB does not; the result
+    // stands, nothing of the second call is saved.
+    let out = ok(
+        &s,
+        json!({"session": first, "code": "open('a.txt', 'w').write('x' * 300_000)"}),
+    );
+    assert!(out["stderr"].as_str().unwrap().is_empty(), "{out}");
+    let out = ok(
+        &s,
+        json!({"session": first, "code": "open('b.txt', 'w').write('y' * 600_000)\nz = 1\nresult = 7"}),
+    );
+    assert_eq!(out["result"], 7);
+    let err = out["stderr"].as_str().unwrap();
+    assert!(
+        err.contains("[session: nothing was saved: this caller's sessions would hold ")
+            && err.contains("TOOLGATE_PYTHON_SESSION_MAX_MB_PER_CALLER"),
+        "{err}"
+    );
+    let out = ok(
+        &s,
+        json!({"session": first, "code": "print(sorted(open.__globals__['_store']), 'z' in dir())"}),
+    );
+    assert_eq!(out["stdout"], "['a.txt'] False\n", "{out}");
+}

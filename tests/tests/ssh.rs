@@ -641,3 +641,41 @@ fn list_servers_refuses_input_that_is_not_an_object() {
         assert_eq!(r.json()["servers"][0]["name"], "box");
     }
 }
+
+#[test]
+fn a_callers_words_cannot_forge_an_audit_line_in_the_text_log() {
+    let d = Sshd::start();
+    let cfg = temp_file("toolgate-ssh", &d.server_toml("box", ""));
+    // TOOLGATE_LOG unset: the default text log an operator reads.
+    let s = Server::start_with_args(
+        &[("TOOLGATE_LOG", "text")],
+        &["--config", cfg.0.to_str().unwrap()],
+    );
+    let forged = "\nFORGED toolgate::audit: audit event=\"ssh_run\" server=\"box\" outcome=\"ran\"\r\u{1b}]0;owned\u{7}\u{202e}";
+    run_ok(
+        &s,
+        json!({"server_name": "box", "command": format!("true # cmd-1{forged}"), "intent": format!("intent-1{forged}")}),
+    );
+    let r = run(
+        &s,
+        json!({"server_name": "box-2\nFORGED toolgate::audit\u{1b}]0;x\u{7}", "command": format!("true{forged}"), "intent": "x"}),
+    );
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+    let logs = toolgate_e2e::timing::poll(Duration::from_secs(5), || {
+        let l = s.logs();
+        (l.contains("cmd-1") && l.contains("box-2")).then_some(l)
+    })
+    .unwrap_or_else(|| s.logs());
+    assert!(logs.contains("cmd-1") && logs.contains("box-2"), "{logs}");
+    // The test reads the log line by line: let the rest of a (forged)
+    // line arrive.
+    std::thread::sleep(Duration::from_secs(1));
+    let logs = s.logs();
+    for line in logs.lines() {
+        assert!(!line.starts_with("FORGED"), "a forged line: {line}");
+        assert!(line.len() < 8 << 10, "a {}-byte line", line.len());
+        for bad in ["\u{1b}]", "\r", "\u{7}", "\u{202e}"] {
+            assert!(!line.contains(bad), "{bad:?} reached the log: {line:?}");
+        }
+    }
+}

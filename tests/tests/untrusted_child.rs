@@ -24,6 +24,7 @@ fn hostile_sandbox() -> Sandbox {
         spare_children: 1,
         max_concurrency: 2,
         max_per_caller: 2,
+        recycle: toolgate_shared::sandbox::Recycle::NEVER,
     })
     .expect("start the hostile zygote")
 }

@@ -513,6 +513,25 @@ open('nope')","files":{"in/a.csv":"x,y
             vec![("Content-Type", "text/plain"), ("Authorization", &auth)],
             b"{}".to_vec(),
         ),
+        // A JSON body without its Content-Type (a page's no-cors fetch),
+        // and a page of another site even with the token.
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![("Authorization", &auth)],
+            br#"{"code":"print(1)"}"#.to_vec(),
+        ),
+        (
+            "POST",
+            "/tools/python.execute".into(),
+            vec![
+                json_ct,
+                ("Authorization", &auth),
+                ("Origin", "https://evil.example"),
+                ("Sec-Fetch-Site", "cross-site"),
+            ],
+            br#"{"code":"print(1)"}"#.to_vec(),
+        ),
         (
             "POST",
             "/tools/python.execute".into(),
@@ -730,8 +749,15 @@ open('nope')","files":{"in/a.csv":"x,y
     // The same shape as serve's; the walls the sandbox Worker checks are
     // asked for after calls have run, so a runner that reused an instance
     // would read instance_per_call false.
-    let health = stack.request("GET", "/healthz", &[], b"").json();
-    let native = local.request("GET", "/healthz", &[], b"").json();
+    // With the caller's token: without it a server that has tokens says
+    // only {"status": "ok"} (the next lines).
+    let with_token = [("Authorization", auth.as_str())];
+    let health = stack.request("GET", "/healthz", &with_token, b"").json();
+    let native = local.request("GET", "/healthz", &with_token, b"").json();
+    assert_eq!(
+        stack.request("GET", "/healthz", &[], b"").json(),
+        json!({"status": "ok"})
+    );
     assert_eq!(health["status"], "ok");
     assert_eq!(health["tools"], native["tools"], "{health}");
     let (w, n) = (&health["sandbox"]["walls"], &native["sandbox"]["walls"]);
@@ -1566,4 +1592,136 @@ fn worker_refuses_an_answer_that_disagrees_with_its_choice() {
         "{}",
         body(&r)
     );
+}
+
+/// The issue's chain over every module on the Worker (#51,
+/// `toolgate_e2e::escapes::RECREATED`, as tests/escapes.rs runs it on
+/// serve): every `sys.modules` entry deleted, cleared, replaced or set to
+/// None, then every route that creates a module; only the warm, scrubbed
+/// instances come back, and nothing outside the set.
+#[test]
+fn worker_recreated_modules_are_the_warm_ones_by_every_route() {
+    let _g = lock();
+    let stack = Stack::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_PYTHON_TIMEOUT", "300"),
+    ]);
+    let out = stack.exec(toolgate_e2e::escapes::RECREATED);
+    assert_eq!(
+        (&out["exit_code"], &out["result"]),
+        (&json!(0), &json!([])),
+        "{out}"
+    );
+    assert_eq!(stack.exec("result = 6 * 7")["result"], 42);
+}
+
+/// Issue #51's data rules on the Worker, which shares python.execute's
+/// session and file code with serve (tests/sessions.rs, tests/files.rs,
+/// tests/quotas.rs): names that are traps on common clients and session
+/// files that clash are `invalid_input`; an id no session could have is
+/// `not_found` without repeating it; live sessions are bounded per caller
+/// on D1; `/mcp` holds each tool to its own body limit.
+#[test]
+fn worker_refuses_trap_names_clashing_files_and_sessions_past_their_quota() {
+    let _g = lock();
+    let stack = Stack::start(&[
+        ("TOOLGATE_TOKEN", TOKEN),
+        ("TOOLGATE_PYTHON_SESSION_MAX_PER_CALLER", "2"),
+    ]);
+    let refused = |r: &Response, status: u16, code: &str, says: &str| {
+        let v = r.json();
+        assert_eq!(
+            (r.status, v["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{v}"
+        );
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains(says), "{says}: {msg}");
+    };
+    for (files, says) in [
+        (json!({"a\\b": "x"}), "contains a backslash"),
+        (json!({"c:x": "x"}), "contains ':'"),
+        (json!({"z\u{202e}gnp.exe": "x"}), "(U+202E)"),
+        (json!({"d/aux.txt": "x"}), "Windows reserves"),
+        (json!({"README": "1", "readme": "2"}), "differ only in case"),
+    ] {
+        let r = stack.post(
+            "/tools/python.execute",
+            &json!({"code": "print(1)", "files": files}),
+        );
+        refused(&r, 400, "invalid_input", says);
+    }
+
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": "new", "code": "1", "files": {"a": "x"}}),
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let id = r.json()["session"].as_str().unwrap().to_owned();
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": id, "code": "1", "files": {"a/b": "y"}}),
+    );
+    refused(
+        &r,
+        400,
+        "invalid_input",
+        "file \"a/b\" is under the session's file \"a\"",
+    );
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": id, "code": "print(open('a').read())"}),
+    );
+    assert_eq!(r.json()["stdout"], "x\n", "{}", body(&r));
+
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": format!("no\nsuch{}", "s".repeat(100_000)), "code": "1"}),
+    );
+    refused(&r, 404, "not_found", "No session \"no\\nsuch");
+    assert!(r.body.len() < 1024, "{} bytes", r.body.len());
+
+    // The caller has one session; a second fits, a third does not.
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": "new", "code": "1"}),
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({"session": "new", "code": "1"}),
+    );
+    refused(
+        &r,
+        429,
+        "quota_exceeded",
+        "TOOLGATE_PYTHON_SESSION_MAX_PER_CALLER",
+    );
+
+    // clarify takes 1 MiB; /mcp reads up to python.execute's limit.
+    let call = json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "clarify", "arguments": {"question": "q", "pad": "x".repeat(2 << 20)}},
+    });
+    let auth = format!("Bearer {TOKEN}");
+    let r = stack.request(
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2025-06-18"),
+            ("Authorization", &auth),
+        ],
+        call.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let v = r.json();
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("\"too_large\""), "{text}");
 }

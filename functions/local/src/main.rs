@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use toolgate_shared::{
     config::Config,
     error::ToolError,
-    http::Tokens,
-    http::router,
+    http::serve::ServeLimits,
+    http::{Origins, Tokens, router},
     invoke::{Transport, invoke},
     sandbox::alloc::SandboxAlloc,
     spec_export::{Format, export_specs},
@@ -208,18 +208,12 @@ async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
     }
 }
 
-/// Why `cfg` must not be served: a non-loopback address without any
-/// caller token lets anyone who reaches it run code.
-async fn refuse_anonymous(cfg: &Config) -> Option<String> {
-    if !cfg.server.tokens.is_empty() {
-        return None;
-    }
-    // Every address the name resolves to must be loopback; one that does
-    // not resolve fails at bind with its own message.
-    let public = tokio::net::lookup_host(&cfg.server.addr)
-        .await
-        .is_ok_and(|mut addrs| addrs.any(|a| !a.ip().is_loopback()));
-    if !public {
+/// Why `cfg` must not be served on `bound`: a non-loopback address
+/// without any caller token lets anyone who reaches it run code. Judged on
+/// the address actually bound, not on a name looked up before binding
+/// (whose answer may change in between).
+fn refuse_anonymous(cfg: &Config, bound: std::net::SocketAddr) -> Option<String> {
+    if !cfg.server.tokens.is_empty() || bound.ip().to_canonical().is_loopback() {
         return None;
     }
     if cfg.server.allow_anonymous {
@@ -239,7 +233,12 @@ async fn refuse_anonymous(cfg: &Config) -> Option<String> {
 }
 
 async fn serve(cfg: Config) -> ExitCode {
-    if let Some(why) = refuse_anonymous(&cfg).await {
+    let listener = match tokio::net::TcpListener::bind(&cfg.server.addr).await {
+        Ok(l) => l,
+        Err(e) => return fatal(&format!("cannot bind {}: {e}", cfg.server.addr)),
+    };
+    let bound = listener.local_addr().ok();
+    if let Some(why) = bound.and_then(|b| refuse_anonymous(&cfg, b)) {
         return fatal(&why);
     }
     toolgate_shared::sqlite_file::keep_private(&cfg.data_dir);
@@ -247,11 +246,6 @@ async fn serve(cfg: Config) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fatal(&e),
     };
-    let listener = match tokio::net::TcpListener::bind(&cfg.server.addr).await {
-        Ok(l) => l,
-        Err(e) => return fatal(&format!("cannot bind {}: {e}", cfg.server.addr)),
-    };
-    let bound = listener.local_addr().ok();
     let local = bound
         .map(|a| a.to_string())
         .unwrap_or_else(|| cfg.server.addr.clone());
@@ -264,9 +258,14 @@ async fn serve(cfg: Config) -> ExitCode {
         Tokens::new(&cfg.server.tokens, &cfg.approvals.approvers),
         bound.is_some_and(|a| a.ip().is_loopback()),
     );
+    let mut limits = ServeLimits::from_config(&cfg.server);
+    let open_files = limits.fit_descriptors();
     tracing::info!(
         addr = %local,
         auth = !cfg.server.tokens.is_empty(),
+        max_connections = limits.max_connections,
+        max_connections_per_client = limits.per_client,
+        open_files_limit = open_files,
         callers = cfg.server.tokens.len(),
         approvers = cfg.approvals.approvers.len(),
         tools = ?app.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
@@ -276,7 +275,8 @@ async fn serve(cfg: Config) -> ExitCode {
     // grace period, then stop anyway; dropping the sandbox kills its children.
     let grace = std::time::Duration::from_secs(cfg.server.shutdown_grace_secs);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+    let app_router = router(state, Origins::from_config(&cfg));
+    let server = toolgate_shared::http::serve::serve(listener, app_router, limits, async move {
         shutdown_signal().await;
         tracing::info!(grace_secs = grace.as_secs(), "shutting down");
         let _ = stop_tx.send(());

@@ -13,7 +13,9 @@ use worker::wasm_bindgen::JsValue;
 
 use crate::d1::{first, int, run, text};
 use toolgate_shared::files::Files;
-use toolgate_shared::sessions::store::{Claim, Lease, Record, SessionStore, StoreFuture, sql};
+use toolgate_shared::sessions::store::{
+    Claim, Lease, Record, SessionStore, StoreFuture, Usage, sql,
+};
 
 /// D1 holds at most 2,000,000 bytes in a row: a session's state and files
 /// together stay under this (the state as bytes, the files as base64 JSON).
@@ -22,6 +24,8 @@ pub const ROW_LIMIT: usize = 1_900_000;
 thread_local! {
     /// The table is created once per isolate, on first use.
     static READY: Cell<bool> = const { Cell::new(false) };
+    /// A table from before `bytes` is brought up to date once per isolate.
+    static MIGRATED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// A held row's files and state size.
@@ -57,6 +61,17 @@ struct Peek {
     expires_at: f64,
 }
 
+#[derive(Deserialize)]
+struct Owned {
+    sessions: f64,
+    bytes: f64,
+}
+
+#[derive(Deserialize)]
+struct Total {
+    bytes: f64,
+}
+
 fn hex(s: &str) -> Result<Vec<u8>, String> {
     let bytes = s.as_bytes();
     if !bytes.len().is_multiple_of(2) {
@@ -86,7 +101,32 @@ impl D1Sessions {
     }
 
     async fn ready(&self) -> Result<(), String> {
-        crate::d1::create_once(&self.db, sql::SCHEMA, &READY).await
+        crate::d1::create_once(&self.db, sql::SCHEMA, &READY).await?;
+        if MIGRATED.with(Cell::get) {
+            return Ok(());
+        }
+        // A table made before sessions counted their bytes gains the
+        // column (a table that has it refuses: nothing to do), then the
+        // indexes that count them.
+        if let Err(e) = self.db.prepare(sql::ADD_BYTES).run().await {
+            let e = e.to_string();
+            if !e.contains("duplicate column") {
+                return Err(format!("adding a column: {e}"));
+            }
+        }
+        for index in sql::USAGE_INDEXES
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            self.db
+                .prepare(index)
+                .run()
+                .await
+                .map_err(|e| format!("creating an index: {e}"))?;
+        }
+        MIGRATED.with(|r| r.set(true));
+        Ok(())
     }
 
     /// A row this call holds: its files, and its state read in parts.
@@ -109,10 +149,14 @@ impl D1Sessions {
                 .ok_or("a held session vanished")?;
             state.extend(hex(&part.part)?);
         }
-        let wire = serde_json::from_str(&row.files).map_err(|e| e.to_string())?;
+        // Decoded only: names stored under older rules still load; a
+        // column that does not decode is an error, never "no files".
+        let wire = serde_json::from_str(&row.files)
+            .map_err(|e| format!("a stored session's files are unreadable: {e}"))?;
         Ok(Record {
             state,
-            files: toolgate_shared::files::from_wire(wire, u64::MAX)?,
+            files: toolgate_shared::files::decode_wire(wire)
+                .map_err(|e| format!("a stored session's files are unreadable: {e}"))?,
         })
     }
 
@@ -194,12 +238,15 @@ impl SessionStore for D1Sessions {
     ) -> StoreFuture<'a, bool> {
         Box::pin(SendFuture::new(async move {
             let blob: JsValue = Uint8Array::from(state).into();
+            let files = files_json(files);
+            let bytes = (state.len() + files.len()) as i64;
             let args = [
                 text(id),
                 text(token),
                 blob,
-                text(&files_json(files)),
+                text(&files),
                 int(expires_at),
+                int(bytes),
             ];
             Ok(self.changes(sql::SAVE, &args).await? == 1)
         }))
@@ -210,6 +257,26 @@ impl SessionStore for D1Sessions {
             self.changes(sql::RELEASE, &[text(id), text(token)])
                 .await
                 .map(drop)
+        }))
+    }
+
+    fn extend<'a>(&'a self, id: &'a str, token: &'a str, until: i64) -> StoreFuture<'a, bool> {
+        Box::pin(SendFuture::new(async move {
+            let args = [text(id), text(token), int(until)];
+            Ok(self.changes(sql::EXTEND, &args).await? == 1)
+        }))
+    }
+
+    fn usage<'a>(&'a self, owner: &'a str, now: i64) -> StoreFuture<'a, Option<Usage>> {
+        Box::pin(SendFuture::new(async move {
+            self.ready().await?;
+            let mine: Option<Owned> = first(&self.db, sql::USAGE, &[text(owner), int(now)]).await?;
+            let all: Option<Total> = first(&self.db, sql::TOTAL, &[int(now)]).await?;
+            Ok(Some(Usage {
+                sessions: mine.as_ref().map_or(0.0, |m| m.sessions) as u64,
+                bytes: mine.as_ref().map_or(0.0, |m| m.bytes) as u64,
+                total_bytes: all.map_or(0.0, |t| t.bytes) as u64,
+            }))
         }))
     }
 }

@@ -28,7 +28,7 @@ use tower_service::Service;
 use worker::{Context, Env, HttpRequest, event};
 
 use toolgate_shared::clarify::Clarify;
-use toolgate_shared::http::{AppState, router};
+use toolgate_shared::http::{AppState, Origins, router};
 use toolgate_shared::registry::Registry;
 use toolgate_shared::sessions::Sessions;
 use toolgate_shared::tools::clarify::ClarifyTool;
@@ -136,8 +136,13 @@ async fn app(
         }),
         clarify: Some(clarify),
     };
+    // Its own pages are same-origin; others' only where allowed.
+    let origins = Origins::new(
+        &settings.config.server.allowed_origins,
+        settings.public_url.as_deref(),
+    );
     Ok(settings
-        .guard(router(state))
+        .guard(router(state, origins))
         .layer(axum::middleware::from_fn(read_body_first)))
 }
 

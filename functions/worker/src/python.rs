@@ -56,7 +56,7 @@ impl SandboxedPython {
                 .max_state_bytes()
                 .min(crate::d1_sessions::ROW_LIMIT as u64),
             sandbox: SendWrapper::new(sandbox),
-            sessions,
+            sessions: sessions.with_quotas(cfg.session_quotas()),
         }
     }
 
@@ -147,7 +147,11 @@ impl SandboxedPython {
                     .await
                     .map_err(ToolError::internal)?;
                 if !status.is_success() {
-                    tracing::error!(%status, body = %String::from_utf8_lossy(&bytes), "sandbox failed");
+                    tracing::error!(
+                        %status,
+                        body = %toolgate_shared::logging::field(&String::from_utf8_lossy(&bytes)),
+                        "sandbox failed"
+                    );
                     return Err(ToolError::internal(format!(
                         "sandbox unavailable: it answered {status}"
                     )));

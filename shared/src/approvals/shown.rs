@@ -164,17 +164,52 @@ const SPACES: List = &[
 /// shows nothing for them, so a run of them beside spaces reads as blank).
 const RANGES: &[(u32, u32, &str, Kind)] = &[
     (0x80, 0x9F, "C1 CONTROL", Kind::Control),
-    (0x180B, 0x180F, "MONGOLIAN FREE VARIATION SELECTOR", Kind::Invisible),
-    (0x2065, 0x2065, "UNASSIGNED FORMAT CHARACTER", Kind::Invisible),
+    (
+        0x180B,
+        0x180F,
+        "MONGOLIAN FREE VARIATION SELECTOR",
+        Kind::Invisible,
+    ),
+    (
+        0x2065,
+        0x2065,
+        "UNASSIGNED FORMAT CHARACTER",
+        Kind::Invisible,
+    ),
     (0xFFF0, 0xFFF8, "UNASSIGNED SPECIAL", Kind::Invisible),
-    (0x13430, 0x1343F, "EGYPTIAN HIEROGLYPH FORMAT CONTROL", Kind::Invisible),
-    (0x1BCA0, 0x1BCA3, "SHORTHAND FORMAT CONTROL", Kind::Invisible),
-    (0x1D173, 0x1D17A, "MUSICAL SYMBOL FORMAT CONTROL", Kind::Invisible),
+    (
+        0x13430,
+        0x1343F,
+        "EGYPTIAN HIEROGLYPH FORMAT CONTROL",
+        Kind::Invisible,
+    ),
+    (
+        0x1BCA0,
+        0x1BCA3,
+        "SHORTHAND FORMAT CONTROL",
+        Kind::Invisible,
+    ),
+    (
+        0x1D173,
+        0x1D17A,
+        "MUSICAL SYMBOL FORMAT CONTROL",
+        Kind::Invisible,
+    ),
     (0xE0001, 0xE0001, "LANGUAGE TAG", Kind::Tag),
     (0xE007F, 0xE007F, "CANCEL TAG", Kind::Tag),
     (0xE0000, 0xE007F, "TAG CHARACTER", Kind::Tag),
-    (0xE0080, 0xE00FF, "RESERVED DEFAULT-IGNORABLE", Kind::Invisible),
-    (0xE01F0, 0xE0FFF, "RESERVED DEFAULT-IGNORABLE", Kind::Invisible),
+    (
+        0xE0080,
+        0xE00FF,
+        "RESERVED DEFAULT-IGNORABLE",
+        Kind::Invisible,
+    ),
+    (
+        0xE01F0,
+        0xE0FFF,
+        "RESERVED DEFAULT-IGNORABLE",
+        Kind::Invisible,
+    ),
 ];
 
 /// Every list with the kind of its characters.
@@ -590,12 +625,22 @@ mod tests {
         assert_eq!(shown.matches("⟨U+180B⟩").count(), 700, "{shown}");
         assert!(warning(&cmd).is_some());
         for c in [
-            '\u{180b}', '\u{180f}', '\u{2065}', '\u{fff0}', '\u{13430}', '\u{1bca0}',
-            '\u{1d173}', '\u{e0080}', '\u{e0fff}',
+            '\u{180b}',
+            '\u{180f}',
+            '\u{2065}',
+            '\u{fff0}',
+            '\u{13430}',
+            '\u{1bca0}',
+            '\u{1d173}',
+            '\u{e0080}',
+            '\u{e0fff}',
         ] {
             assert!(special(c).is_some(), "U+{:04X}", c as u32);
         }
-        assert!(special('\u{e0100}').is_none(), "a variation selector, judged by what precedes");
+        assert!(
+            special('\u{e0100}').is_none(),
+            "a variation selector, judged by what precedes"
+        );
     }
 
     #[test]

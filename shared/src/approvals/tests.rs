@@ -122,7 +122,11 @@ async fn an_approval_is_for_the_login_approvers_were_shown() {
     };
     let e = a.redeem(&id, &as_root, "approval").await.unwrap_err();
     assert_eq!(e.code, ErrorCode::Forbidden);
-    assert!(e.message.contains("now logs in as root@10.0.0.5:22"), "{}", e.message);
+    assert!(
+        e.message.contains("now logs in as root@10.0.0.5:22"),
+        "{}",
+        e.message
+    );
     a.redeem(&id, &b, "approval").await.unwrap();
 }
 

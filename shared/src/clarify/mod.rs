@@ -30,7 +30,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::logging::id_ref;
 pub use callback::{CallbackError, TaskCallback};
 pub use clarification::*;
-pub use store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Settlement};
+pub use store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement};
 
 /// Longest `?wait=` a reader may ask for: under API Gateway's 30 s limit.
 pub const MAX_WAIT_SECS: u64 = 25;
@@ -42,6 +42,10 @@ pub const MAX_OPTIONS: usize = 20;
 pub const MAX_OPTION_CHARS: usize = 200;
 /// Longest answer a person may write, in characters.
 pub const MAX_ANSWER_CHARS: usize = 10_000;
+/// Questions one caller may have waiting, when not set.
+pub const DEFAULT_MAX_PENDING_PER_CALLER: u64 = 20;
+/// Questions all callers may have waiting, when not set.
+pub const DEFAULT_MAX_PENDING: u64 = 500;
 
 /// Why an answer or a cancel did not take.
 #[derive(Debug)]
@@ -69,6 +73,48 @@ pub struct Clarify {
     changed: Notify,
     nap: Nap,
     notifier: Option<Arc<notify::Notifier>>,
+    limits: PendingLimits,
+}
+
+/// How many questions may wait for an answer at once, where the store can
+/// count them (`0`: no bound). Checked before anyone is notified: a flood
+/// of questions is a flood of messages to people.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingLimits {
+    /// Asked by one caller.
+    pub per_caller: u64,
+    /// Asked by anyone.
+    pub total: u64,
+}
+
+impl Default for PendingLimits {
+    fn default() -> Self {
+        Self {
+            per_caller: DEFAULT_MAX_PENDING_PER_CALLER,
+            total: DEFAULT_MAX_PENDING,
+        }
+    }
+}
+
+impl PendingLimits {
+    /// The refusal when `p` has reached a bound.
+    pub fn check(&self, p: &Pending) -> Result<(), ToolError> {
+        if self.per_caller > 0 && p.mine >= self.per_caller {
+            return Err(ToolError::quota(format!(
+                "This caller has {} clarifications waiting for an answer, the limit \
+                 (TOOLGATE_CLARIFY_MAX_PENDING_PER_CALLER); wait for answers, or cancel some",
+                p.mine
+            )));
+        }
+        if self.total > 0 && p.all >= self.total {
+            return Err(ToolError::quota(format!(
+                "{} clarifications are waiting for an answer, the limit \
+                 (TOOLGATE_CLARIFY_MAX_PENDING); try again once some are answered or expire",
+                p.all
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Sleeps for a while: tokio's timer natively, the Worker's `setTimeout`
@@ -101,7 +147,14 @@ impl Clarify {
             changed: Notify::new(),
             nap: default_nap(),
             notifier: None,
+            limits: PendingLimits::default(),
         }
+    }
+
+    /// Bounds the questions waiting at once ([`PendingLimits`]).
+    pub fn with_pending_limits(mut self, limits: PendingLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Tells `notifier`'s channels of every event from now on.
@@ -258,8 +311,33 @@ impl Clarify {
         options: Vec<String>,
         task_token: Option<String>,
     ) -> Result<Clarification, ToolError> {
+        self.ask_as("", question, options, task_token).await
+    }
+
+    /// [`Self::ask`] for `caller` (an identity, "" when none), within the
+    /// [`PendingLimits`]: past one, `quota_exceeded` and nobody is told.
+    pub async fn ask_as(
+        &self,
+        caller: &str,
+        question: String,
+        options: Vec<String>,
+        task_token: Option<String>,
+    ) -> Result<Clarification, ToolError> {
+        if self.limits.per_caller > 0 || self.limits.total > 0 {
+            let counted = self
+                .store
+                .count_pending(caller, now_ms())
+                .await
+                .map_err(Self::store_error)?;
+            if let Some(p) = counted {
+                self.limits.check(&p)?;
+            }
+        }
         let c = self.pending(question, options, task_token)?;
-        self.store.insert(&c).await.map_err(Self::store_error)?;
+        self.store
+            .insert_asked(&c, caller)
+            .await
+            .map_err(Self::store_error)?;
         self.announce(&c, None).await;
         Ok(c)
     }

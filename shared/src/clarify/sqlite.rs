@@ -6,7 +6,9 @@ use std::path::Path;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Settlement, StoreFuture, sql};
+use super::store::{
+    ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement, StoreFuture, sql,
+};
 use super::{Clarification, Status};
 
 /// The local [`ClarifyStore`]: one SQLite file.
@@ -19,7 +21,7 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<Self, String> {
         let db = crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?;
         rusqlite::Connection::open(path)
-            .and_then(|conn| add_approval_columns(&conn))
+            .and_then(|conn| add_approval_columns(&conn).and_then(|()| add_caller_column(&conn)))
             .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Self { db })
     }
@@ -36,6 +38,24 @@ fn add_approval_columns(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     for (name, kind) in sql::APPROVAL_COLUMNS_ADDED {
         if !have.iter().any(|h| h == name) {
             conn.execute_batch(&format!("ALTER TABLE approvals ADD COLUMN {name} {kind}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A file written before questions recorded who asked gains the column
+/// (their questions count for nobody in particular).
+fn add_caller_column(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    for (name, kind) in sql::CLARIFICATION_COLUMNS_ADDED {
+        let has: bool = conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('clarifications') WHERE name = ?1",
+            params![name],
+            |r| r.get(0),
+        )?;
+        if !has {
+            conn.execute_batch(&format!(
+                "ALTER TABLE clarifications ADD COLUMN {name} {kind}"
+            ))?;
         }
     }
     Ok(())
@@ -125,6 +145,37 @@ impl ClarifyStore for SqliteStore {
     fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()> {
         let c = c.clone();
         Box::pin(self.db.with(move |conn| insert_row(conn, &c)))
+    }
+
+    fn insert_asked<'a>(&'a self, c: &'a Clarification, caller: &'a str) -> StoreFuture<'a, ()> {
+        let (c, caller) = (c.clone(), caller.to_owned());
+        Box::pin(self.db.with(move |conn| {
+            conn.execute(
+                sql::INSERT_ASKED,
+                params![
+                    c.id,
+                    c.question,
+                    serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into()),
+                    c.created_at,
+                    c.expires_at,
+                    c.task_token,
+                    caller
+                ],
+            )
+            .map(drop)
+        }))
+    }
+
+    fn count_pending<'a>(&'a self, caller: &'a str, now: i64) -> StoreFuture<'a, Option<Pending>> {
+        let caller = caller.to_owned();
+        Box::pin(self.db.with(move |conn| {
+            conn.query_row(sql::COUNT_PENDING, params![caller, now], |r| {
+                Ok(Some(Pending {
+                    mine: r.get::<_, i64>(0)? as u64,
+                    all: r.get::<_, i64>(1)? as u64,
+                }))
+            })
+        }))
     }
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {

@@ -27,6 +27,22 @@ pub struct Settlement {
 pub trait ClarifyStore: Send + Sync {
     /// Adds a new pending clarification.
     fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()>;
+    /// Adds a new pending question asked by `caller` (an identity, "" when
+    /// none), whom [`Self::count_pending`] counts it for. Stores that keep
+    /// no asker insert it as [`Self::insert`] does.
+    fn insert_asked<'a>(&'a self, c: &'a Clarification, _caller: &'a str) -> StoreFuture<'a, ()> {
+        self.insert(c)
+    }
+    /// Questions (not approvals) pending and unexpired at `now`: those
+    /// `caller` asked, and all. `None` where the store cannot count them
+    /// without a scan: pending quotas are then not enforced.
+    fn count_pending<'a>(
+        &'a self,
+        _caller: &'a str,
+        _now: i64,
+    ) -> StoreFuture<'a, Option<Pending>> {
+        Box::pin(async { Ok(None) })
+    }
     /// The clarification with this id as stored, or `None`; one past its expiry
     /// may still read `pending` here.
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>>;
@@ -84,6 +100,15 @@ pub trait ClarifyStore: Send + Sync {
     fn list(&self, _q: ListQuery) -> StoreFuture<'_, Vec<(Clarification, Option<ApprovalRow>)>> {
         Box::pin(async { Err("this store cannot list its clarifications".into()) })
     }
+}
+
+/// Questions waiting for an answer ([`ClarifyStore::count_pending`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// Asked by the caller counted for.
+    pub mine: u64,
+    /// Asked by anyone.
+    pub all: u64,
 }
 
 /// Which clarifications [`ClarifyStore::list`] returns.
@@ -207,6 +232,24 @@ CREATE TABLE IF NOT EXISTS approvals (
         ("decided_at", "INTEGER"),
         ("decided_binding", "TEXT"),
     ];
+
+    /// Columns `clarifications` gained after its first version, added to a
+    /// file that lacks them (`ALTER TABLE clarifications ADD COLUMN …`):
+    /// who asked, for the pending quotas.
+    pub const CLARIFICATION_COLUMNS_ADDED: [(&str, &str); 1] = [("caller", "TEXT")];
+
+    /// ?1 id, ?2 question, ?3 options (JSON), ?4 created_at, ?5 expires_at,
+    /// ?6 task_token, ?7 caller (once the `caller` column exists).
+    pub const INSERT_ASKED: &str = "INSERT INTO clarifications (id, question, options, status, created_at, expires_at, task_token, caller)
+         VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7)";
+
+    /// ?1 caller, ?2 now: questions (not approvals) pending and unexpired,
+    /// the caller's (`mine`) and all; through `pending_by_expiry`.
+    pub const COUNT_PENDING: &str =
+        "SELECT coalesce(sum(caller IS ?1), 0) AS mine, count(*) AS pending
+         FROM clarifications
+         WHERE status = 'pending' AND expires_at > ?2
+           AND id NOT IN (SELECT id FROM approvals)";
 
     /// ?1 id, ?2 binding, ?3 details, ?4 cap_sha256.
     pub const INSERT_APPROVAL: &str =

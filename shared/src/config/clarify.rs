@@ -25,6 +25,12 @@ pub struct ClarifyConfig {
     pub step_functions: bool,
     /// Where people hear of clarifications (`[[clarify.notify]]`).
     pub notify: Vec<super::NotifyChannel>,
+    /// Questions one caller may have waiting for an answer
+    /// (`TOOLGATE_CLARIFY_MAX_PENDING_PER_CALLER`; 0: no bound).
+    pub max_pending_per_caller: u64,
+    /// Questions all callers may have waiting
+    /// (`TOOLGATE_CLARIFY_MAX_PENDING`; 0: no bound).
+    pub max_pending: u64,
 }
 
 impl Default for ClarifyConfig {
@@ -37,6 +43,8 @@ impl Default for ClarifyConfig {
             table: None,
             step_functions: false,
             notify: Vec::new(),
+            max_pending_per_caller: crate::clarify::DEFAULT_MAX_PENDING_PER_CALLER,
+            max_pending: crate::clarify::DEFAULT_MAX_PENDING,
         }
     }
 }
@@ -50,6 +58,8 @@ pub(super) struct FileClarify {
     expiry_secs: Option<u64>,
     public_url: Option<String>,
     db: Option<String>,
+    max_pending_per_caller: Option<u64>,
+    max_pending: Option<u64>,
     #[serde(default)]
     notify: Vec<super::notify::FileChannel>,
 }
@@ -67,6 +77,10 @@ impl ClarifyConfig {
             ..Self::default()
         };
         c.expiry_secs = file.expiry_secs.unwrap_or(c.expiry_secs);
+        c.max_pending_per_caller = file
+            .max_pending_per_caller
+            .unwrap_or(c.max_pending_per_caller);
+        c.max_pending = file.max_pending.unwrap_or(c.max_pending);
         c.public_url = file.public_url;
         if let Some(v) = file.db {
             c.db_path = match Path::new(file_path).parent() {
@@ -79,6 +93,18 @@ impl ClarifyConfig {
             &mut c.expiry_secs,
             "TOOLGATE_CLARIFY_EXPIRY_SECS",
             "a whole number of seconds",
+        )?;
+        set_number(
+            env,
+            &mut c.max_pending_per_caller,
+            "TOOLGATE_CLARIFY_MAX_PENDING_PER_CALLER",
+            "a whole number (0: no limit)",
+        )?;
+        set_number(
+            env,
+            &mut c.max_pending,
+            "TOOLGATE_CLARIFY_MAX_PENDING",
+            "a whole number (0: no limit)",
         )?;
         if let Some(v) = env.text("TOOLGATE_PUBLIC_URL") {
             c.public_url = Some(v);
@@ -96,6 +122,14 @@ impl ClarifyConfig {
         c.notify = super::notify::load(file.notify, env)?;
         c.validate()?;
         Ok(c)
+    }
+
+    /// The pending quotas these settings name.
+    pub fn pending_limits(&self) -> crate::clarify::PendingLimits {
+        crate::clarify::PendingLimits {
+            per_caller: self.max_pending_per_caller,
+            total: self.max_pending,
+        }
     }
 
     fn validate(&self) -> Result<(), ConfigError> {

@@ -18,10 +18,26 @@ pub const DEFAULT_MEMORY_MB: u64 = 256;
 /// The largest `max_files_mb`: a call's files travel in its request body.
 pub const MAX_FILES_MB: u64 = 64;
 
+/// The zygote's calls before it is replaced, when none is set. Its
+/// warm-up costs ~0.2 s of one CPU (at nice 10), ≤0.02 ms a call at this.
+pub const DEFAULT_ZYGOTE_MAX_CALLS: u64 = 10_000;
+/// The zygote's life once it has served a call, when none is set.
+pub const DEFAULT_ZYGOTE_MAX_AGE_SECS: u64 = 1800;
+
 /// A session's idle life when none is set: an hour.
 pub const DEFAULT_SESSION_IDLE_SECS: u64 = 3600;
 /// A session's saved state cap in MiB when none is set.
 pub const DEFAULT_SESSION_MAX_STATE_MB: u64 = 4;
+
+/// Live sessions one caller may have, when not set.
+pub const DEFAULT_SESSION_MAX_PER_CALLER: u64 = 100;
+/// MiB one caller's sessions may hold, when not set.
+pub const DEFAULT_SESSION_MAX_MB_PER_CALLER: u64 = 256;
+/// MiB all sessions may hold, when not set.
+pub const DEFAULT_SESSION_MAX_TOTAL_MB: u64 = 4096;
+/// MiB of calls (code, files, state) the sandbox may hold waiting for a
+/// place or running, when not set.
+pub const DEFAULT_MAX_QUEUED_MB: u64 = 128;
 
 /// The local session store's file in the data folder.
 const SESSION_DB_FILE: &str = "sessions.sqlite3";
@@ -41,6 +57,11 @@ pub struct PythonConfig {
     pub require_seccomp: bool,
     /// Warm children kept forked ahead of calls.
     pub spare_children: usize,
+    /// The zygote is replaced after this many calls (0: never), for a new
+    /// string-hash key and new addresses of its warm objects.
+    pub zygote_max_calls: u64,
+    /// ...or this long after it warmed, once it has served a call (0: never).
+    pub zygote_max_age_secs: u64,
     /// Calls that may run at once; more wait their turn.
     pub max_concurrency: usize,
     /// Calls one caller may run at once; `None` is three quarters of
@@ -58,6 +79,16 @@ pub struct PythonConfig {
     pub session_db: Option<std::path::PathBuf>,
     /// `TOOLGATE_SESSIONS_TABLE`: sessions in this DynamoDB table instead.
     pub session_table: Option<String>,
+    /// Live sessions one caller may have (0: no bound).
+    pub session_max_per_caller: u64,
+    /// MiB one caller's live sessions may hold (0: no bound).
+    pub session_max_mb_per_caller: u64,
+    /// MiB all live sessions may hold (0: no bound).
+    pub session_max_total_mb: u64,
+    /// MiB of calls the sandbox may hold at once, waiting for a place or
+    /// running: their code, files and session state (0: no bound). One
+    /// caller may hold half, and always one call's worth.
+    pub max_queued_mb: u64,
 }
 
 impl Default for PythonConfig {
@@ -69,6 +100,8 @@ impl Default for PythonConfig {
             memory_mb: DEFAULT_MEMORY_MB,
             require_seccomp: false,
             spare_children: 2,
+            zygote_max_calls: DEFAULT_ZYGOTE_MAX_CALLS,
+            zygote_max_age_secs: DEFAULT_ZYGOTE_MAX_AGE_SECS,
             max_concurrency: 16,
             max_per_caller: None,
             max_files_mb: crate::files::DEFAULT_MAX_FILES_MB,
@@ -76,6 +109,10 @@ impl Default for PythonConfig {
             session_max_state_mb: DEFAULT_SESSION_MAX_STATE_MB,
             session_db: None,
             session_table: None,
+            session_max_per_caller: DEFAULT_SESSION_MAX_PER_CALLER,
+            session_max_mb_per_caller: DEFAULT_SESSION_MAX_MB_PER_CALLER,
+            session_max_total_mb: DEFAULT_SESSION_MAX_TOTAL_MB,
+            max_queued_mb: DEFAULT_MAX_QUEUED_MB,
         }
     }
 }
@@ -90,11 +127,17 @@ pub(super) struct FilePython {
     memory_mb: Option<u64>,
     require_seccomp: Option<bool>,
     spare_children: Option<usize>,
+    zygote_max_calls: Option<u64>,
+    zygote_max_age_secs: Option<u64>,
     max_concurrency: Option<usize>,
     max_per_caller: Option<usize>,
     max_files_mb: Option<u64>,
     session_idle_secs: Option<u64>,
     session_max_state_mb: Option<u64>,
+    session_max_per_caller: Option<u64>,
+    session_max_mb_per_caller: Option<u64>,
+    session_max_total_mb: Option<u64>,
+    max_queued_mb: Option<u64>,
 }
 
 impl PythonConfig {
@@ -113,11 +156,21 @@ impl PythonConfig {
         p.memory_mb = file.memory_mb.unwrap_or(p.memory_mb);
         p.require_seccomp = file.require_seccomp.unwrap_or(p.require_seccomp);
         p.spare_children = file.spare_children.unwrap_or(p.spare_children);
+        p.zygote_max_calls = file.zygote_max_calls.unwrap_or(p.zygote_max_calls);
+        p.zygote_max_age_secs = file.zygote_max_age_secs.unwrap_or(p.zygote_max_age_secs);
         p.max_concurrency = file.max_concurrency.unwrap_or(p.max_concurrency);
         p.max_per_caller = file.max_per_caller.or(p.max_per_caller);
         p.max_files_mb = file.max_files_mb.unwrap_or(p.max_files_mb);
         p.session_idle_secs = file.session_idle_secs.unwrap_or(p.session_idle_secs);
         p.session_max_state_mb = file.session_max_state_mb.unwrap_or(p.session_max_state_mb);
+        p.session_max_per_caller = file
+            .session_max_per_caller
+            .unwrap_or(p.session_max_per_caller);
+        p.session_max_mb_per_caller = file
+            .session_max_mb_per_caller
+            .unwrap_or(p.session_max_mb_per_caller);
+        p.session_max_total_mb = file.session_max_total_mb.unwrap_or(p.session_max_total_mb);
+        p.max_queued_mb = file.max_queued_mb.unwrap_or(p.max_queued_mb);
 
         if let Some(v) = env.raw("TOOLGATE_PYTHON_TIMEOUT") {
             p.timeout_secs = parse_timeout(&v);
@@ -145,6 +198,18 @@ impl PythonConfig {
         )?;
         set_number(
             env,
+            &mut p.zygote_max_calls,
+            "TOOLGATE_PYTHON_ZYGOTE_MAX_CALLS",
+            "a whole number of calls (0: never)",
+        )?;
+        set_number(
+            env,
+            &mut p.zygote_max_age_secs,
+            "TOOLGATE_PYTHON_ZYGOTE_MAX_AGE_SECS",
+            "a whole number of seconds (0: never)",
+        )?;
+        set_number(
+            env,
             &mut p.max_concurrency,
             "TOOLGATE_PYTHON_MAX_CONCURRENCY",
             "a whole number",
@@ -169,6 +234,30 @@ impl PythonConfig {
             &mut p.session_max_state_mb,
             "TOOLGATE_PYTHON_SESSION_MAX_STATE_MB",
             "a whole number of MiB",
+        )?;
+        set_number(
+            env,
+            &mut p.session_max_per_caller,
+            "TOOLGATE_PYTHON_SESSION_MAX_PER_CALLER",
+            "a whole number (0: no limit)",
+        )?;
+        set_number(
+            env,
+            &mut p.session_max_mb_per_caller,
+            "TOOLGATE_PYTHON_SESSION_MAX_MB_PER_CALLER",
+            "a whole number of MiB (0: no limit)",
+        )?;
+        set_number(
+            env,
+            &mut p.session_max_total_mb,
+            "TOOLGATE_PYTHON_SESSION_MAX_TOTAL_MB",
+            "a whole number of MiB (0: no limit)",
+        )?;
+        set_number(
+            env,
+            &mut p.max_queued_mb,
+            "TOOLGATE_PYTHON_MAX_QUEUED_MB",
+            "a whole number of MiB (0: no limit)",
         )?;
         // A Lambda instance's disk is its own and short-lived: sessions
         // there need a shared store.
@@ -256,6 +345,20 @@ impl PythonConfig {
     /// [`Self::session_max_state_mb`] in bytes.
     pub fn max_state_bytes(&self) -> u64 {
         self.session_max_state_mb << 20
+    }
+
+    /// The session quotas these settings name.
+    pub fn session_quotas(&self) -> crate::sessions::Quotas {
+        crate::sessions::Quotas {
+            sessions_per_caller: self.session_max_per_caller,
+            bytes_per_caller: self.session_max_mb_per_caller.saturating_mul(1 << 20),
+            total_bytes: self.session_max_total_mb.saturating_mul(1 << 20),
+        }
+    }
+
+    /// [`Self::max_queued_mb`] in bytes (0: no bound).
+    pub fn max_queued_bytes(&self) -> u64 {
+        self.max_queued_mb.saturating_mul(1 << 20)
     }
 
     /// The tool's name, `<namespace>.execute`.

@@ -537,7 +537,11 @@ fn approvals_from_the_file_and_the_environment() {
             "arn:aws:sts::123456789012:assumed-role/Ops/alice",
             "iam_approvers",
         ),
-        ("TOOLGATE_APPROVERS_IAM", "arn:aws:iam::1:user/a", "iam_approvers"),
+        (
+            "TOOLGATE_APPROVERS_IAM",
+            "arn:aws:iam::1:user/a",
+            "iam_approvers",
+        ),
         ("TOOLGATE_APPROVERS_SLACK_USERS", "u01abc", "slack_users"),
         (
             "TOOLGATE_APPROVALS_LINK_HOLDER",

@@ -1,6 +1,6 @@
 //! Who may call what: the bearer token names a caller or an approver
-//! (`identity`), each allowed on its own routes only; and, for a server
-//! bound to loopback, only loopback `Host` names.
+//! (`identity`), each allowed on its own routes only. (The loopback `Host`
+//! check runs before, in `guard`.)
 
 use axum::{
     extract::{Request, State},
@@ -24,32 +24,11 @@ pub const CALLER_ON_APPROVALS: &str =
 pub const SIGN_IN_AS_APPROVER: &str =
     "Sign in as an approver: send Authorization: Bearer <approver token>";
 
-/// True for `localhost`, `127.x.x.x` and `[::1]`, with or without a port.
-fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 fn refuse(code: ErrorCode, message: &str) -> Response {
     ToolError::new(code, message).into_response()
 }
 
 pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    if state.loopback_hosts_only
-        && let Some(host) = req.headers().get(header::HOST)
-        && !host.to_str().is_ok_and(is_loopback_host)
-    {
-        return refuse(
-            ErrorCode::Forbidden,
-            "This server is bound to loopback and only answers Host: localhost or 127.0.0.1",
-        );
-    }
     let route = Route::of(req.method(), req.uri().path());
     let given = req
         .headers()
@@ -114,33 +93,4 @@ pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: 
         Bearer::Missing | Bearer::Unknown => {}
     }
     next.run(req).await
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn loopback_hosts() {
-        for h in [
-            "localhost",
-            "LOCALHOST:8080",
-            "127.0.0.1",
-            "127.0.0.1:9",
-            "127.1.2.3:80",
-            "[::1]:8080",
-            "[::1]",
-        ] {
-            assert!(super::is_loopback_host(h), "{h}");
-        }
-        for h in [
-            "evil.com",
-            "evil.com:8080",
-            "localhost.evil.com",
-            "10.0.0.1:80",
-            "[::2]",
-            "",
-            "127.0.0.1.nip.io",
-        ] {
-            assert!(!super::is_loopback_host(h), "{h}");
-        }
-    }
 }

@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 
 use super::body::read_json_body;
 use super::context::call_context;
+use super::guard::{Guard, guard};
+use super::identity::{Approver, Caller};
+use super::origin::Origins;
 use super::{auth::auth, errors::json_errors};
 use crate::error::{ErrorCode, ToolError};
 use crate::invoke::{Transport, invoke};
@@ -44,8 +47,9 @@ pub struct AppState {
     pub tokens: Arc<super::identity::Tokens>,
     /// Extra fields for `/healthz` (the sandbox's walls).
     pub health: HealthFn,
-    /// Refuse requests whose `Host` is not a loopback name: a server bound to
-    /// 127.0.0.1 must not be reachable through DNS rebinding from a browser.
+    /// Refuse requests addressed to a name that is not loopback (`Host`, the
+    /// URI's authority; `host`): a server bound to 127.0.0.1 must not be
+    /// reachable through DNS rebinding from a browser.
     pub loopback_hosts_only: bool,
     /// The answer routes, when this runtime serves `clarify`.
     pub clarify: Option<Arc<crate::clarify::Clarify>>,
@@ -56,8 +60,14 @@ pub struct AppState {
 
 /// Every route (`/tools`, `/tools/{name}`, `/healthz`, `/openapi.json`, `/mcp`
 /// where this build serves it, and the answer routes with `clarify`), behind
-/// the bearer token check and with errors as the contract's JSON.
-pub fn router(state: AppState) -> Router {
+/// the guard (the loopback `Host` check, pages of other sites than
+/// `origins`'), then the bearer token check, with errors as the contract's
+/// JSON.
+pub fn router(state: AppState, origins: Origins) -> Router {
+    let checks = Arc::new(Guard {
+        loopback_hosts_only: state.loopback_hosts_only,
+        origins,
+    });
     let clarify = match &state.clarify {
         Some(c) => crate::clarify::http::routes(c.clone()),
         None => Router::new(),
@@ -87,6 +97,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), auth))
+        .layer(middleware::from_fn_with_state(checks, guard))
         .with_state(state)
 }
 
@@ -108,7 +119,21 @@ async fn list_tools(
     Ok(Json(export(&state.registry, format)))
 }
 
-async fn healthz(State(state): State<AppState>) -> Json<Value> {
+/// `{"status": "ok"}`, and what the tools report (names, the sandbox's
+/// walls, accounts and their errors) only to whoever may call them: a
+/// caller or an approver, or anyone where tool routes need no token.
+async fn healthz(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    approver: Option<Extension<Approver>>,
+    ctx: Option<Extension<CallContext>>,
+) -> Json<Value> {
+    let known = caller.is_some()
+        || approver.is_some()
+        || ctx.is_some_and(|Extension(c)| c.caller.is_some());
+    if state.tokens.has_callers() && !known {
+        return Json(json!({"status": "ok"}));
+    }
     let tools: Vec<String> = state
         .registry
         .tools()

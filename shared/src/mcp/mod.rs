@@ -25,7 +25,7 @@ use rmcp::{
 };
 use serde_json::Value;
 
-use crate::error::ErrorCode;
+use crate::error::{ErrorCode, ToolError};
 use crate::invoke::{Transport, invoke};
 use crate::registry::Registry;
 use crate::tool::{CallContext, ToolSpec};
@@ -74,6 +74,9 @@ pub fn list_tools(registry: &Registry) -> ListToolsResult {
 
 /// `tools/call` through [`invoke`]: a result, a tool error (`isError`), or
 /// for an unknown name MCP's protocol error with the contract's code.
+/// The arguments are held to the tool's own body limit, as `POST /tools`
+/// holds them (`/mcp` reads up to the largest any tool takes before it
+/// knows the tool): larger is the tool error `too_large`.
 pub async fn call_tool(
     registry: &Registry,
     request: CallToolRequestParams,
@@ -81,7 +84,16 @@ pub async fn call_tool(
 ) -> Result<CallToolResponse, ErrorData> {
     let name = request.name.to_string();
     let args = Value::Object(request.arguments.unwrap_or_default());
-    let args = |_| std::future::ready(Ok(args));
+    let args = |limit: usize| {
+        std::future::ready(if json_len_over(&args, limit) {
+            Err(ToolError::new(
+                ErrorCode::TooLarge,
+                format!("The arguments are larger than {limit} bytes, this tool's limit"),
+            ))
+        } else {
+            Ok(args)
+        })
+    };
     let outcome = invoke(registry, Transport::Mcp, &name, args, ctx).await;
     Ok(match outcome {
         // MCP's own answer to an unknown name is a protocol error; the
@@ -106,6 +118,27 @@ pub async fn call_tool(
         Err(e) => CallToolResult::error(vec![ContentBlock::text(e.body().to_string())]),
     }
     .into())
+}
+
+/// Whether `v` as compact JSON is longer than `limit` bytes; counted
+/// without building the text, and only up to the limit.
+fn json_len_over(v: &Value, limit: usize) -> bool {
+    struct Count {
+        left: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.left = self
+                .left
+                .checked_sub(b.len())
+                .ok_or_else(|| std::io::Error::other("over"))?;
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Count { left: limit }, v).is_err()
 }
 
 /// The files a result returns (python.execute's `files`), also as embedded

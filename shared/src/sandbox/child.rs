@@ -364,7 +364,15 @@ pub(super) fn run(
     // inherited across fork and never unmapped in this process.
     let mut buf = unsafe { OutBuf::from_raw(out) };
     let ran = catch_unwind(AssertUnwindSafe(|| {
-        let files = crate::files::from_wire(req.files, u64::MAX).unwrap_or_default();
+        // Decoded only: the server checked them (a session's stored under
+        // older name rules still open); a set that does not decode is a
+        // failed call, never a script that sees no files.
+        let files = match crate::files::decode_wire(req.files) {
+            Ok(files) => files,
+            Err(why) => report(&ChildReport::Crashed {
+                message: format!("bad request: its files: {why}"),
+            }),
+        };
         let session = saved.as_deref().map(|state| Session {
             state,
             cap: state_cap,

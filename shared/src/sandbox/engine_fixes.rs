@@ -4,10 +4,9 @@
 
 use std::sync::OnceLock;
 
-use num_traits::Signed;
 use rustpython_vm::{
     AsObject, PyObject, PyObjectRef, PyResult, VirtualMachine,
-    builtins::{PyByteArray, PyFloat, PyInt},
+    builtins::{PyByteArray, PyFloat},
     function::FuncArgs,
     protocol::BufferResizeGuard,
 };
@@ -23,39 +22,55 @@ pub fn apply(vm: &VirtualMachine) -> PyResult<()> {
 const MAX_SLEEP_SECS: f64 = i64::MAX as f64 / 1e9;
 
 /// `time.sleep(2**63)` panics in RustPython (`Instant + Duration`
-/// overflows); CPython raises OverflowError. Upstream: `stdlib/time.rs`
-/// `sleep` should use `checked_add`.
+/// overflows), and so does an object whose `__index__` returns it; CPython
+/// raises OverflowError. The argument is converted once, as CPython's
+/// `_PyTime_FromSecondsObject` does, and only the converted number reaches
+/// the engine's `sleep` (the Worker's too): a second conversion would call
+/// the object again. Upstream: `stdlib/time.rs` `sleep` should use
+/// `checked_add`, and `Duration`'s conversion CPython's range.
 fn sleep_range(vm: &VirtualMachine) -> PyResult<()> {
     let time = vm.import("time", 0)?;
     let original = time.get_attr("sleep", vm)?;
     let sleep = vm.new_function(
         "sleep",
-        move |args: FuncArgs, vm: &VirtualMachine| -> PyResult {
-            if let Some(secs) = args.args.first() {
-                let too_long = if let Some(i) = secs.downcast_ref::<PyInt>() {
-                    let n = i.as_bigint();
-                    match i64::try_from(n) {
-                        Ok(s) => s > 0 && s.checked_mul(1_000_000_000).is_none(),
-                        Err(_) => n.is_positive(),
-                    }
-                } else if let Some(f) = secs.downcast_ref::<PyFloat>() {
-                    if f.to_f64().is_nan() {
-                        return Err(vm.new_value_error("Invalid value NaN (not a number)"));
-                    }
-                    f.to_f64() > MAX_SLEEP_SECS
-                } else {
-                    false
-                };
-                if too_long {
-                    return Err(
-                        vm.new_overflow_error("timestamp too large to convert to C PyTime_t")
-                    );
-                }
+        move |mut args: FuncArgs, vm: &VirtualMachine| -> PyResult {
+            if !args.kwargs.is_empty() {
+                return Err(vm.new_type_error("sleep() takes no keyword arguments"));
+            }
+            if let Some(secs) = args.args.first_mut() {
+                *secs = sleep_seconds(secs, vm)?;
             }
             original.call(args, vm)
         },
     );
     time.set_attr("sleep", sleep, vm)
+}
+
+/// `secs` as a plain float or int in CPython's range (its clock is a 64-bit
+/// count of nanoseconds); anything else unchanged, for the engine's
+/// TypeError. Negative numbers are the engine's to refuse.
+fn sleep_seconds(secs: &PyObjectRef, vm: &VirtualMachine) -> PyResult {
+    let too_large = || vm.new_overflow_error("timestamp too large to convert to C PyTime_t");
+    if let Some(f) = secs.downcast_ref::<PyFloat>() {
+        let f = f.to_f64();
+        if f.is_nan() {
+            return Err(vm.new_value_error("Invalid value NaN (not a number)"));
+        }
+        if f > MAX_SLEEP_SECS {
+            return Err(too_large());
+        }
+        return Ok(vm.ctx.new_float(f).into());
+    }
+    // An int's value (a subclass's too, as CPython reads it), else what
+    // `__index__` returns, called here once.
+    let int = match secs.try_index_opt(vm) {
+        Some(index) => index?,
+        None => return Ok(secs.clone()),
+    };
+    match i64::try_from(int.as_bigint()) {
+        Ok(s) if s.checked_mul(1_000_000_000).is_some() => Ok(vm.ctx.new_int(s).into()),
+        _ => Err(too_large()),
+    }
 }
 
 /// `bytearray.__init__` replaces the buffer while a `memoryview` of it is

@@ -168,8 +168,10 @@ mod tests {
             "{} faults without the reserve written",
             unwritten * 4
         );
+        // A quarter of the pages: unwritten, all 256 fault; what else the
+        // test process does meanwhile adds a few.
         assert!(
-            written * 4 <= 40,
+            written * 4 <= 64,
             "{} faults after the reserve was written",
             written * 4
         );

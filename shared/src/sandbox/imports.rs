@@ -1,8 +1,8 @@
 // The stdlib's import graph, read from source, and the closure of a set of
 // roots over it: every module the allowlisted modules can import, at import
 // time or lazily inside a function. That closure is the sandbox's module
-// set: the native sandbox lets no other module be created (see
-// `vm::install_module_wall`), and the Worker freezes exactly it.
+// set: no other module exists in the interpreter (see `module_set` and
+// `module_wall`), and the Worker freezes exactly it.
 //
 // Plain `std` only, and plain comments here: the build scripts of `shared`
 // (which records the graph) and of the Worker's sandbox (which freezes the
@@ -54,6 +54,36 @@ pub const RUNTIME_ROOTS: &[&str] = &[
     "codecs",
     "encodings",
     "builtins",
+];
+
+/// The modules the interpreter creates for itself, whatever the allowlist:
+/// when it starts (`sys`, `builtins`, the import machinery, the first
+/// codecs, `_io`), and for the sandbox's own code (`_toolgate_state` and
+/// what it imports, the scrub's and the engine fixes' modules). The
+/// interpreter's tables of modules are cut to the module set when it is
+/// built (`module_set::keep_only`), so a name missing here fails to warm;
+/// `module_set`'s tests pin the list.
+pub const INTERPRETER_OWN: &[&str] = &[
+    "sys",
+    "builtins",
+    "_imp",
+    "_frozen_importlib",
+    "_thread",
+    "_warnings",
+    "_weakref",
+    "_typing",
+    "_ast",
+    "_io",
+    "_codecs",
+    "codecs",
+    "encodings",
+    "_toolgate_state",
+    "_pickle",
+    "copyreg",
+    "types",
+    "gc",
+    "marshal",
+    "time",
 ];
 
 /// Imports the engine's native code makes (`vm.import("...")` in

@@ -81,6 +81,6 @@ pub use crate::outcome::ExecOutput;
 #[cfg(feature = "python")]
 pub use error::SandboxError;
 #[cfg(feature = "python")]
-pub use pool::{Sandbox, SandboxConfig};
+pub use pool::{Recycle, Sandbox, SandboxConfig};
 #[cfg(feature = "python")]
 pub use zygote::ZygoteConfig;

@@ -101,7 +101,7 @@ def _f(n):
 _s = [{"k": _f(1), "v": 2.5, "s": "x"}, (None, True)]
 "#;
 
-fn settings() -> rustpython_vm::Settings {
+pub(super) fn settings() -> rustpython_vm::Settings {
     let mut s = rustpython_vm::Settings::default();
     s.install_signal_handlers = false;
     s.import_site = false;
@@ -157,6 +157,11 @@ impl WarmVm {
         let (stop, stop_rx) = rustpython_vm::signal::user_signal_channel();
         #[cfg(feature = "python")]
         let builder = builder.init_hook(move |vm| vm.set_user_signal_channel(stop_rx));
+        // The module wall's floor: no module outside the set exists in this
+        // interpreter, so no route can create one.
+        let closure = module_set::closure(allowed);
+        let kept = closure.clone();
+        let builder = builder.init_hook(move |vm| module_set::keep_only(vm, &kept));
         let defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);
         let interp = builder
             .add_native_modules(&defs)
@@ -170,7 +175,7 @@ impl WarmVm {
             retired,
         } = interp.enter(|vm| {
             adapt(vm)
-                .and_then(|()| warm(vm, allowed))
+                .and_then(|()| warm(vm, allowed, closure))
                 .map_err(|e| format!("sandbox warm-up failed: {}", describe(vm, &e)))
         })?;
         Ok(Self {
@@ -183,6 +188,12 @@ impl WarmVm {
             #[cfg(feature = "python")]
             stop,
         })
+    }
+
+    /// The interpreter, for tests that look inside it.
+    #[cfg(test)]
+    pub(crate) fn interp(&self) -> &Interpreter {
+        &self.interp
     }
 
     /// Retires the frozen code of the modules among `frozen` that are
@@ -401,7 +412,11 @@ struct Warmed {
     retired: module_wall::Retired,
 }
 
-fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<Warmed> {
+fn warm(
+    vm: &VirtualMachine,
+    allowed: &[String],
+    closure: std::collections::BTreeSet<String>,
+) -> PyResult<Warmed> {
     stand_ins::install(vm)?;
     let files = FileStore::install(vm)?;
     let state = StateCarrier::install(vm)?;
@@ -428,7 +443,7 @@ fn warm(vm: &VirtualMachine, allowed: &[String]) -> PyResult<Warmed> {
 
     // The module set is what is loaded by now and what the allowlist can
     // still import; the scrub and the host facts import only from it.
-    let set = std::sync::Arc::new(module_set::of(vm, allowed)?);
+    let set = std::sync::Arc::new(module_set::of(vm, closure)?);
     host_facts::hide(vm)?;
     engine_fixes::apply(vm)?;
     scrub::apply(vm)?;

@@ -732,3 +732,137 @@ s.write(b"x")
         "{err}"
     );
 }
+
+/// The issue's chain (#51): a module made again after its `sys.modules`
+/// entry is deleted is the warm one, wrapped and scrubbed; through it no
+/// module outside the set is reached.
+#[test]
+fn recreating_a_module_gives_the_warm_one() {
+    let code = r#"
+import typing
+s = typing.sys
+imp = s.modules['_imp']
+class Spec:
+    def __init__(self, name):
+        self.name = name
+        self.origin = 'built-in'
+reached = []
+del s.modules['_imp']
+try:
+    fresh = imp.create_builtin(Spec('_imp'))
+    left = s.modules.get('_imp', imp)
+finally:
+    s.modules['_imp'] = imp
+if fresh is not imp or left is not imp:
+    reached.append('a second _imp')
+for name in ('_testinternalcapi', 'pyexpat', '_interpreters', '_asyncio'):
+    try:
+        if getattr(fresh.create_builtin(Spec(name)), '__name__', None) == name:
+            reached.append(name)
+    except BaseException:
+        pass
+for name, attrs in (('gc', ('get_objects', 'get_referrers')), ('marshal', ('loads',)),
+                    ('time', ('clock_settime',)), ('sys', ('settrace', '_getframe'))):
+    old = s.modules.pop(name)
+    try:
+        m = imp.create_builtin(Spec(name))
+        left = s.modules.get(name, old)
+    finally:
+        s.modules[name] = old
+    if (m is not old and m is not None) or left is not old:
+        reached.append('a second ' + name)
+    reached += [name + '.' + a for a in attrs if hasattr(m, a)]
+print(reached)
+"#;
+    let (exit, out, err) = run(code);
+    assert_eq!((exit, out.as_str()), (0, "[]\n"), "{err}");
+}
+
+/// `create_builtin` without `sys.modules` (deleted, or not a dict) answers
+/// with the warm module or an exception, never the engine's panic.
+#[test]
+fn create_builtin_without_sys_modules_does_not_panic() {
+    let code = r#"
+import typing
+s = typing.sys
+imp, saved = s.modules['_imp'], s.modules
+spec = lambda n: type('S', (), {'name': n})()
+for how in ('del', 'int'):
+    for name in ('gc', 'atexit', 'nope'):
+        if how == 'del':
+            del s.modules
+        else:
+            s.modules = 5
+        try:
+            m = imp.create_builtin(spec(name))
+            print(type(m).__name__, m is saved.get(name))
+        except Exception as e:
+            print(type(e).__name__)
+        finally:
+            s.modules = saved
+"#;
+    let (exit, out, err) = run(code);
+    assert_eq!(exit, 0, "{out} {err}");
+    assert!(!err.contains("InternalError"), "{err}");
+    assert_eq!(
+        out,
+        "module True\nRuntimeError\nModuleNotFoundError\n\
+         module True\nTypeError\nModuleNotFoundError\n",
+        "{err}"
+    );
+}
+
+/// Every module the scrub or the wall changes is made during warm-up, so
+/// the one instance the wall keeps is the changed one.
+#[test]
+fn every_scrubbed_module_is_made_at_warm_up() {
+    let names: Vec<&str> = scrub::REMOVED
+        .iter()
+        .map(|(m, _)| *m)
+        .chain(["_imp", "time"])
+        .collect();
+    let code = format!(
+        "import typing\ns = typing.sys\nimp = s.modules['_imp']\nout = []\n\
+         for n in {names:?}:\n    old = s.modules.pop(n)\n    \
+         try:\n        m = imp.create_builtin(type('S', (), {{'name': n}})())\n    \
+         finally:\n        s.modules[n] = old\n    out.append(m is old)\nprint(all(out), len(out))"
+    );
+    let (exit, out, err) = run(&code);
+    assert_eq!(
+        (exit, out.as_str()),
+        (0, format!("True {}\n", names.len()).as_str()),
+        "{err}"
+    );
+}
+
+/// `time.sleep` converts its argument once, by `__index__`, as CPython
+/// does: 2**63 seconds is CPython's OverflowError, not the engine's panic.
+#[test]
+fn sleep_converts_its_argument_once() {
+    let code = r#"
+import time
+class Index:
+    calls = 0
+    def __init__(self, v): self.v = v
+    def __index__(self):
+        Index.calls += 1
+        return self.v
+for s in (Index(2**63), Index(2**64), 2**63, -2**100, Index(-1), Index(0)):
+    try:
+        time.sleep(s)
+        print('slept')
+    except (OverflowError, ValueError) as e:
+        print(type(e).__name__, e)
+print(Index.calls)
+"#;
+    let (exit, out, err) = run(code);
+    let too_large = "OverflowError timestamp too large to convert to C PyTime_t\n";
+    assert_eq!(exit, 0, "{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{}ValueError sleep length must be non-negative\nslept\n4\n",
+            too_large.repeat(4)
+        )
+    );
+}

@@ -72,7 +72,8 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
     ) as usize;
     let state = payload.get(4..4 + len).ok_or_else(bad)?.to_vec();
     let wire = serde_json::from_slice(&payload[4 + len..]).map_err(|_| bad())?;
-    let files = crate::files::from_wire(wire, u64::MAX).map_err(|_| bad())?;
+    // Decoded only: names stored under older rules still load.
+    let files = crate::files::decode_wire(wire).map_err(|_| bad())?;
     Ok(Record { state, files })
 }
 
@@ -198,7 +199,15 @@ impl DynamoSessions {
                 .ok_or("a stored session part holds no data")?;
             payload.extend_from_slice(data.as_ref());
         }
-        decode(&payload).map(Claim::Held)
+        match decode(&payload) {
+            Ok(record) => Ok(Claim::Held(record)),
+            // Not left held until the lease runs out: the next call gets
+            // the same error at once, not "busy".
+            Err(e) => {
+                let _ = self.release_one(id, &lease.token).await;
+                Err(e)
+            }
+        }
     }
 
     async fn save_one(
@@ -253,6 +262,30 @@ impl DynamoSessions {
                     .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
             {
                 self.delete_parts(id, token, chunks.len()).await;
+                Ok(false)
+            }
+            Err(e) => Err(err("UpdateItem", DisplayErrorContext(e))),
+        }
+    }
+
+    async fn extend_one(&self, id: &str, token: &str, until: i64) -> Result<bool, String> {
+        let r = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("id", s(id))
+            .update_expression("SET lease_until = :u")
+            .condition_expression("lease = :t")
+            .expression_attribute_values(":t", s(token))
+            .expression_attribute_values(":u", n(until))
+            .send()
+            .await;
+        match r {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
                 Ok(false)
             }
             Err(e) => Err(err("UpdateItem", DisplayErrorContext(e))),
@@ -316,6 +349,12 @@ impl SessionStore for DynamoSessions {
     fn release<'a>(&'a self, id: &'a str, token: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(self.release_one(id, token))
     }
+    fn extend<'a>(&'a self, id: &'a str, token: &'a str, until: i64) -> StoreFuture<'a, bool> {
+        Box::pin(self.extend_one(id, token, until))
+    }
+    // `usage` stays the trait's `None`: counting an owner's sessions needs
+    // an index by owner the table does not have (docs/contracts.md#sessions:
+    // session quotas are not enforced on AWS).
 }
 
 #[cfg(test)]

@@ -6,19 +6,24 @@
 
 #[cfg(feature = "dynamodb")]
 pub mod dynamo;
+pub mod quota;
 #[cfg(feature = "native")]
 pub mod sqlite;
 pub mod store;
 
+use std::convert::Infallible;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::{Either, select};
 use serde_json::Value;
 
 use crate::error::{ErrorCode, ToolError};
 use crate::files::Files;
 use crate::outcome::ExecOutput;
-pub use store::{Claim, Lease, Record, SessionStore};
+pub use quota::Quotas;
+pub use store::{Claim, Lease, Record, SessionStore, Usage, stored_size};
 
 /// The answer to a `session` that is neither `"new"` nor a string.
 pub const SESSION_SHAPE: &str = "\"session\" must be \"new\" or the id of a session";
@@ -33,13 +38,27 @@ pub enum SessionArg {
 }
 
 /// Reads `session` from a call's input: absent (or null) is no session.
+/// An id that is not one a session could have (40 lowercase hex digits)
+/// is answered as a missing session is, without asking the store, and
+/// named by its first 80 characters only.
 pub fn parse(v: Option<&Value>) -> Result<Option<SessionArg>, ToolError> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s == "new" => Ok(Some(SessionArg::New)),
-        Some(Value::String(s)) if !s.is_empty() => Ok(Some(SessionArg::Resume(s.clone()))),
+        Some(Value::String(s)) if crate::clarify::valid_id(s) => {
+            Ok(Some(SessionArg::Resume(s.clone())))
+        }
+        Some(Value::String(s)) if !s.is_empty() => Err(no_session(s)),
         Some(_) => Err(ToolError::invalid_input(SESSION_SHAPE)),
     }
+}
+
+/// The answer for a session that does not exist (or is another caller's).
+fn no_session(id: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::NotFound,
+        format!("No session {}", crate::files::shown(id)),
+    )
 }
 
 /// The note for a session call that ended without a report (timeout,
@@ -50,9 +69,26 @@ pub const NOT_FINISHED: &str = "[session: the call did not finish, so nothing wa
 /// was written by something else): the call starts without it.
 pub const STATE_REFUSED: &str = "[session: the saved state could not be restored (it is larger than the state limit); this call started without it]\n";
 
+/// The note for a call whose result stands but whose session keeps what
+/// it had, saying `why`.
+pub fn nothing_saved(why: &str) -> String {
+    format!("[session: nothing was saved: {why}; the session keeps what it had before this call]\n")
+}
+
 /// The files a session call sees: the session's, with the call's over them,
-/// within the files cap.
+/// within the files cap. Files of the call that cannot sit beside the
+/// session's (a file that is the other's folder, names that differ only
+/// in case or Unicode form, more than 1000 in all) are `invalid_input`,
+/// naming them; the session's own are taken as stored.
 pub fn with_files(saved: &Files, given: Files, cap: u64) -> Result<Files, ToolError> {
+    if let Some(why) = crate::files::union_problem(
+        saved,
+        &given,
+        "the session's file",
+        "the session's files and this call's",
+    ) {
+        return Err(ToolError::invalid_input(why));
+    }
     let mut all = saved.clone();
     all.extend(given);
     let total: u64 = all.values().map(|b| b.len() as u64).sum();
@@ -66,12 +102,21 @@ pub fn with_files(saved: &Files, given: Files, cap: u64) -> Result<Files, ToolEr
 }
 
 /// The files a session keeps after a call: those it saw, with the ones the
-/// script created or changed (the output's `files`) over them.
-pub fn after_call(mut seen: Files, returned: Option<&Value>) -> Files {
-    if let Ok(changed) = crate::files::parse_input(returned, u64::MAX) {
-        seen.extend(changed);
+/// script created or changed (the output's `files`) over them. `Err` says
+/// why they cannot all be kept (as [`with_files`]), for
+/// [`nothing_saved`].
+pub fn after_call(mut seen: Files, returned: Option<&Value>) -> Result<Files, String> {
+    let changed = crate::files::parse_input(returned, u64::MAX).map_err(|e| e.message)?;
+    if let Some(why) = crate::files::union_problem(
+        &seen,
+        &changed,
+        "the file",
+        "its files would be those it had and those this call wrote, which",
+    ) {
+        return Err(why);
     }
-    seen
+    seen.extend(changed);
+    Ok(seen)
 }
 
 /// The answer to `session` where no session store is set up (the Worker and
@@ -100,6 +145,7 @@ pub struct Sessions {
     idle: Duration,
     nap: crate::clarify::Nap,
     row_limit: Option<usize>,
+    quotas: Quotas,
 }
 
 /// A call's limits, as a session call needs them.
@@ -117,6 +163,12 @@ pub struct Limits {
 /// that call's own timeout.
 const WAIT_MARGIN: Duration = Duration::from_secs(5);
 
+/// How long a call's hold on its session lasts unless renewed: a crashed
+/// server's hold ends a little after its call would have.
+fn hold_for(timeout: Duration) -> Duration {
+    timeout + WAIT_MARGIN * 2
+}
+
 impl Sessions {
     /// Sessions in `store`, ending `idle` after their last call.
     pub fn new(store: Arc<dyn SessionStore>, idle: Duration) -> Self {
@@ -125,7 +177,15 @@ impl Sessions {
             idle,
             nap: crate::clarify::default_nap(),
             row_limit: None,
+            quotas: Quotas::default(),
         }
+    }
+
+    /// Bounds what callers' sessions may hold ([`Quotas`]), where the
+    /// store can count them.
+    pub fn with_quotas(mut self, quotas: Quotas) -> Self {
+        self.quotas = quotas;
+        self
     }
 
     /// Bounds what one session holds in all (D1's row), state and files
@@ -138,7 +198,9 @@ impl Sessions {
     /// Runs one call in the session `arg` names, for `owner`: `run` gets
     /// the files (the session's, the call's over them) and the saved state,
     /// and runs the script; then what the call left is stored. An error
-    /// before a result gives the session back unchanged.
+    /// before a result gives the session back unchanged. The hold on the
+    /// session is renewed for as long as `run` lasts, so a call that waits
+    /// for a place in the sandbox keeps its session while it waits.
     pub async fn call<F, Fut>(
         &self,
         arg: &SessionArg,
@@ -166,7 +228,14 @@ impl Sessions {
             held.record.state.clear();
             refused = true;
         }
-        let mut out = match run(files.clone(), held.record.state.clone()).await {
+        let ran = self
+            .holding(
+                &held,
+                limits.timeout,
+                run(files.clone(), held.record.state.clone()),
+            )
+            .await;
+        let mut out = match ran {
             Ok(out) => out,
             Err(e) => {
                 self.abandon(held).await;
@@ -180,7 +249,14 @@ impl Sessions {
         if state.is_none() && !out.stderr.contains("[session: ") {
             out.add_note(NOT_FINISHED);
         }
-        let mut kept = after_call(files, out.files.as_ref());
+        let mut kept = match after_call(files, out.files.as_ref()) {
+            Ok(kept) => kept,
+            Err(why) => {
+                out.add_note(&nothing_saved(&why));
+                state = None;
+                held.record.files.clone()
+            }
+        };
         if let Some(limit) = self.row_limit {
             let size = state.as_ref().map_or(held.record.state.len(), Vec::len)
                 + serde_json::to_vec(&crate::files::to_wire(&kept)).map_or(0, |v| v.len());
@@ -193,8 +269,78 @@ impl Sessions {
                 kept = held.record.files.clone();
             }
         }
+        if let Some(note) = self.over_quota(&held, owner, state.as_deref(), &kept).await {
+            out.add_note(&note);
+            state = None;
+            kept = held.record.files.clone();
+        }
         out.session = Some(self.close(held, state, &kept).await?);
         Ok(out)
+    }
+
+    /// The note for a save that would take the caller's sessions, or all,
+    /// past a quota; `None` when it fits, shrinks, or the store cannot
+    /// count (a store failure here saves anyway: the bound is soft).
+    async fn over_quota(
+        &self,
+        held: &Held,
+        owner: &str,
+        state: Option<&[u8]>,
+        kept: &Files,
+    ) -> Option<String> {
+        if !self.quotas.any() {
+            return None;
+        }
+        let old = stored_size(&held.record.state, &held.record.files);
+        let new = stored_size(state.unwrap_or(&held.record.state), kept);
+        if new <= old {
+            return None;
+        }
+        let usage = match self.store.usage(owner, crate::clock::unix_ms()).await {
+            Ok(u) => u?,
+            Err(e) => {
+                tracing::warn!(error = %crate::logging::field(&e), "session usage unreadable; saving without the quota check");
+                return None;
+            }
+        };
+        self.quotas.save_note(&usage, old, new)
+    }
+
+    /// Runs `work` while keeping `held` held: the hold is moved on a third
+    /// of its length before it would end, until `work` is done. A runtime
+    /// whose timer does not wait (none set) keeps the first hold.
+    async fn holding<T>(
+        &self,
+        held: &Held,
+        timeout: Duration,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        let hold = hold_for(timeout);
+        let every = hold / 3;
+        let renew = async {
+            loop {
+                let slept = crate::clock::Instant::now();
+                (self.nap)(every).await;
+                if slept.elapsed() < every / 2 {
+                    break;
+                }
+                let until = crate::clock::unix_ms() + hold.as_millis() as i64;
+                match self.store.extend(&held.id, &held.token, until).await {
+                    Ok(true) => {}
+                    // Taken over: `close` says so.
+                    Ok(false) => break,
+                    Err(e) => tracing::warn!(
+                        error = %crate::logging::field(&e),
+                        "a session's hold could not be renewed; trying again"
+                    ),
+                }
+            }
+            std::future::pending::<Infallible>().await
+        };
+        match select(pin!(work), pin!(renew)).await {
+            Either::Left((done, _)) => done,
+            Either::Right((never, _)) => match never {},
+        }
     }
 
     /// Replaces the timer a call waits for its session on (the Worker's).
@@ -217,8 +363,7 @@ impl Sessions {
         timeout: Duration,
     ) -> Result<Held, ToolError> {
         let token = crate::clarify::new_id()?;
-        // A crashed server's hold ends a little after its call would have.
-        let hold = timeout + WAIT_MARGIN * 2;
+        let hold = hold_for(timeout);
         let lease = |now: i64| Lease {
             token: token.clone(),
             until: now + hold.as_millis() as i64,
@@ -227,6 +372,7 @@ impl Sessions {
             SessionArg::New => {
                 let id = crate::clarify::new_id()?;
                 let now = crate::clock::unix_ms();
+                self.admit_new(owner, now).await?;
                 self.store
                     .create(&id, owner, &lease(now), self.expires_at(now))
                     .await
@@ -256,12 +402,7 @@ impl Sessions {
                         token,
                     });
                 }
-                Claim::NotFound => {
-                    return Err(ToolError::new(
-                        ErrorCode::NotFound,
-                        format!("No session {id:?}"),
-                    ));
-                }
+                Claim::NotFound => return Err(no_session(id)),
                 Claim::Expired => {
                     return Err(ToolError::new(
                         ErrorCode::Expired,
@@ -282,6 +423,17 @@ impl Sessions {
                     ));
                 }
             }
+        }
+    }
+
+    /// Whether `owner` may start a session now ([`Quotas::admit_new`]).
+    async fn admit_new(&self, owner: &str, now: i64) -> Result<(), ToolError> {
+        if !self.quotas.any() {
+            return Ok(());
+        }
+        match self.store.usage(owner, now).await.map_err(store_error)? {
+            Some(usage) => self.quotas.admit_new(&usage, &idle_words(self.idle)),
+            None => Ok(()),
         }
     }
 
@@ -319,6 +471,63 @@ impl Sessions {
 }
 
 fn store_error(e: String) -> ToolError {
-    tracing::error!(error = %e, "session store failure");
+    tracing::error!(error = %crate::logging::field(&e), "session store failure");
     ToolError::internal(format!("session store unavailable: {e}"))
+}
+
+/// A session's idle life in words: `30 minutes`, `1 hour`, `90 seconds`.
+fn idle_words(idle: Duration) -> String {
+    let secs = idle.as_secs();
+    let (n, unit) = match secs {
+        s if s % 3600 == 0 && s > 0 => (s / 3600, "hour"),
+        s if s % 60 == 0 && s > 0 => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_id_no_session_could_have_is_not_found_and_named_by_its_start() {
+        let id = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(
+            parse(Some(&json!(id))).unwrap(),
+            Some(SessionArg::Resume(id.into()))
+        );
+        for bad in [id.to_uppercase(), format!("{id}0"), "a\nb".repeat(1 << 18)] {
+            let e = parse(Some(&json!(bad))).unwrap_err();
+            assert_eq!(e.code, ErrorCode::NotFound);
+            assert!(e.message.len() < 200, "{}", e.message);
+        }
+        assert_eq!(parse(Some(&json!(""))).unwrap_err().message, SESSION_SHAPE);
+    }
+
+    #[test]
+    fn a_call_that_brings_a_clash_or_too_many_files_is_refused_or_not_saved() {
+        let saved: Files = [("a".to_string(), b"x".to_vec())].into();
+        let e = with_files(&saved, [("a/b".to_string(), vec![])].into(), 100).unwrap_err();
+        assert!(
+            e.message.contains("is under the session's file \"a\""),
+            "{}",
+            e.message
+        );
+        let seen = with_files(&saved, [("b".to_string(), vec![])].into(), 100).unwrap();
+        assert_eq!(seen.len(), 2);
+        let why = after_call(seen.clone(), Some(&json!({"B": "y"}))).unwrap_err();
+        assert!(why.contains("differ only in case"), "{why}");
+        let kept = after_call(seen, Some(&json!({"c": "z"}))).unwrap();
+        assert_eq!(kept.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert!(nothing_saved(&why).starts_with("[session: nothing was saved: file \"B\""));
+    }
+
+    #[test]
+    fn idle_lives_read_as_words() {
+        assert_eq!(idle_words(Duration::from_secs(3600)), "1 hour");
+        assert_eq!(idle_words(Duration::from_secs(1800)), "30 minutes");
+        assert_eq!(idle_words(Duration::from_secs(90)), "90 seconds");
+    }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::store::{Claim, Lease, Record, SessionStore, StoreFuture, sql};
+use super::store::{Claim, Lease, Record, SessionStore, StoreFuture, Usage, sql};
 use crate::files::Files;
 
 /// Expired sessions answer `expired` for a day, then are forgotten.
@@ -19,21 +19,44 @@ pub struct SqliteSessions {
 impl SqliteSessions {
     /// Opens (creating) the database file and its folder.
     pub fn open(path: &Path) -> Result<Self, String> {
-        Ok(Self {
-            db: crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?,
-        })
+        let db = crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?;
+        rusqlite::Connection::open(path)
+            .and_then(|conn| add_bytes(&conn))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self { db })
     }
+}
+
+/// A file written before sessions counted their bytes gains the column,
+/// then the indexes that count them.
+fn add_bytes(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'bytes'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        conn.execute_batch(sql::ADD_BYTES)?;
+    }
+    conn.execute_batch(sql::USAGE_INDEXES)
 }
 
 fn files_json(files: &Files) -> String {
     serde_json::to_string(&crate::files::to_wire(files)).unwrap_or_else(|_| "{}".into())
 }
 
-fn files_from(text: &str) -> Files {
+/// The stored files, decoded only ([`crate::files::decode_wire`]); a
+/// column that does not decode is the store's error, never "no files".
+fn files_from(text: &str) -> Result<Files, String> {
     serde_json::from_str(text)
-        .ok()
-        .and_then(|w| crate::files::from_wire(w, u64::MAX).ok())
-        .unwrap_or_default()
+        .map_err(|e| e.to_string())
+        .and_then(crate::files::decode_wire)
+        .map_err(|e| format!("a stored session's files are unreadable: {e}"))
+}
+
+/// A failure of ours inside a SQLite call, in rusqlite's error type.
+fn unreadable(e: String) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(e.into())
 }
 
 impl SessionStore for SqliteSessions {
@@ -74,10 +97,16 @@ impl SessionStore for SqliteSessions {
                     c.query_row(sql::HELD, params![id, lease.token], |r| {
                         Ok((r.get(0)?, r.get(1)?))
                     })?;
-                return Ok(Claim::Held(Record {
-                    state,
-                    files: files_from(&files),
-                }));
+                let files = match files_from(&files) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        // Not left held until the lease runs out: the next
+                        // call gets the same error at once, not "busy".
+                        c.execute(sql::RELEASE, params![id, lease.token])?;
+                        return Err(unreadable(e));
+                    }
+                };
+                return Ok(Claim::Held(Record { state, files }));
             }
             let row: Option<(String, i64)> = c
                 .query_row(sql::PEEK, params![id], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -100,9 +129,13 @@ impl SessionStore for SqliteSessions {
     ) -> StoreFuture<'a, bool> {
         let (id, token) = (id.to_owned(), token.to_owned());
         let (state, files) = (state.to_vec(), files_json(files));
+        let bytes = (state.len() + files.len()) as i64;
         Box::pin(self.db.with(move |c| {
-            c.execute(sql::SAVE, params![id, token, state, files, expires_at])
-                .map(|n| n == 1)
+            c.execute(
+                sql::SAVE,
+                params![id, token, state, files, expires_at, bytes],
+            )
+            .map(|n| n == 1)
         }))
     }
 
@@ -112,6 +145,30 @@ impl SessionStore for SqliteSessions {
             self.db
                 .with(move |c| c.execute(sql::RELEASE, params![id, token]).map(drop)),
         )
+    }
+
+    fn extend<'a>(&'a self, id: &'a str, token: &'a str, until: i64) -> StoreFuture<'a, bool> {
+        let (id, token) = (id.to_owned(), token.to_owned());
+        Box::pin(self.db.with(move |c| {
+            c.execute(sql::EXTEND, params![id, token, until])
+                .map(|n| n == 1)
+        }))
+    }
+
+    fn usage<'a>(&'a self, owner: &'a str, now: i64) -> StoreFuture<'a, Option<Usage>> {
+        let owner = owner.to_owned();
+        Box::pin(self.db.with(move |c| {
+            let (sessions, bytes): (i64, i64) =
+                c.query_row(sql::USAGE, params![owner, now], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+            let total: i64 = c.query_row(sql::TOTAL, params![now], |r| r.get(0))?;
+            Ok(Some(Usage {
+                sessions: sessions as u64,
+                bytes: bytes as u64,
+                total_bytes: total as u64,
+            }))
+        }))
     }
 }
 
@@ -176,6 +233,59 @@ mod tests {
             .claim("id1", "bob", &lease("t7", 0), now + 4_000_000)
             .await;
         assert!(matches!(bob_gone, Ok(Claim::NotFound)), "{bob_gone:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn holds_move_usage_counts_and_damaged_files_are_an_error() {
+        let dir = std::env::temp_dir().join(format!("tg-sessions-unit2-{}", std::process::id()));
+        let path = dir.join("s.sqlite3");
+        let s = SqliteSessions::open(&path).unwrap();
+        let now = crate::clock::unix_ms();
+        let day = now + 86_400_000;
+        s.create("id1", "alice", &lease("t1", now + 1_000), day)
+            .await
+            .unwrap();
+        // A renewed hold is still held past its first end.
+        assert!(s.extend("id1", "t1", now + 60_000).await.unwrap());
+        assert!(!s.extend("id1", "other", now + 60_000).await.unwrap());
+        let busy = s.claim("id1", "alice", &lease("t2", 0), now + 2_000).await;
+        assert!(matches!(busy, Ok(Claim::Busy)), "{busy:?}");
+        let files = Files::from([("a".to_string(), b"abc".to_vec())]);
+        assert!(s.save("id1", "t1", b"state", &files, day).await.unwrap());
+        s.create("id2", "alice", &lease("t3", now), day)
+            .await
+            .unwrap();
+        s.create("id3", "bob", &lease("t4", now), day)
+            .await
+            .unwrap();
+        let u = s.usage("alice", now).await.unwrap().unwrap();
+        let size = super::super::stored_size(b"state", &files);
+        assert_eq!((u.sessions, u.bytes, u.total_bytes), (2, size, size));
+        // Stored files that do not decode: an error, released at once.
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE sessions SET files = '{\"a\": \"!!\"}' WHERE id = 'id1'",
+                [],
+            )
+            .unwrap();
+        for token in ["t5", "t6"] {
+            let e = s
+                .claim("id1", "alice", &lease(token, day), now)
+                .await
+                .unwrap_err();
+            assert!(e.contains("files are unreadable"), "{e}");
+        }
+        // A file from before `bytes` gains the column on open.
+        drop(s);
+        let old = dir.join("old.sqlite3");
+        let c = rusqlite::Connection::open(&old).unwrap();
+        c.execute_batch(&sql::SCHEMA.replace(",\n    bytes INTEGER NOT NULL DEFAULT 0", ""))
+            .unwrap();
+        drop(c);
+        let s = SqliteSessions::open(&old).unwrap();
+        assert_eq!(s.usage("x", now).await.unwrap().unwrap().sessions, 0);
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -20,6 +20,24 @@ pub struct Record {
     pub files: Files,
 }
 
+/// The bytes a session takes as stored: its state, and its files as
+/// base64 JSON (what every store writes).
+pub fn stored_size(state: &[u8], files: &Files) -> u64 {
+    let files = serde_json::to_vec(&crate::files::to_wire(files)).map_or(0, |v| v.len());
+    (state.len() + files) as u64
+}
+
+/// What live sessions hold ([`SessionStore::usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// One owner's live sessions.
+    pub sessions: u64,
+    /// The bytes they hold ([`stored_size`] of each, as last saved).
+    pub bytes: u64,
+    /// The bytes every live session holds.
+    pub total_bytes: u64,
+}
+
 /// A call's hold on a session.
 #[derive(Debug, Clone)]
 pub struct Lease {
@@ -87,6 +105,16 @@ pub trait SessionStore: Send + Sync {
     ) -> StoreFuture<'a, bool>;
     /// Gives the session back unchanged.
     fn release<'a>(&'a self, id: &'a str, token: &'a str) -> StoreFuture<'a, ()>;
+    /// Moves the end of the hold `token` has on the session to `until`
+    /// (Unix ms), while the call still waits or runs. False when the
+    /// lease was lost.
+    fn extend<'a>(&'a self, id: &'a str, token: &'a str, until: i64) -> StoreFuture<'a, bool>;
+    /// What `owner`'s live sessions (unexpired at `now`) hold, and what
+    /// all do; `None` where the store cannot count them cheaply (no index
+    /// by owner): quotas are then not enforced.
+    fn usage<'a>(&'a self, _owner: &'a str, _now: i64) -> StoreFuture<'a, Option<Usage>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// The SQL both SQL stores run (SQLite locally, D1 on the Worker).
@@ -101,10 +129,28 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_at INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
     lease TEXT,
-    lease_until INTEGER NOT NULL DEFAULT 0
+    lease_until INTEGER NOT NULL DEFAULT 0,
+    bytes INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_at);
 ";
+    /// The `bytes` column, for a table made before it (its sessions count
+    /// as empty until their next save). Fails on a table that has it.
+    pub const ADD_BYTES: &str = "ALTER TABLE sessions ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0";
+    /// Covering indexes for [`USAGE`] and [`TOTAL`], made once `bytes`
+    /// exists: the count reads no row (a row holds megabytes).
+    pub const USAGE_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS sessions_by_owner ON sessions (owner, expires_at, bytes);
+CREATE INDEX IF NOT EXISTS sessions_live_bytes ON sessions (expires_at, bytes);
+";
+    /// ?1 owner, ?2 now: the owner's live sessions and their bytes.
+    pub const USAGE: &str = "SELECT count(*) AS sessions, coalesce(sum(bytes), 0) AS bytes
+         FROM sessions WHERE owner = ?1 AND expires_at > ?2";
+    /// ?1 now: the bytes of every live session.
+    pub const TOTAL: &str =
+        "SELECT coalesce(sum(bytes), 0) AS bytes FROM sessions WHERE expires_at > ?1";
+    /// ?1 id, ?2 lease, ?3 lease_until.
+    pub const EXTEND: &str = "UPDATE sessions SET lease_until = ?3 WHERE id = ?1 AND lease = ?2";
     /// ?1 id, ?2 owner, ?3 lease, ?4 lease_until, ?5 now, ?6 expires_at.
     pub const CREATE: &str =
         "INSERT INTO sessions (id, owner, state, files, created_at, expires_at, lease, lease_until)
@@ -117,9 +163,10 @@ CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_at);
     pub const HELD: &str = "SELECT state, files FROM sessions WHERE id = ?1 AND lease = ?2";
     /// ?1 id.
     pub const PEEK: &str = "SELECT owner, expires_at FROM sessions WHERE id = ?1";
-    /// ?1 id, ?2 lease, ?3 state, ?4 files, ?5 expires_at.
+    /// ?1 id, ?2 lease, ?3 state, ?4 files, ?5 expires_at, ?6 bytes
+    /// ([`super::stored_size`]).
     pub const SAVE: &str = "UPDATE sessions SET state = ?3, files = ?4,
-         expires_at = ?5, lease = NULL, lease_until = 0 WHERE id = ?1 AND lease = ?2";
+         expires_at = ?5, lease = NULL, lease_until = 0, bytes = ?6 WHERE id = ?1 AND lease = ?2";
     /// ?1 id, ?2 lease.
     pub const RELEASE: &str =
         "UPDATE sessions SET lease = NULL, lease_until = 0 WHERE id = ?1 AND lease = ?2";

@@ -518,9 +518,15 @@ fn special_file(word: &str) -> bool {
     // /run (reading one takes a request from its reader, as init's).
     let last = word.rsplit('/').next().unwrap_or(word);
     if matches!(last, "mem" | "kmem" | "kcore" | "environ")
-        || ["/run/", "/var/run/", "/proc/bus/pci", "/sys/bus/pci", "/sys/devices/pci"]
-            .iter()
-            .any(|p| word.contains(p))
+        || [
+            "/run/",
+            "/var/run/",
+            "/proc/bus/pci",
+            "/sys/bus/pci",
+            "/sys/devices/pci",
+        ]
+        .iter()
+        .any(|p| word.contains(p))
     {
         return true;
     }

@@ -166,9 +166,10 @@ impl Tool for ClarifyTool {
             if input.task_token.is_some() && ctx.transport != Some(Transport::Lambda) {
                 return Err(ToolError::invalid_input(TASK_TOKEN_DIRECT_ONLY));
             }
+            let caller = ctx.caller.as_deref().unwrap_or("");
             let c = self
                 .clarify
-                .ask(input.question, input.options, input.task_token)
+                .ask_as(caller, input.question, input.options, input.task_token)
                 .await?;
             tracing::info!(id = %crate::logging::id_ref(&c.id), waits_for_task = c.task_token.is_some(), "clarification asked");
             Ok(c.view(now_ms(), &self.clarify.base_url()))

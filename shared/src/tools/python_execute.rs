@@ -4,6 +4,10 @@
 //! The contract (spec, input rules, output shape, the notes added to
 //! stderr) compiles everywhere; the tool itself runs on the process sandbox
 //! (feature `python`). The Worker runs the same contract on wasm32.
+//! What calls may hold at the sandbox at once: `backlog`.
+
+#[cfg(feature = "python")]
+mod backlog;
 
 #[cfg(feature = "python")]
 use std::sync::Arc;
@@ -41,6 +45,8 @@ pub struct PythonExecute {
     state_cap: u64,
     sandbox: Arc<Sandbox>,
     sessions: Option<Sessions>,
+    quotas: crate::sessions::Quotas,
+    backlog: backlog::Backlog,
 }
 
 /// The tool's description, stating `cfg`'s timeout and allowed imports.
@@ -171,6 +177,8 @@ impl PythonExecute {
     /// The tool on a started `sandbox`, with `cfg`'s name, timeout and allowed
     /// imports.
     pub fn new(cfg: &PythonConfig, sandbox: Arc<Sandbox>) -> Self {
+        let one_call =
+            crate::tool::MAX_BODY_BYTES as u64 + cfg.max_files_bytes() + cfg.max_state_bytes();
         Self {
             spec: spec(cfg),
             timeout: Duration::from_secs(cfg.timeout_secs),
@@ -178,12 +186,15 @@ impl PythonExecute {
             state_cap: cfg.max_state_bytes(),
             sandbox,
             sessions: None,
+            quotas: cfg.session_quotas(),
+            backlog: backlog::Backlog::new(cfg.max_queued_bytes(), one_call),
         }
     }
 
-    /// The tool with `sessions` to keep state between calls in.
+    /// The tool with `sessions` to keep state between calls in, under the
+    /// configured session quotas.
     pub fn with_sessions(mut self, sessions: Sessions) -> Self {
-        self.sessions = Some(sessions);
+        self.sessions = Some(sessions.with_quotas(self.quotas));
         self
     }
 
@@ -202,12 +213,16 @@ impl PythonExecute {
             .caller
             .as_deref()
             .unwrap_or(crate::sandbox::pool::ANONYMOUS);
+        let bytes = code.len() as u64
+            + files.values().map(|f| f.len() as u64).sum::<u64>()
+            + session.map_or(0, |s| s.len() as u64);
+        let _held = self.backlog.reserve(caller, bytes)?;
         let mut out = self
             .sandbox
             .execute_for(caller, code, files, session, timeout)
             .await
             .map_err(|e| {
-                tracing::error!(error = %e, "sandbox failure");
+                tracing::error!(error = %crate::logging::field(&e.to_string()), "sandbox failure");
                 ToolError::internal(format!("sandbox unavailable: {e}"))
             })?;
         if lowered {

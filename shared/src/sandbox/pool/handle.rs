@@ -3,8 +3,12 @@
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
 
 use tokio::sync::watch;
+
+use super::generation::{Claim, Generation};
+use super::supervisor::Shared;
 
 pub(super) struct Child {
     pub pid: i32,
@@ -16,14 +20,38 @@ pub(super) struct Child {
     /// Turns true when the zygote that forked this child is gone: the
     /// child then dies with it (PDEATHSIG), and nobody reports its exit.
     pub zygote_gone: watch::Receiver<bool>,
+    /// The zygote that forked it.
+    pub generation: Arc<Generation>,
 }
 
 impl Child {
-    /// False once its zygote is known to be gone (the spare dies with it,
-    /// PDEATHSIG, however late a loaded machine delivers that) or the
-    /// process has exited.
-    pub fn is_usable(&self) -> bool {
-        !*self.zygote_gone.borrow() && self.is_alive()
+    /// A call takes this spare from the queue. Not one whose zygote is
+    /// known to be gone (the spare dies with it, PDEATHSIG, however late a
+    /// loaded machine delivers that) or retired, or that has exited.
+    pub fn claim(&self) -> Claim {
+        if *self.zygote_gone.borrow() || !self.is_alive() {
+            return if self.generation.is_retired() {
+                Claim::Retired
+            } else {
+                Claim::Dead
+            };
+        }
+        self.generation.claim(self.pid)
+    }
+
+    /// Asks for the child that takes this one's place: from its own zygote
+    /// while that serves, from the current one if its zygote died, and
+    /// none if its zygote is retired (its successor was stocked with a full
+    /// set of spares before it took over).
+    pub fn replace(&self, shared: &Shared, warm_up: bool) {
+        if self.generation.is_retired() {
+            return;
+        }
+        if *self.zygote_gone.borrow() {
+            shared.request_spawn(warm_up);
+        } else {
+            self.generation.request_spawn(warm_up);
+        }
     }
 
     /// False once the process has exited, e.g. a spare killed with a zygote

@@ -1,12 +1,14 @@
 //! The server's side of the sandbox: it keeps warm children forked ahead
-//! of calls (the `supervisor` relays them from the zygote), runs one script
-//! per child (`call`), and says how a call that did not finish ended
-//! (`death`).
+//! of calls (the `supervisor` relays them from the zygote, and replaces the
+//! zygote when it is due: `recycle`, `generation`), runs one script per
+//! child (`call`), and says how a call that did not finish ended (`death`).
 
 mod call;
 mod clock;
 mod death;
+mod generation;
 mod handle;
+mod recycle;
 mod supervisor;
 
 use std::path::PathBuf;
@@ -24,7 +26,9 @@ use super::zygote::ZygoteConfig;
 use crate::files::Files;
 use crate::outcome::ExecOutput;
 use clock::CallClock;
+use generation::Claim;
 use handle::Child;
+pub use recycle::Recycle;
 use supervisor::Shared;
 
 /// How the server runs the sandbox.
@@ -40,6 +44,8 @@ pub struct SandboxConfig {
     pub max_concurrency: usize,
     /// Scripts one caller may run at once (the rest stay open to others).
     pub max_per_caller: usize,
+    /// When the zygote is replaced by a fresh one.
+    pub recycle: Recycle,
 }
 
 /// A handle on the running sandbox; dropping it stops the zygote and with it
@@ -103,9 +109,14 @@ impl Sandbox {
             let slice = (tokio::time::Instant::now() + SPAWN_NUDGE).min(deadline);
             match tokio::time::timeout_at(slice, rx.recv()).await {
                 // A spare that died (killed from outside) or whose zygote
-                // died (it will die too) is skipped and replaced.
-                Ok(Some(c)) if !c.is_usable() => self.shared.request_spawn(true),
-                Ok(Some(c)) => return Ok(c),
+                // died (it will die too) is skipped and replaced; one whose
+                // zygote retired is skipped (its successor's stock stands
+                // in for it).
+                Ok(Some(c)) => match c.claim() {
+                    Claim::Taken => return Ok(c),
+                    Claim::Retired => {}
+                    Claim::Dead => c.replace(&self.shared, true),
+                },
                 Ok(None) => return Err(SandboxError::ZygoteGone),
                 Err(_) if tokio::time::Instant::now() >= deadline => {
                     return Err(SandboxError::NoChild(CHILD_WAIT.as_secs()));
@@ -215,20 +226,16 @@ impl Drop for Used {
         drop(exits);
         // Replace the child only now: forking while the script runs would
         // compete with it for the CPU. Other spares cover concurrent calls.
-        self.shared.request_spawn(!self.back_to_back);
+        self.child.replace(&self.shared, !self.back_to_back);
     }
 }
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
-        // Killing the zygote ends its children through PDEATHSIG, and ends
-        // the supervisor's read with EOF, after which it reaps and exits.
-        if let Some(pid) = *self.shared.zygote_pid.lock().expect("pid lock") {
-            // SAFETY: signalling our own child process by pid; it is reaped
-            // only by the supervisor thread, which sees the shutdown flag.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        // Killing the zygotes ends their children through PDEATHSIG, and
+        // each relay's read with EOF, after which it reaps its zygote.
+        self.shared.kill_zygotes();
     }
 }
 
@@ -251,6 +258,7 @@ impl SandboxConfig {
             spare_children: cfg.spare_children,
             max_concurrency: cfg.max_concurrency,
             max_per_caller: cfg.per_caller(),
+            recycle: Recycle::new(cfg.zygote_max_calls, cfg.zygote_max_age_secs),
         })
     }
 }

@@ -1,0 +1,56 @@
+//! The first layer every request meets, on every route and every runtime
+//! (`/mcp` and the answer routes included): for a server bound to loopback,
+//! the `Host` check (`host`); then the cross-site check (`origin`).
+
+use std::sync::Arc;
+
+use axum::{
+    extract::{Request, State},
+    http::header,
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+
+use super::origin::{Origins, cross_site};
+use crate::error::{ErrorCode, ToolError};
+
+/// What the guard checks against.
+pub(super) struct Guard {
+    /// Only loopback authorities (`AppState::loopback_hosts_only`).
+    pub loopback_hosts_only: bool,
+    /// The origins whose pages may call.
+    pub origins: Origins,
+}
+
+pub(super) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    if g.loopback_hosts_only
+        && let Some(why) = super::host::loopback_problem(req.uri(), req.headers())
+    {
+        return ToolError::new(ErrorCode::Forbidden, why).into_response();
+    }
+    // Where the request was sent: the URI's authority wins over `Host`
+    // (absolute-form targets, HTTP/2).
+    let authority = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str().to_owned())
+        .or_else(|| {
+            req.headers()
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_owned)
+        });
+    if let Some(why) = cross_site(
+        req.method(),
+        req.uri().path(),
+        req.headers(),
+        authority.as_deref(),
+        &g.origins,
+    ) {
+        // For the operator whose own page is refused: the message names the
+        // setting that allows it.
+        tracing::info!(path = %crate::logging::field(req.uri().path()), reason = %crate::logging::field(&why), "request refused");
+        return ToolError::new(ErrorCode::Forbidden, why).into_response();
+    }
+    next.run(req).await
+}

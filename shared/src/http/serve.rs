@@ -1,0 +1,585 @@
+//! `toolgate serve`'s connections, so that clients who send slowly or hold
+//! connections open cannot stop others from being answered:
+//! - HTTP/1.1 only (hyper's `http1` builder). An HTTP/2 preface, h2c with
+//!   prior knowledge included, is closed unanswered: HTTP/2 requests carry
+//!   no `Host` header, and axum's own `serve` (hyper-util's `auto` builder)
+//!   would answer them, with no timer on its version sniff;
+//! - a request's head must arrive within `header_timeout` (hyper's timer:
+//!   without one set, its default timeout does nothing), which also closes
+//!   keep-alive connections idle that long;
+//! - its body within `body_timeout` in all and never stalled for a third of
+//!   it (`Deadline`, read as `BodyTimeout`: 400);
+//! - at most `max_connections` open at once (past it new ones wait in the
+//!   kernel's backlog), and `per_client` from one client address (past it:
+//!   429 and close).
+//!
+//! On shutdown it stops accepting, lets requests in flight finish and
+//! closes idle connections (the caller bounds the wait).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+
+use super::body::BodyTimeout;
+use crate::config::ServerConfig;
+
+/// Descriptors kept for the rest of the process (the sandbox's spares,
+/// SQLite, upstream clients) when `max_connections` is fitted to the limit.
+const DESCRIPTOR_SPARE: u64 = 256;
+
+/// How [`serve`] bounds its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeLimits {
+    /// A request's head must arrive within this; idle keep-alive
+    /// connections close after it.
+    pub header_timeout: Duration,
+    /// A request's body must arrive within this (and never stall for a
+    /// third of it: [`Self::body_idle`]).
+    pub body_timeout: Duration,
+    /// Connections open at once, in all.
+    pub max_connections: usize,
+    /// Connections open at once from one client address.
+    pub per_client: usize,
+}
+
+impl ServeLimits {
+    /// The limits `[server]` sets.
+    pub fn from_config(s: &ServerConfig) -> Self {
+        Self {
+            header_timeout: Duration::from_secs(s.header_timeout_secs),
+            body_timeout: Duration::from_secs(s.body_timeout_secs),
+            max_connections: s.max_connections,
+            per_client: s.max_connections_per_client,
+        }
+    }
+
+    /// The longest a body may go without a byte: a third of the body
+    /// timeout, at least a second.
+    pub fn body_idle(&self) -> Duration {
+        (self.body_timeout / 3)
+            .max(Duration::from_secs(1))
+            .min(self.body_timeout)
+    }
+
+    /// Raises the soft limit on open files to the hard one, and lowers
+    /// `max_connections` to fit it with [`DESCRIPTOR_SPARE`] to spare: past
+    /// the limit `accept` fails and nobody is answered. Returns the soft
+    /// limit, when it could be read.
+    pub fn fit_descriptors(&mut self) -> Option<u64> {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the limit into `lim`, which we own.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+            return None;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max.min(1 << 20),
+                rlim_max: lim.rlim_max,
+            };
+            // SAFETY: setrlimit reads `raised`; a soft limit up to the hard
+            // one needs no privilege, and a refusal leaves the old one.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                lim.rlim_cur = raised.rlim_cur;
+            }
+        }
+        let room = lim.rlim_cur.saturating_sub(DESCRIPTOR_SPARE).max(16);
+        self.max_connections = self
+            .max_connections
+            .min(usize::try_from(room).unwrap_or(usize::MAX));
+        Some(lim.rlim_cur)
+    }
+}
+
+/// Serves `app` on `listener` within `limits` until `shutdown` completes,
+/// then waits for the connections still open to finish their requests.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ServeLimits,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()> {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    // The timer must come with the timeout: hyper panics on a configured
+    // timeout without one, and ignores its default timeout.
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(
+        limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
+    ));
+    let seats = Arc::new(Seats::new(limits.per_client));
+    let (idle, total) = (limits.body_idle(), limits.body_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        // A full server stops accepting: new connections wait in the
+        // kernel's backlog until one closes.
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Some(seat) = seats.take(ClientKey::of(peer.ip())) else {
+            tokio::spawn(refuse_busy(stream, peer.ip(), limits.per_client, permit));
+            continue;
+        };
+        let svc = service(app.clone(), peer, idle, total);
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), svc));
+        tokio::spawn(async move {
+            // Its errors (a timeout, a reset, an HTTP/2 preface) concern
+            // that client alone.
+            let _ = conn.await;
+            drop((seat, permit));
+        });
+    }
+    // Connections arriving from now on are refused by the kernel.
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// One connection's service: `app`, each request's body under its
+/// deadline, the peer's address as `ConnectInfo`.
+fn service(
+    app: Router,
+    peer: SocketAddr,
+    idle: Duration,
+    total: Duration,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<axum::response::Response, std::convert::Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |req: Request<Incoming>| {
+        let mut req = req.map(|b| Body::new(Deadline::new(b, idle, total)));
+        req.extensions_mut().insert(ConnectInfo(peer));
+        tower::ServiceExt::oneshot(app.clone(), req)
+    })
+}
+
+/// `accept` failed. Out of descriptors (`EMFILE`) is the server's own
+/// state: said, and retried after a pause; a client's reset is not.
+async fn accept_failed(e: io::Error) {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::warn!(error = %e, "cannot accept a connection");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// Answers a client over its connection cap with 429 and closes. What it
+/// sent is read (a second at most) so that closing does not reset the
+/// connection before it reads the answer.
+async fn refuse_busy(
+    mut stream: TcpStream,
+    ip: IpAddr,
+    per_client: usize,
+    permit: OwnedSemaphorePermit,
+) {
+    let body = crate::error::ToolError::quota(format!(
+        "Too many connections from {ip}: at most {per_client} at once \
+         (TOOLGATE_MAX_CONNECTIONS_PER_CLIENT)"
+    ))
+    .body()
+    .to_string();
+    let answer = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut read = 0;
+        while read < 64 * 1024 {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => read += n,
+            }
+        }
+        Ok::<_, io::Error>(())
+    })
+    .await;
+    drop(permit);
+}
+
+/// A client, as the connection cap counts it: an IPv4 address (IPv4-mapped
+/// IPv6 included), or an IPv6 /64 (one host's usual share).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ClientKey {
+    V4([u8; 4]),
+    V6([u8; 8]),
+}
+
+impl ClientKey {
+    fn of(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V4(a) => Self::V4(a.octets()),
+            IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                Some(v4) => Self::V4(v4.octets()),
+                None => {
+                    let o = a.octets();
+                    let mut prefix = [0u8; 8];
+                    prefix.copy_from_slice(&o[..8]);
+                    Self::V6(prefix)
+                }
+            },
+        }
+    }
+}
+
+/// Connections open per client.
+struct Seats {
+    per_client: usize,
+    taken: Mutex<HashMap<ClientKey, usize>>,
+}
+
+/// One open connection of a client; given back on drop.
+struct Seat {
+    seats: Arc<Seats>,
+    key: ClientKey,
+}
+
+impl Seats {
+    fn new(per_client: usize) -> Self {
+        Self {
+            per_client,
+            taken: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A seat for `key`, unless it holds `per_client` already.
+    fn take(self: &Arc<Self>, key: ClientKey) -> Option<Seat> {
+        let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+        let n = taken.entry(key).or_insert(0);
+        if *n >= self.per_client {
+            return None;
+        }
+        *n += 1;
+        Some(Seat {
+            seats: self.clone(),
+            key,
+        })
+    }
+
+    #[cfg(test)]
+    fn open(&self) -> usize {
+        let taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+        taken.values().sum()
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        let mut taken = self.seats.taken.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = taken.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                taken.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// A request body that must arrive within `total`, with no gap longer than
+/// `idle`; past either it ends in [`BodyTimeout`]. The clocks start when
+/// the body is first waited for: a body already read costs nothing.
+struct Deadline {
+    inner: Incoming,
+    idle: Duration,
+    total: Duration,
+    clocks: Option<Clocks>,
+}
+
+struct Clocks {
+    idle: Pin<Box<Sleep>>,
+    total: Pin<Box<Sleep>>,
+}
+
+impl Deadline {
+    fn new(inner: Incoming, idle: Duration, total: Duration) -> Self {
+        Self {
+            inner,
+            idle,
+            total,
+            clocks: None,
+        }
+    }
+}
+
+impl HttpBody for Deadline {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            if let Some(c) = &mut this.clocks {
+                c.idle.as_mut().reset(Instant::now() + this.idle);
+            }
+            return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
+        }
+        let (idle, total) = (this.idle, this.total);
+        let clocks = this.clocks.get_or_insert_with(|| Clocks {
+            idle: Box::pin(tokio::time::sleep(idle)),
+            total: Box::pin(tokio::time::sleep(total)),
+        });
+        let late = if clocks.total.as_mut().poll(cx).is_ready() {
+            BodyTimeout {
+                after: total,
+                stalled: false,
+            }
+        } else if clocks.idle.as_mut().poll(cx).is_ready() {
+            BodyTimeout {
+                after: idle,
+                stalled: true,
+            }
+        } else {
+            return Poll::Pending;
+        };
+        Poll::Ready(Some(Err(Box::new(late))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    async fn start(limits: ServeLimits) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = Router::new()
+            .route("/", axum::routing::get(|| async { "ok" }))
+            .route(
+                "/echo",
+                axum::routing::post(|body: Body| async move {
+                    match axum::body::to_bytes(body, 1 << 20).await {
+                        Ok(b) => format!("{} bytes", b.len()),
+                        Err(e) => {
+                            let mut src: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+                            while let Some(s) = src {
+                                if let Some(t) = s.downcast_ref::<BodyTimeout>() {
+                                    return t.to_string();
+                                }
+                                src = s.source();
+                            }
+                            format!("other: {e}")
+                        }
+                    }
+                }),
+            );
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(serve(listener, app, limits, async move {
+            let _ = rx.await;
+        }));
+        (addr, tx)
+    }
+
+    fn limits() -> ServeLimits {
+        ServeLimits {
+            header_timeout: Duration::from_secs(1),
+            body_timeout: Duration::from_secs(3),
+            max_connections: 100,
+            per_client: 4,
+        }
+    }
+
+    /// Everything the server sends until it closes, or what came within
+    /// `within` (then `timed_out`).
+    async fn read_all(c: &mut TcpStream, within: Duration) -> (String, bool) {
+        let mut out = Vec::new();
+        let r = tokio::time::timeout(within, c.read_to_end(&mut out)).await;
+        (String::from_utf8_lossy(&out).into_owned(), r.is_err())
+    }
+
+    #[tokio::test]
+    async fn silent_and_half_sent_heads_are_closed() {
+        let (addr, _stop) = start(limits()).await;
+        let mut silent = TcpStream::connect(addr).await.unwrap();
+        let mut half = TcpStream::connect(addr).await.unwrap();
+        half.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        for c in [&mut silent, &mut half] {
+            let (got, timed_out) = read_all(c, Duration::from_secs(5)).await;
+            assert!(!timed_out, "still open: {got:?}");
+        }
+        // An idle keep-alive connection closes too, after its answer.
+        let mut kept = TcpStream::connect(addr).await.unwrap();
+        kept.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let (got, timed_out) = read_all(&mut kept, Duration::from_secs(5)).await;
+        assert!(!timed_out && got.starts_with("HTTP/1.1 200"), "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn an_http2_preface_is_closed_unanswered() {
+        let (addr, _stop) = start(limits()).await;
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\x12\x04\0\0\0\0\0")
+            .await
+            .unwrap();
+        let (got, timed_out) = read_all(&mut c, Duration::from_secs(5)).await;
+        assert!(!timed_out && got.is_empty(), "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn a_body_must_arrive_in_time() {
+        let (addr, _stop) = start(limits()).await;
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\ncontent-length: 10\r\n\r\nabc")
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let (got, timed_out) = read_all(&mut c, Duration::from_secs(6)).await;
+        assert!(!timed_out, "{got:?}");
+        assert!(got.contains("no bytes for 1 s"), "{got:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        // A byte each half second never stalls, and still ends at 3 s.
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\ncontent-length: 100\r\n\r\n")
+            .await
+            .unwrap();
+        for _ in 0..8 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            if c.write_all(b"a").await.is_err() {
+                break;
+            }
+        }
+        let (got, _) = read_all(&mut c, Duration::from_secs(3)).await;
+        assert!(got.contains("did not arrive within 3 s"), "{got:?}");
+        // A body sent at once is read.
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nconnection: close\r\ncontent-length: 3\r\n\r\nabc",
+        )
+        .await
+        .unwrap();
+        let (got, _) = read_all(&mut c, Duration::from_secs(3)).await;
+        assert!(got.ends_with("3 bytes"), "{got:?}");
+    }
+
+    #[tokio::test]
+    async fn one_client_gets_its_share_of_connections() {
+        let (addr, _stop) = start(ServeLimits {
+            header_timeout: Duration::from_secs(30),
+            ..limits()
+        })
+        .await;
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let mut fifth = TcpStream::connect(addr).await.unwrap();
+        let (got, timed_out) = read_all(&mut fifth, Duration::from_secs(5)).await;
+        assert!(!timed_out, "{got:?}");
+        assert!(got.starts_with("HTTP/1.1 429 "), "{got:?}");
+        assert!(
+            got.contains(r#""code":"quota_exceeded""#)
+                && got.contains("Too many connections from 127.0.0.1: at most 4 at once"),
+            "{got:?}"
+        );
+        drop(held);
+        // Seats are given back as connections close.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nconnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let (got, _) = read_all(&mut c, Duration::from_secs(2)).await;
+            if got.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{got:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    #[test]
+    fn seats_are_counted_per_client() {
+        let seats = Arc::new(Seats::new(2));
+        let a = ClientKey::of(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)));
+        let mapped = ClientKey::of(IpAddr::V6(Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped()));
+        assert_eq!(a, mapped);
+        let v6a = ClientKey::of("2001:db8::1".parse::<Ipv6Addr>().unwrap().into());
+        let v6b = ClientKey::of("2001:db8::ffff:2".parse::<Ipv6Addr>().unwrap().into());
+        let v6c = ClientKey::of("2001:db8:0:1::1".parse::<Ipv6Addr>().unwrap().into());
+        assert_eq!(v6a, v6b, "one /64");
+        assert_ne!(v6a, v6c);
+        let one = seats.take(a).unwrap();
+        let two = seats.take(mapped).unwrap();
+        assert!(seats.take(a).is_none());
+        let other = seats.take(v6a).unwrap();
+        assert_eq!(seats.open(), 3);
+        drop((one, two, other));
+        assert_eq!(seats.open(), 0);
+        assert!(seats.taken.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn limits_come_from_the_config_and_fit_the_descriptors() {
+        let mut l = ServeLimits::from_config(&ServerConfig::default());
+        assert_eq!(l.header_timeout, Duration::from_secs(30));
+        assert_eq!(l.body_idle(), Duration::from_secs(20));
+        assert_eq!((l.max_connections, l.per_client), (1024, 64));
+        l.max_connections = usize::MAX;
+        let soft = l.fit_descriptors().unwrap();
+        assert!(l.max_connections as u64 <= soft.saturating_sub(DESCRIPTOR_SPARE).max(16));
+    }
+}
