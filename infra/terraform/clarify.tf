@@ -19,6 +19,14 @@ resource "aws_dynamodb_table" "clarify" {
     name = "due_at"
     type = "N"
   }
+  attribute {
+    name = "pending"
+    type = "S"
+  }
+  attribute {
+    name = "expires_at"
+    type = "N"
+  }
 
   # Sparse: only items whose workflow has not been told yet carry
   # `awaiting`, so the sweep queries what is due instead of scanning.
@@ -27,6 +35,16 @@ resource "aws_dynamodb_table" "clarify" {
     hash_key        = "awaiting"
     range_key       = "due_at"
     projection_type = "ALL"
+  }
+
+  # Sparse: only questions not yet answered or cancelled carry `pending`;
+  # the pending quotas count its unexpired part.
+  global_secondary_index {
+    name               = "pending"
+    hash_key           = "pending"
+    range_key          = "expires_at"
+    projection_type    = "INCLUDE"
+    non_key_attributes = ["caller"]
   }
 
   ttl {

@@ -50,6 +50,12 @@ data "aws_iam_policy_document" "sessions" {
     actions   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
     resources = [aws_dynamodb_table.sessions.arn]
   }
+  # The quotas count a caller's sessions through its index.
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:Query"]
+    resources = ["${aws_dynamodb_table.sessions.arn}/index/*"]
+  }
 }
 
 resource "aws_iam_role_policy" "sessions" {
@@ -274,7 +280,8 @@ resource "aws_iam_role_policy" "vpc" {
 # ---------------------------------------------------------------- clarify: its table, the workflows' task tokens, its topic
 
 # Only this role may Scan the table: the approvers' lists (GET /approvals,
-# GET /clarifications) read it whole; the sweep queries its index.
+# GET /clarifications) read it whole; the sweep and the pending quotas
+# query its indexes.
 data "aws_iam_policy_document" "clarify_table" {
   statement {
     effect    = "Allow"
@@ -289,7 +296,7 @@ data "aws_iam_policy_document" "clarify_table" {
   statement {
     effect    = "Allow"
     actions   = ["dynamodb:Query"]
-    resources = ["${aws_dynamodb_table.clarify.arn}/index/expiring"]
+    resources = ["${aws_dynamodb_table.clarify.arn}/index/*"]
   }
 }
 

@@ -1,5 +1,5 @@
 # python.execute's sessions: a small item per session (owner, expiry,
-# lease) and its saved state and files in parts under 400 KB
+# lease, bytes) and its saved state and files in parts under 400 KB
 # (shared/src/sessions/dynamo.rs). `ttl` removes them a day after expiry.
 # The saved state is read only inside the sealed child, never here.
 
@@ -11,6 +11,24 @@ resource "aws_dynamodb_table" "sessions" {
   attribute {
     name = "id"
     type = "S"
+  }
+  attribute {
+    name = "owner"
+    type = "S"
+  }
+  attribute {
+    name = "expires_at"
+    type = "N"
+  }
+
+  # An owner's live sessions and their sizes, for the per-caller quotas:
+  # one Query, never a Scan (parts carry no `owner`).
+  global_secondary_index {
+    name               = "by_owner"
+    hash_key           = "owner"
+    range_key          = "expires_at"
+    projection_type    = "INCLUDE"
+    non_key_attributes = ["bytes"]
   }
 
   ttl {

@@ -1,6 +1,8 @@
 //! Lambda events for in-process tests of `toolgate_shared::lambda::Function`:
 //! the committed fixtures, an invocation context, and response parsing.
 
+use std::path::PathBuf;
+use std::sync::{Mutex, Once};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lambda_http::Context;
@@ -56,11 +58,19 @@ pub fn http_parts(resp: &Value) -> (u64, Value, Value) {
 /// The python.execute `Function` the Lambda binaries run, configured by
 /// `env` (a stand-in for the process environment), with the real sandbox
 /// behind it (its zygote is the `toolgate` binary, which shares the code).
+/// Unless `env` names a data folder, the function gets a fresh one of its
+/// own ([`fresh_data_dir`]): never one shared by tests, runs or users.
 pub fn python_function(env: &dyn Fn(&str) -> Option<String>) -> Function {
     use toolgate_shared::config::Config;
     use toolgate_shared::sandbox::SandboxConfig;
     use toolgate_shared::toolset::Toolset;
-    let cfg = Config::from_parts("", "(test)", env).expect("config");
+    let named = env("TOOLGATE_DATA_DIR").is_some() || env("XDG_DATA_HOME").is_some();
+    let data = (!named).then(fresh_data_dir);
+    let env = |key: &str| match (key, &data) {
+        ("TOOLGATE_DATA_DIR", Some(d)) => Some(d.to_string_lossy().into_owned()),
+        _ => env(key),
+    };
+    let cfg = Config::from_parts("", "(test)", &env).expect("config");
     let mut sandbox = SandboxConfig::for_python(&cfg.python).expect("sandbox config");
     sandbox.exe = crate::toolgate_bin();
     // Sync for the tests' helpers: the build awaits nothing but the session
@@ -78,4 +88,25 @@ pub fn python_function(env: &dyn Fn(&str) -> Option<String>) -> Function {
     })
     .expect("sandbox starts");
     Function::new(&tools)
+}
+
+/// A new folder (not made) for one `Function`'s stores, removed when the
+/// test binary exits: `Function` is the callers' type, so the folder
+/// cannot live in a wrapper dropped with it.
+pub fn fresh_data_dir() -> PathBuf {
+    static DIRS: Mutex<Vec<crate::launch::TempDir>> = Mutex::new(Vec::new());
+    static AT_EXIT: Once = Once::new();
+    extern "C" fn remove_all() {
+        // Dropping each TempDir removes its folder.
+        DIRS.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a function with no arguments that only removes
+        // folders; libtest's exit (success or failure) runs it.
+        unsafe { libc::atexit(remove_all) };
+    });
+    let dir = crate::launch::TempDir::new("toolgate-lambda-data");
+    let data = dir.path().join("data");
+    DIRS.lock().unwrap_or_else(|p| p.into_inner()).push(dir);
+    data
 }

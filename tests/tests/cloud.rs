@@ -2,10 +2,10 @@
 //! (`@modelcontextprotocol/server-everything`, streamable HTTP) on loopback,
 //! as two accounts; accounts from the config file, and from moto's SSM.
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolgate_e2e::launch::Launch;
 use toolgate_e2e::peer::{
     everything, everything_recording_headers, free_port, moto, recorded_headers,
 };
@@ -214,12 +214,7 @@ fn bad_account_ids_are_refused_at_start() {
         "toolgate-cloud-bad",
         "[clouds.a__b]\nurl = \"http://127.0.0.1:9/mcp\"\n",
     );
-    let out = toolgate_e2e::logsink::output(Command::new(toolgate_e2e::toolgate_bin()).args([
-        "tools",
-        "--config",
-        cfg.0.to_str().unwrap(),
-    ]))
-    .unwrap();
+    let out = Launch::toolgate(&["tools", "--config", cfg.0.to_str().unwrap()]).output();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("a__b") && err.contains("must match"), "{err}");

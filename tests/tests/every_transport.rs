@@ -5,11 +5,10 @@
 //! the canonical tool name and its transport. The Worker serves the same
 //! router as serve (`worker.rs` compares them byte for byte).
 
-use std::process::Command;
-
 use serde_json::{Value, json};
+use toolgate_e2e::Server;
 use toolgate_e2e::lambda_events::{fixture, http_parts, invoke, python_function};
-use toolgate_e2e::{Server, toolgate_bin};
+use toolgate_e2e::launch::Launch;
 use toolgate_shared::envelope::code_of;
 use toolgate_shared::lambda::Function;
 
@@ -90,21 +89,9 @@ fn mcp(s: &Server, name: &str, args: &str) -> String {
 }
 
 fn cli(name: &str, args: &str) -> String {
-    let data = std::env::temp_dir().join(format!("toolgate-cli-{}", std::process::id()));
-    let mut cmd = Command::new(toolgate_bin());
-    cmd.env_clear();
-    for keep in ["PATH", "HOME"] {
-        if let Some(v) = std::env::var_os(keep) {
-            cmd.env(keep, v);
-        }
-    }
-    let out = toolgate_e2e::logsink::output(
-        cmd.args(["call", name, "--json", args])
-            .env("TOOLGATE_DATA_DIR", &data)
-            .env("TOOLGATE_LOG", "json")
-            .current_dir(std::env::temp_dir()),
-    )
-    .expect("run toolgate call");
+    let out = Launch::toolgate(&["call", name, "--json", args])
+        .env("TOOLGATE_LOG", "json")
+        .output();
     if out.status.success() {
         return code_of_body(&serde_json::from_slice(&out.stdout).unwrap_or(Value::Null));
     }

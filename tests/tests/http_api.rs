@@ -2,7 +2,8 @@
 //! limits and logs, with hostile input as well as happy paths.
 
 use serde_json::{Value, json};
-use toolgate_e2e::{Server, error_of, toolgate_bin};
+use toolgate_e2e::launch::{Launch, TempDir};
+use toolgate_e2e::{Server, error_of};
 
 #[test]
 fn tools_are_listed_in_every_format() {
@@ -337,11 +338,10 @@ fn every_call_logs_tool_duration_and_outcome_as_json() {
 }
 
 fn start_fails(env: &[(&str, &str)]) -> String {
-    let mut cmd = std::process::Command::new(toolgate_bin());
-    cmd.args(["serve", "--addr", "127.0.0.1:0"])
-        .envs(env.iter().copied())
-        .current_dir(std::env::temp_dir());
-    let out = toolgate_e2e::output_within(cmd, std::time::Duration::from_secs(30));
+    let out = Launch::toolgate(&["serve", "--addr", "127.0.0.1:0"])
+        .envs(env)
+        .within(std::time::Duration::from_secs(30))
+        .output();
     assert!(!out.status.success(), "toolgate started with {env:?}");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -363,76 +363,41 @@ fn bad_configuration_refuses_to_start_with_a_clear_error() {
 
 #[test]
 fn call_and_tools_subcommands_print_json() {
-    let out = toolgate_e2e::logsink::output(
-        std::process::Command::new(toolgate_bin())
-            .args([
-                "call",
-                "python__execute",
-                "--json",
-                r#"{"code": "result = 6 * 7"}"#,
-            ])
-            .current_dir(std::env::temp_dir()),
-    )
-    .unwrap();
+    let out = Launch::toolgate(&[
+        "call",
+        "python__execute",
+        "--json",
+        r#"{"code": "result = 6 * 7"}"#,
+    ])
+    .output();
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["result"], 42);
 
-    let mut child = std::process::Command::new(toolgate_bin())
-        .args(["call", "python.execute"])
-        .current_dir(std::env::temp_dir())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"code": "print('from stdin')"}"#)
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    toolgate_e2e::logsink::record_finished(pid, "toolgate-call", &out);
+    let out = Launch::toolgate(&["call", "python.execute"])
+        .stdin(br#"{"code": "print('from stdin')"}"#)
+        .output();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["stdout"], "from stdin\n");
 
-    let out = toolgate_e2e::logsink::output(
-        std::process::Command::new(toolgate_bin())
-            .args(["call", "python.execute", "--json", "[1]"])
-            .current_dir(std::env::temp_dir()),
-    )
-    .unwrap();
+    let out = Launch::toolgate(&["call", "python.execute", "--json", "[1]"]).output();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     let last = stderr.lines().last().unwrap_or_default();
     let e: Value = serde_json::from_str(last).unwrap_or_else(|_| panic!("{stderr}"));
     assert_eq!(e["error"]["code"], "invalid_input");
 
-    let out = toolgate_e2e::logsink::output(
-        std::process::Command::new(toolgate_bin())
-            .args(["tools", "--format", "openai"])
-            .current_dir(std::env::temp_dir()),
-    )
-    .unwrap();
+    let out = Launch::toolgate(&["tools", "--format", "openai"]).output();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tools"][0]["function"]["name"], "python__execute");
 }
 
-/// `toolgate tools` with a hermetic environment (PATH and HOME only).
+/// `toolgate tools` with a hermetic environment (the launcher's).
 fn tools_command(env: &[(&str, &str)], format: &str) -> std::process::Output {
-    let mut cmd = std::process::Command::new(toolgate_bin());
-    cmd.env_clear();
-    for keep in ["PATH", "HOME"] {
-        if let Some(v) = std::env::var_os(keep) {
-            cmd.env(keep, v);
-        }
-    }
-    cmd.args(["tools", "--format", format])
-        .envs(env.iter().copied())
-        .current_dir(std::env::temp_dir());
-    toolgate_e2e::output_within(cmd, std::time::Duration::from_secs(30))
+    Launch::toolgate(&["tools", "--format", format])
+        .envs(env)
+        .within(std::time::Duration::from_secs(30))
+        .output()
 }
 
 #[test]
@@ -455,8 +420,8 @@ fn tools_prints_what_the_server_lists_without_starting_anything() {
     // SSM prefix with no AWS credentials stops the SSH inventory from
     // loading, and the clarify store would be created in the data folder:
     // the listing needs none of them.
-    let data_dir = std::env::temp_dir().join(format!("toolgate-tools-data-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data_dir);
+    let tmp = TempDir::new("toolgate-tools");
+    let data_dir = tmp.path().join("data");
     let env = [
         ("TOOLGATE_PYTHON_ALLOWED_MODULES", "no_such_module_xyz"),
         ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),

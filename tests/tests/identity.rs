@@ -5,15 +5,14 @@
 //! folder and stores private, and takes clarify's `task_token` only from a
 //! direct Lambda invocation.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-use toolgate_e2e::{Response, Server, error_of, output_within, temp_file, toolgate_bin};
+use toolgate_e2e::launch::Launch;
+use toolgate_e2e::{Response, Server, error_of, temp_file};
 
 const ALICE: &str = "alice-caller-token-0001";
 const BOB: &str = "bob-caller-token-000002";
@@ -254,12 +253,10 @@ fn approver_and_caller_tokens_each_open_their_own_routes() {
 
 #[test]
 fn a_token_that_is_both_a_callers_and_an_approvers_stops_start_up() {
-    let mut cmd = Command::new(toolgate_bin());
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    let out = Launch::toolgate(&["serve", "--addr", "127.0.0.1:0", "--token", APPROVER])
         .env("TOOLGATE_APPROVER_TOKEN", APPROVER)
-        .args(["serve", "--addr", "127.0.0.1:0", "--token", APPROVER]);
-    let out = output_within(cmd, Duration::from_secs(30));
+        .within(Duration::from_secs(30))
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -271,53 +268,26 @@ fn a_token_that_is_both_a_callers_and_an_approvers_stops_start_up() {
 
 /// `toolgate serve` on `addr` with `env`, as the harness starts it but
 /// with the address given.
-fn serve(addr: &str, env: &[(&str, &str)], data: &Path) -> Command {
-    let mut cmd = Command::new(toolgate_bin());
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+fn serve(addr: &str, env: &[(&str, &str)], data: &Path) -> Launch {
+    Launch::toolgate(&["serve", "--addr", addr])
         .env("TOOLGATE_DATA_DIR", data)
         .env("TOOLGATE_LOG", "json")
-        .current_dir(std::env::temp_dir())
-        .args(["serve", "--addr", addr])
-        .envs(env.iter().copied());
-    cmd
+        .envs(env)
+        .within(Duration::from_secs(30))
 }
 
-/// Starts `cmd`, waits for it to listen, stops it; its log until then.
-fn starts(mut cmd: Command) -> String {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn toolgate");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut seen = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            seen.push_str(&line);
-            seen.push('\n');
-            if line.contains("listening on http://") {
-                let _ = tx.send(Ok(seen.clone()));
-            }
-        }
-        let _ = tx.send(Err(seen));
-    });
-    let got = rx.recv_timeout(Duration::from_secs(60));
-    let _ = child.kill();
-    let _ = child.wait();
-    match got {
-        Ok(Ok(log)) => log,
-        other => panic!("toolgate did not start: {other:?}"),
-    }
+/// Starts `server`, waits for it to listen, stops it; its log until then.
+fn starts(server: Launch) -> String {
+    let mut running = server.spawn();
+    running.wait_for_stderr("listening on http://", Duration::from_secs(60));
+    running.stderr()
 }
 
 #[test]
 fn a_public_address_needs_a_caller_token() {
     let dir = TempDir::new("public");
     let data = dir.0.as_path();
-    let out = output_within(serve("0.0.0.0:0", &[], data), Duration::from_secs(30));
+    let out = serve("0.0.0.0:0", &[], data).output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     for fix in [
@@ -330,16 +300,11 @@ fn a_public_address_needs_a_caller_token() {
         assert!(stderr.contains(fix), "the refusal names {fix}: {stderr}");
     }
     // An approver's token does not open the tools: still refused.
-    let out = output_within(
-        serve("0.0.0.0:0", &[("TOOLGATE_APPROVER_TOKEN", APPROVER)], data),
-        Duration::from_secs(30),
-    );
+    let out = serve("0.0.0.0:0", &[("TOOLGATE_APPROVER_TOKEN", APPROVER)], data).output();
     assert_eq!(out.status.code(), Some(2));
     // With a caller token it serves; so does loopback without one.
     starts(serve("0.0.0.0:0", &[("TOOLGATE_TOKEN", ALICE)], data));
-    let mut with_flag = serve("0.0.0.0:0", &[], data);
-    with_flag.args(["--token", ALICE]);
-    starts(with_flag);
+    starts(serve("0.0.0.0:0", &[], data).args(["--token", ALICE]));
     starts(serve("127.0.0.1:0", &[], data));
     // Anonymous on purpose: served, with a warning.
     let log = starts(serve(

@@ -94,6 +94,14 @@ async fn api_gateway_healthz_reports_the_walls() {
     assert_eq!(status, 200);
     assert_eq!(body["tools"], json!(["python.execute"]));
     assert!(body["sandbox"]["walls"].is_object(), "{body}");
+    // A route without an authorizer (AuthMode NONE): nothing but "ok".
+    let mut anonymous = fixture("apigw_v2_healthz.json");
+    anonymous["requestContext"]
+        .as_object_mut()
+        .unwrap()
+        .remove("authorizer");
+    let (status, _, body) = http_parts(&invoke(&f, anonymous).await.unwrap());
+    assert_eq!((status, body), (200, json!({"status": "ok"})));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -205,3 +205,76 @@ fn mcp_holds_each_tool_to_its_own_body_limit() {
         "{v}"
     );
 }
+
+/// The Worker counts waiting questions on D1 with the SQL the SQLite store
+/// runs (`clarify::store::sql::COUNT_PENDING`): past the caller's bound,
+/// `quota_exceeded`; a cancelled question makes room again. (DynamoDB:
+/// tests/quotas_dynamo.rs.)
+#[test]
+fn clarifications_waiting_are_bounded_on_the_worker() {
+    use toolgate_e2e::wrangler::{Role, Wrangler};
+    const TOKEN: &str = "w0rker-quota-t0ken-0f-a-caller";
+    let _m = toolgate_e2e::timing::machine_share();
+    let dir = std::env::temp_dir().join(format!("toolgate-quotas-worker-{}", std::process::id()));
+    let (registry, state) = (dir.join("registry"), dir.join("state"));
+    let _sandbox = Wrangler::start(Role::Sandbox, &[], &registry, &state);
+    // The default bound (20 per caller): the Worker does not read the
+    // setting yet (functions/worker/src/lib.rs builds `Clarify` without it).
+    let worker = Wrangler::start(
+        Role::Dispatcher,
+        &[("TOOLGATE_TOKEN", TOKEN)],
+        &registry,
+        &state,
+    );
+    let post = |path: &str, body: &Value| {
+        let auth = format!("Bearer {TOKEN}");
+        toolgate_e2e::raw_request(
+            &worker.addr,
+            "POST",
+            path,
+            &[
+                ("Content-Type", "application/json"),
+                ("Authorization", &auth),
+            ],
+            body.to_string().as_bytes(),
+        )
+    };
+    let ask = || post("/tools/clarify", &json!({"question": "Which region?"}));
+    let first = ask();
+    assert_eq!(
+        first.status,
+        200,
+        "{}\n{}",
+        String::from_utf8_lossy(&first.body),
+        worker.logs()
+    );
+    for _ in 1..toolgate_shared::clarify::DEFAULT_MAX_PENDING_PER_CALLER {
+        assert_eq!(ask().status, 200);
+    }
+    let over = ask();
+    assert_eq!(
+        (over.status, code_of(&over).as_str()),
+        (429, "quota_exceeded"),
+        "{}",
+        String::from_utf8_lossy(&over.body)
+    );
+    let msg = over.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        msg.contains("This caller has 20 clarifications waiting"),
+        "{msg}"
+    );
+    let id = first.json()["id"].as_str().unwrap().to_owned();
+    let cancel = post(&format!("/clarifications/{id}/cancel"), &json!({}));
+    assert_eq!(
+        cancel.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&cancel.body)
+    );
+    assert_eq!(ask().status, 200);
+    drop(worker);
+    let _ = std::fs::remove_dir_all(&dir);
+}

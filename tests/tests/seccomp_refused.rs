@@ -8,10 +8,10 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
-use toolgate_e2e::toolgate_bin;
+use toolgate_e2e::launch::Launch;
 
 fn refusing_filter() -> BpfProgram {
     let arch = if cfg!(target_arch = "aarch64") {
@@ -32,25 +32,24 @@ fn refusing_filter() -> BpfProgram {
     .unwrap()
 }
 
-fn toolgate_without_seccomp(args: &[&str], env: &[(&str, &str)]) -> Command {
+/// `toolgate` with `args` and `env` under the refusing filter, through
+/// the harness's launcher (bounded, hermetic, its group killed on drop).
+fn toolgate_without_seccomp(args: &[&str], env: &[(&str, &str)]) -> Launch {
     let prog = refusing_filter();
-    let mut cmd = Command::new(toolgate_bin());
-    cmd.args(args)
-        .envs(env.iter().copied())
-        .current_dir(std::env::temp_dir());
+    let mut l = Launch::toolgate(args).envs(env);
     // SAFETY: between fork and exec the closure only calls prctl and the
     // seccomp syscall through seccompiler, on a program built before fork.
     unsafe {
-        cmd.pre_exec(move || {
+        l.command().pre_exec(move || {
             seccompiler::apply_filter(&prog).map_err(|e| std::io::Error::other(e.to_string()))
         });
     }
-    cmd
+    l
 }
 
 #[test]
 fn without_seccomp_calls_run_and_health_says_so() {
-    let out = toolgate_e2e::logsink::output(&mut toolgate_without_seccomp(
+    let out = toolgate_without_seccomp(
         &[
             "call",
             "python.execute",
@@ -58,8 +57,8 @@ fn without_seccomp_calls_run_and_health_says_so() {
             r#"{"code": "result = 2 + 2"}"#,
         ],
         &[],
-    ))
-    .unwrap();
+    )
+    .output();
     assert!(
         out.status.success(),
         "{}",
@@ -68,31 +67,14 @@ fn without_seccomp_calls_run_and_health_says_so() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["result"], 4);
 
-    let mut child = toolgate_without_seccomp(
+    let mut server = toolgate_without_seccomp(
         &["serve", "--addr", "127.0.0.1:0"],
         &[("TOOLGATE_LOG", "json")],
     )
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    use std::io::BufRead;
-    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut addr = None;
-    for line in stderr.lines().map_while(Result::ok) {
-        if let Some(i) = line.find("listening on http://") {
-            addr = Some(
-                line[i + 20..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-                    .collect::<String>(),
-            );
-            break;
-        }
-    }
-    let addr = addr.expect("server started");
+    .spawn();
+    let addr = server.listening_addr(Duration::from_secs(60));
     let h = toolgate_e2e::raw_request(&addr, "GET", "/healthz", &[], b"").json();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     let walls = &h["sandbox"]["walls"];
     assert_eq!(walls["seccomp"], false, "{h}");
     assert!(
@@ -104,13 +86,12 @@ fn without_seccomp_calls_run_and_health_says_so() {
 
 #[test]
 fn require_seccomp_refuses_to_start_where_the_kernel_refuses() {
-    let out = toolgate_e2e::output_within(
-        toolgate_without_seccomp(
-            &["serve", "--addr", "127.0.0.1:0"],
-            &[("TOOLGATE_PYTHON_REQUIRE_SECCOMP", "1")],
-        ),
-        std::time::Duration::from_secs(30),
-    );
+    let out = toolgate_without_seccomp(
+        &["serve", "--addr", "127.0.0.1:0"],
+        &[("TOOLGATE_PYTHON_REQUIRE_SECCOMP", "1")],
+    )
+    .within(Duration::from_secs(30))
+    .output();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("seccomp is required"), "{err}");

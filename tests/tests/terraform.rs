@@ -220,9 +220,9 @@ fn the_layout_is_what_terraform_fmt_makes() {
             "terraform fmt -check:\n{}",
             text(&out)
         ),
-        Err(_) => eprintln!(
-            "terraform is not installed (no registry here serves it): `terraform fmt -check` \
-             was not run; hclwrite.Format, the formatter it is built on, checks the layout below"
+        Err(_) => toolgate_e2e::cannot_check(
+            "terraform is not installed: `terraform fmt -check` was not run; hclwrite.Format, \
+             the formatter it is built on, checks the layout below",
         ),
     }
     let out = hcl_format_check(&workspace().join("infra/terraform"));

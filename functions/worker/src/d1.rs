@@ -11,7 +11,7 @@ use worker::wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
 use toolgate_shared::clarify::store::{
-    ApprovalRow, ClarifyStore, ListQuery, Settlement, StoreFuture, sql,
+    ApprovalRow, ClarifyStore, ListQuery, Pending, Settlement, StoreFuture, sql,
 };
 use toolgate_shared::clarify::{Clarification, Status};
 
@@ -20,6 +20,8 @@ pub const BINDING: &str = "DB";
 thread_local! {
     /// The table is created once per isolate, on first use.
     static READY: Cell<bool> = const { Cell::new(false) };
+    /// Columns added to a table made before them, once per isolate.
+    static MIGRATED: Cell<bool> = const { Cell::new(false) };
 }
 
 pub struct D1Store {
@@ -56,6 +58,13 @@ impl From<Row> for Clarification {
             notified: Default::default(),
         }
     }
+}
+
+/// [`sql::COUNT_PENDING`]'s row (D1 numbers are JavaScript numbers).
+#[derive(Deserialize)]
+struct Counted {
+    mine: f64,
+    pending: f64,
 }
 
 #[derive(Deserialize)]
@@ -129,7 +138,23 @@ impl D1Store {
     }
 
     async fn ready(&self) -> Result<(), String> {
-        create_once(&self.db, sql::SCHEMA, &READY).await
+        create_once(&self.db, sql::SCHEMA, &READY).await?;
+        if MIGRATED.with(Cell::get) {
+            return Ok(());
+        }
+        // Who asked (for the pending quotas): a table that has the column
+        // refuses, and there is nothing to do.
+        for (name, kind) in sql::CLARIFICATION_COLUMNS_ADDED {
+            let add = format!("ALTER TABLE clarifications ADD COLUMN {name} {kind}");
+            if let Err(e) = self.db.prepare(&add).run().await {
+                let e = e.to_string();
+                if !e.contains("duplicate column") {
+                    return Err(format!("adding a column: {e}"));
+                }
+            }
+        }
+        MIGRATED.with(|r| r.set(true));
+        Ok(())
     }
 }
 
@@ -147,6 +172,35 @@ impl ClarifyStore for D1Store {
                 opt_text(c.task_token.as_deref()),
             ];
             run(&self.db, sql::INSERT, &args).await.map(drop)
+        }))
+    }
+
+    fn insert_asked<'a>(&'a self, c: &'a Clarification, caller: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(SendFuture::new(async move {
+            self.ready().await?;
+            let options = serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into());
+            let args = [
+                text(&c.id),
+                text(&c.question),
+                text(&options),
+                int(c.created_at),
+                int(c.expires_at),
+                opt_text(c.task_token.as_deref()),
+                text(caller),
+            ];
+            run(&self.db, sql::INSERT_ASKED, &args).await.map(drop)
+        }))
+    }
+
+    fn count_pending<'a>(&'a self, caller: &'a str, now: i64) -> StoreFuture<'a, Option<Pending>> {
+        Box::pin(SendFuture::new(async move {
+            self.ready().await?;
+            let row: Option<Counted> =
+                first(&self.db, sql::COUNT_PENDING, &[text(caller), int(now)]).await?;
+            Ok(Some(row.map_or_else(Pending::default, |r| Pending {
+                mine: r.mine as u64,
+                all: r.pending as u64,
+            })))
         }))
     }
 

@@ -78,7 +78,8 @@ async fn app(
         base_url,
         Duration::from_secs(settings.config.clarify.expiry_secs),
     )
-    .with_nap(nap.clone());
+    .with_nap(nap.clone())
+    .with_pending_limits(settings.config.clarify.pending_limits());
     let channels = &settings.config.clarify.notify;
     if !channels.is_empty() {
         let notifier = toolgate_shared::clarify::notify::from_config(

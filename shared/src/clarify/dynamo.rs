@@ -19,6 +19,13 @@
 //! its use is one conditional write of `approval_used_at`, so it is used
 //! once.
 //!
+//! A question (not an approval) carries `pending` until it is answered or
+//! cancelled (the settling write removes it). That puts it in the sparse
+//! index `pending` (`pending`, `expires_at`; projecting `caller`, who
+//! asked), whose unexpired part is exactly the questions waiting now: the quotas count
+//! them with one Query, never a Scan, reading at most about as many items
+//! as the total bound allows.
+//!
 //! A notification's outcome is its own attribute, `notice:<channel>:<event>`
 //! (channel names have no `:`), so that two instances recording at once
 //! each write their own.
@@ -28,7 +35,9 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Settlement, StoreFuture};
+use super::store::{
+    ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement, StoreFuture,
+};
 use super::{Clarification, Status};
 
 /// How long an item outlives its expiry before DynamoDB's TTL removes it.
@@ -38,6 +47,11 @@ const KEEP_AFTER_EXPIRY_SECS: i64 = 7 * 86_400;
 /// (template.yaml, `ClarifyTable`), and its partition key's one value.
 pub const EXPIRING_INDEX: &str = "expiring";
 const AWAITING: &str = "task";
+
+/// The sparse index of pending questions (template.yaml, `ClarifyTable`;
+/// infra/terraform), and its partition key's one value.
+pub const PENDING_INDEX: &str = "pending";
+const QUESTION: &str = "question";
 
 /// The AWS [`ClarifyStore`]: one DynamoDB table (see the module's notes).
 pub struct DynamoStore {
@@ -172,11 +186,13 @@ impl DynamoStore {
                 n(c.expires_at / 1000 + KEEP_AFTER_EXPIRY_SECS),
             ),
         ]);
-        // Who asked: kept for a per-caller count, which needs an index by
-        // caller this table does not have yet (pending quotas are not
-        // enforced on AWS).
+        // Who asked, for the per-caller count; a question (an approval is
+        // not one) is in the `pending` index until settled.
         if let Some(caller) = caller {
             item.insert("caller".into(), s(caller));
+        }
+        if a.is_none() {
+            item.insert("pending".into(), s(QUESTION));
         }
         if let Some(t) = &c.task_token {
             item.insert("task_token".into(), s(t));
@@ -245,6 +261,14 @@ impl DynamoStore {
         } else {
             "attribute_exists(id) AND #st = :pending AND expires_at > :at AND attribute_not_exists(approval)"
         };
+        // An answered or cancelled question leaves the `pending` index in
+        // the same write. An expired one may stay: the count reads only
+        // unexpired items, and the ssh and cloud functions, which expire
+        // approvals, may not name `pending` (template.yaml).
+        if st.status != Status::Expired {
+            update.push_str(" REMOVE #pq");
+            req = req.expression_attribute_names("#pq", "pending");
+        }
         won(req
             .update_expression(update)
             .condition_expression(condition)
@@ -272,6 +296,58 @@ impl DynamoStore {
             out.extend(page.items().iter().filter_map(item_to));
         }
         Ok(out)
+    }
+
+    /// Questions pending and unexpired at `now`: `caller`'s, and all. A
+    /// Query of `pending` (eventually consistent: the bound is soft
+    /// anyway). A table without the index (made before it) counts nothing:
+    /// `None`, with a warning.
+    async fn count_pending_of(&self, caller: &str, now: i64) -> Result<Option<Pending>, String> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(PENDING_INDEX)
+            .key_condition_expression("#pq = :q AND expires_at > :now")
+            .projection_expression("#c")
+            .expression_attribute_names("#pq", "pending")
+            .expression_attribute_names("#c", "caller")
+            .expression_attribute_values(":q", s(QUESTION))
+            .expression_attribute_values(":now", n(now))
+            .into_paginator()
+            .send();
+        let mut counted = Pending::default();
+        while let Some(page) = pages.next().await {
+            let page = match page {
+                Ok(p) => p,
+                // DynamoDB: "…does not have the specified index"; moto:
+                // "Invalid index".
+                Err(e)
+                    if e.as_service_error()
+                        .and_then(|se| se.meta().message())
+                        .is_some_and(|m| m.contains("index")) =>
+                {
+                    tracing::warn!(
+                        index = PENDING_INDEX,
+                        "the clarifications table has no index of pending questions: pending quotas are not enforced"
+                    );
+                    return Ok(None);
+                }
+                Err(e) => return Err(err("Query", e)),
+            };
+            for item in page.items() {
+                counted.all += 1;
+                if item
+                    .get("caller")
+                    .and_then(|v| v.as_s().ok())
+                    .map(String::as_str)
+                    == Some(caller)
+                {
+                    counted.mine += 1;
+                }
+            }
+        }
+        Ok(Some(counted))
     }
 
     async fn note_one(
@@ -410,6 +486,9 @@ impl ClarifyStore for DynamoStore {
         a: &'a ApprovalRow,
     ) -> StoreFuture<'a, ()> {
         Box::pin(self.insert_one(c, Some(a), None))
+    }
+    fn count_pending<'a>(&'a self, caller: &'a str, now: i64) -> StoreFuture<'a, Option<Pending>> {
+        Box::pin(self.count_pending_of(caller, now))
     }
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>> {
         Box::pin(self.get_one(id))

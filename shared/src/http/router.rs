@@ -131,7 +131,12 @@ async fn healthz(
     let known = caller.is_some()
         || approver.is_some()
         || ctx.is_some_and(|Extension(c)| c.caller.is_some());
-    if state.tokens.has_callers() && !known {
+    // Only a token-less `toolgate serve` on loopback shows all to anyone:
+    // whoever reaches it may call its tools anyway. Elsewhere (a gateway
+    // route without an authorizer, a Worker or server without tokens) a
+    // caller without credentials learns nothing of accounts or walls.
+    let open = !state.tokens.has_callers() && state.loopback_hosts_only;
+    if !known && !open {
         return Json(json!({"status": "ok"}));
     }
     let tools: Vec<String> = state

@@ -134,7 +134,13 @@ pub fn hide(vm: &VirtualMachine) -> PyResult<()> {
     time.set_attr("perf_counter_ns", ns("perf_counter_ns"), vm)?;
     time.set_attr("monotonic", secs("monotonic"), vm)?;
     time.set_attr("perf_counter", secs("perf_counter"), vm)?;
-    for (name, as_float) in [("clock_gettime_ns", false), ("clock_gettime", true)] {
+    // `clock_getres` reads no time (`as_float` None) but takes the same
+    // ids, which seccomp checks the same way.
+    for (name, as_float) in [
+        ("clock_gettime_ns", Some(false)),
+        ("clock_gettime", Some(true)),
+        ("clock_getres", None),
+    ] {
         let Ok(original) = time.get_attr(name, vm) else {
             continue;
         };
@@ -157,7 +163,8 @@ pub fn hide(vm: &VirtualMachine) -> PyResult<()> {
                 ];
                 return Err(vm.new_exception(vm.ctx.exceptions.os_error.to_owned(), args));
             }
-            let Some(id) = MONOTONIC_IDS.iter().position(|&m| m == i64::from(clk)) else {
+            let monotonic = MONOTONIC_IDS.iter().position(|&m| m == i64::from(clk));
+            let (Some(id), Some(as_float)) = (monotonic, as_float) else {
                 return original.call((clk,), vm);
             };
             let n = since_start(id, vm)?;

@@ -74,6 +74,10 @@ pub mod proto;
 pub mod rlimit;
 #[cfg(feature = "python")]
 pub mod seccomp;
+#[cfg(all(test, feature = "python"))]
+mod sre_fuzz_tests;
+#[cfg(all(test, feature = "python"))]
+mod vendored_vm_tests;
 #[cfg(feature = "python")]
 pub mod zygote;
 

@@ -132,7 +132,7 @@ impl WarmVm {
     /// an error naming it.
     #[cfg(feature = "python")]
     pub fn new(allowed: &[String]) -> Result<Self, String> {
-        Self::with_stdlib(allowed, frozen_stdlib(), |_| Ok(()))
+        Self::with_stdlib(allowed, frozen_stdlib(), &[], |_| Ok(()))
     }
 
     /// Builds the interpreter on `stdlib` (the Worker freezes only what the
@@ -141,6 +141,7 @@ impl WarmVm {
     pub fn with_stdlib(
         allowed: &[String],
         stdlib: impl IntoIterator<Item = (&'static str, FrozenModule)>,
+        withheld: &[&str],
         adapt: impl FnOnce(&VirtualMachine) -> PyResult<()>,
     ) -> Result<Self, String> {
         // Scripts are written for CPython 3.13: its grammar, not 3.14's
@@ -159,7 +160,10 @@ impl WarmVm {
         let builder = builder.init_hook(move |vm| vm.set_user_signal_channel(stop_rx));
         // The module wall's floor: no module outside the set exists in this
         // interpreter, so no route can create one.
-        let closure = module_set::closure(allowed);
+        // `withheld`: modules of the set a runtime must not have (the
+        // Worker's native `_datetime` reads the host's clock).
+        let mut closure = module_set::closure(allowed);
+        closure.retain(|m| !withheld.contains(&m.as_str()));
         let kept = closure.clone();
         let builder = builder.init_hook(move |vm| module_set::keep_only(vm, &kept));
         let defs = rustpython_stdlib::stdlib_module_defs(&builder.ctx);

@@ -6,6 +6,14 @@
 //! conditional update (only while it still holds the lease), then deletes
 //! the old ones. A reader never sees half a state. Items carry `ttl`, a day
 //! past expiry, so expired sessions answer `expired` for a while.
+//!
+//! A session item also carries `bytes` (its [`stored_size`], as last
+//! saved), which the index `by_owner` (`owner`, `expires_at`; projecting
+//! `bytes`) holds with it: an owner's usage is one Query of that index,
+//! never a Scan. Parts carry no `owner` and stay out of it. The bytes of
+//! every session together would need a Scan (or a counter no TTL
+//! deletion updates), so [`Usage::total_bytes`] is 0 here: the total bound
+//! is not enforced on AWS.
 
 use std::collections::HashMap;
 
@@ -14,13 +22,16 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
-use super::store::{Claim, Lease, Record, SessionStore, StoreFuture};
+use super::store::{Claim, Lease, Record, SessionStore, StoreFuture, Usage, stored_size};
 use crate::files::Files;
 
 /// Well under DynamoDB's 400 KB item limit, with the key and `ttl`.
 const PART_BYTES: usize = 350_000;
 /// How long an item outlives its session's expiry.
 const KEEP_AFTER_EXPIRY_SECS: i64 = 86_400;
+/// The index of sessions by owner and expiry (template.yaml,
+/// `SessionsTable`; infra/terraform).
+pub const BY_OWNER_INDEX: &str = "by_owner";
 
 /// The AWS [`SessionStore`] (see the module's notes).
 pub struct DynamoSessions {
@@ -133,6 +144,7 @@ impl DynamoSessions {
             .item("lease", s(&lease.token))
             .item("lease_until", n(lease.until))
             .item("parts", n(0))
+            .item("bytes", n(0))
             .condition_expression("attribute_not_exists(id)")
             .send()
             .await
@@ -219,6 +231,7 @@ impl DynamoSessions {
         expires_at: i64,
     ) -> Result<bool, String> {
         let payload = encode(state, files);
+        let bytes = stored_size(state, files) as i64;
         let chunks: Vec<&[u8]> = payload.chunks(PART_BYTES).collect();
         for (i, chunk) in chunks.iter().enumerate() {
             self.client
@@ -237,15 +250,17 @@ impl DynamoSessions {
             .table_name(&self.table)
             .key("id", s(id))
             .update_expression(
-                "SET version = :t, parts = :p, expires_at = :e, #ttl = :ttl, lease_until = :zero REMOVE lease",
+                "SET version = :t, parts = :p, expires_at = :e, #ttl = :ttl, lease_until = :zero, #b = :b REMOVE lease",
             )
             .condition_expression("lease = :t")
             .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_names("#b", "bytes")
             .expression_attribute_values(":t", s(token))
             .expression_attribute_values(":p", n(chunks.len() as i64))
             .expression_attribute_values(":e", n(expires_at))
             .expression_attribute_values(":ttl", ttl(expires_at))
             .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":b", n(bytes))
             .return_values(ReturnValue::AllOld)
             .send()
             .await;
@@ -266,6 +281,50 @@ impl DynamoSessions {
             }
             Err(e) => Err(err("UpdateItem", DisplayErrorContext(e))),
         }
+    }
+
+    /// `owner`'s live sessions and their bytes: a Query of `by_owner`
+    /// (eventually consistent: the bound is soft anyway). A table without
+    /// the index (made before it) counts nothing: `None`, with a warning.
+    async fn usage_of(&self, owner: &str, now: i64) -> Result<Option<Usage>, String> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(BY_OWNER_INDEX)
+            .key_condition_expression("#o = :o AND expires_at > :now")
+            .projection_expression("#b")
+            .expression_attribute_names("#o", "owner")
+            .expression_attribute_names("#b", "bytes")
+            .expression_attribute_values(":o", s(owner))
+            .expression_attribute_values(":now", n(now))
+            .into_paginator()
+            .send();
+        let mut usage = Usage::default();
+        while let Some(page) = pages.next().await {
+            let page = match page {
+                Ok(p) => p,
+                // DynamoDB: "…does not have the specified index"; moto:
+                // "Invalid index".
+                Err(e)
+                    if e.as_service_error()
+                        .and_then(|se| se.meta().message())
+                        .is_some_and(|m| m.contains("index")) =>
+                {
+                    tracing::warn!(
+                        index = BY_OWNER_INDEX,
+                        "the sessions table has no index by owner: session quotas are not enforced"
+                    );
+                    return Ok(None);
+                }
+                Err(e) => return Err(err("Query", DisplayErrorContext(e))),
+            };
+            for item in page.items() {
+                usage.sessions += 1;
+                usage.bytes += num(item, "bytes").unwrap_or(0).max(0) as u64;
+            }
+        }
+        Ok(Some(usage))
     }
 
     async fn extend_one(&self, id: &str, token: &str, until: i64) -> Result<bool, String> {
@@ -352,9 +411,9 @@ impl SessionStore for DynamoSessions {
     fn extend<'a>(&'a self, id: &'a str, token: &'a str, until: i64) -> StoreFuture<'a, bool> {
         Box::pin(self.extend_one(id, token, until))
     }
-    // `usage` stays the trait's `None`: counting an owner's sessions needs
-    // an index by owner the table does not have (docs/contracts.md#sessions:
-    // session quotas are not enforced on AWS).
+    fn usage<'a>(&'a self, owner: &'a str, now: i64) -> StoreFuture<'a, Option<Usage>> {
+        Box::pin(self.usage_of(owner, now))
+    }
 }
 
 #[cfg(test)]

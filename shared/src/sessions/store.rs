@@ -34,7 +34,10 @@ pub struct Usage {
     pub sessions: u64,
     /// The bytes they hold ([`stored_size`] of each, as last saved).
     pub bytes: u64,
-    /// The bytes every live session holds.
+    /// The bytes every live session holds; 0 where the store cannot sum
+    /// them without a Scan (DynamoDB), which [`super::Quotas`] then reads as
+    /// the total bound not applying (0 is a lower bound: it never refuses
+    /// wrongly).
     pub total_bytes: u64,
 }
 

@@ -2,6 +2,8 @@ pub(crate) use _opcode::module_def;
 
 #[pymodule]
 mod _opcode {
+    use num_traits::ToPrimitive;
+
     use crate::vm::{
         AsObject, PyObjectRef, PyResult, VirtualMachine,
         builtins::{PyInt, PyIntRef},
@@ -41,14 +43,21 @@ mod _opcode {
                     v.class().name()
                 )));
             }
-            v.downcast_ref::<PyInt>()
-                .ok_or_else(|| {
-                    vm.new_type_error(format!(
-                        "'{}' object cannot be interpreted as an integer",
-                        v.class().name()
-                    ))
-                })?
-                .try_to_primitive::<u32>(vm)
+            let int = v.downcast_ref::<PyInt>().ok_or_else(|| {
+                vm.new_type_error(format!(
+                    "'{}' object cannot be interpreted as an integer",
+                    v.class().name()
+                ))
+            })?;
+            // Toolgate (PATCHES.md 9): CPython's `(int)PyLong_AsLong(oparg)`:
+            // an OverflowError past a C long, then C's truncation to int. The
+            // opcode metadata takes a u32 and panicked past i32::MAX; a
+            // negative argument is refused here instead (CPython computes
+            // with it, and most effects then come out invalid too).
+            let long = int.as_bigint().to_i64().ok_or_else(|| {
+                vm.new_overflow_error("Python int too large to convert to C long")
+            })?;
+            u32::try_from(long as i32).map_err(|_| vm.new_value_error("invalid opcode or oparg"))
         })?;
 
         let jump: Option<bool> = match args.jump {

@@ -716,8 +716,15 @@ mod _contextvars {
     ) -> PyResult<()> {
         __module_exec(vm, module);
 
-        let token_type = module.get_attr("Token", vm)?;
-        token_type.set_attr("MISSING", ContextTokenMissing::static_type().to_owned(), vm)?;
+        // Toolgate (PATCHES.md 8): written into the type's own namespace, as
+        // CPython's module init does before the type is ready: `Token`, a
+        // static type, is immutable (rustpython-vm PATCHES.md 19), and
+        // `setattr` on it is refused.
+        ContextToken::static_type().set_str_attr(
+            "MISSING",
+            ContextTokenMissing::static_type().to_owned(),
+            &vm.ctx,
+        );
 
         Ok(())
     }

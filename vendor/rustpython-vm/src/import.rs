@@ -95,6 +95,11 @@ pub fn import_frozen(vm: &VirtualMachine, module_name: &str) -> PyResult {
 }
 
 pub fn import_builtin(vm: &VirtualMachine, module_name: &str) -> PyResult {
+    // Toolgate (PATCHES.md 16): a module made before is that module.
+    if let Some(module) = vm.state.native_module(module_name) {
+        return Ok(module.into());
+    }
+
     let sys_modules = vm.sys_module.get_attr("modules", vm)?;
 
     // Check if already in sys.modules (handles recursive imports)
@@ -103,17 +108,19 @@ pub fn import_builtin(vm: &VirtualMachine, module_name: &str) -> PyResult {
     }
 
     // Try multi-phase init first (preferred for modules that import other modules)
-    if let Some(&def) = vm.state.module_defs.get(module_name) {
+    if let Some((&name, &def)) = vm.state.module_defs.get_key_value(module_name) {
         // Phase 1: Create and initialize module
         let module = def.create_module(vm)?;
 
         // Add to sys.modules BEFORE exec (critical for circular import handling)
         sys_modules.set_item(module_name, module.clone().into(), vm)?;
+        vm.state.native_modules.lock().insert(name, module.clone());
 
         // Phase 2: Call exec slot (can safely import other modules now)
         // If exec fails, remove the partially-initialized module from sys.modules
         if let Err(e) = def.exec_module(vm, &module) {
             let _ = sys_modules.del_item(module_name, vm);
+            vm.state.native_modules.lock().remove(name);
             return Err(e);
         }
 

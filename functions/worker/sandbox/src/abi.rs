@@ -75,7 +75,7 @@ fn warm_up() {
     }));
     let allowed: Vec<String> = DEFAULT_MODULES.iter().map(|s| s.to_string()).collect();
     let stdlib = FrozenLib::from_ref(stdlib());
-    let vm = WarmVm::with_stdlib(&allowed, stdlib.decode(), clock::adapt)
+    let vm = WarmVm::with_stdlib(&allowed, stdlib.decode(), clock::WITHHELD, clock::adapt)
         .unwrap_or_else(|e| panic!("{e}"));
     WARM.with(|w| *w.borrow_mut() = Some(vm));
 }

@@ -116,12 +116,15 @@ const REPLACED: &[&str] = &[
     "mktime",
 ];
 
+/// Native modules this sandbox does not have: `_datetime` reads std's
+/// clock for `now()`/`today()`; without it `datetime` falls back to
+/// `_pydatetime`, which reads `time` below. Withheld from the
+/// interpreter's tables, not masked in `sys.modules`, so that no route
+/// (deleting the entry, then creating the module) brings it back.
+pub const WITHHELD: &[&str] = &["_datetime"];
+
 /// Installs the definitions in `time` before anything imports it.
 pub fn adapt(vm: &VirtualMachine) -> PyResult<()> {
-    // The native `_datetime` reads std's clock for `now()`/`today()`;
-    // `datetime` falls back to `_pydatetime`, which reads `time` below.
-    let modules = vm.sys_module.get_attr("modules", vm)?;
-    modules.set_item("_datetime", vm.ctx.none(), vm)?;
     let time = vm.import("time", 0)?;
     let ns = vm.ctx.new_dict();
     ns.set_item("__name__", vm.ctx.new_str("time").into(), vm)?;

@@ -472,7 +472,10 @@ fn is_uninitialized_submodule(
         return false;
     };
 
-    let Ok(sys_modules) = vm.sys_module.get_attr("modules", vm) else {
+    // Toolgate (PATCHES.md 22): read from `sys`'s dict, not with getattr:
+    // without `sys.modules` (a script can delete it) getattr failed into
+    // this same check on `sys`, for ever, until the native stack ran out.
+    let Ok(Some(sys_modules)) = vm.sys_module.dict().get_item_opt("modules", vm) else {
         return false;
     };
 

@@ -1064,6 +1064,17 @@ impl PyType {
         mut slots: PyTypeSlots,
         metaclass: PyRef<Self>,
     ) -> Result<PyRef<Self>, String> {
+        // Toolgate (PATCHES.md 19): every static type is immutable, as
+        // CPython's `type_ready` makes every type without
+        // `Py_TPFLAGS_HEAPTYPE` (bpo-43908). The `#[pyclass]` macro set the
+        // flag only when a `flags(...)` list was given, which left ~100 types
+        // open: `type(None).__bool__ = ...` changed `bool(None)`, and
+        // `__class__` could move an object between two such types whose
+        // payloads differ, which their slots then read as the wrong type.
+        // Types that must stay open (`_ast`'s) remove the flag afterwards.
+        if !slots.flags.has_feature(PyTypeFlags::HEAPTYPE) {
+            slots.flags.insert(PyTypeFlags::IMMUTABLETYPE);
+        }
         if base.slots.flags.has_feature(PyTypeFlags::HAS_DICT) {
             slots.flags.insert(PyTypeFlags::HAS_DICT);
         }

@@ -123,6 +123,15 @@ impl<'a, T: PyPayload> TryFromBorrowedObject<'a> for &'a Py<T> {
     }
 }
 
+/// Toolgate (PATCHES.md 18): the seconds CPython's `PyTime_t` can hold
+/// (`i64` nanoseconds), the range `_PyTime_FromSecondsObject` accepts.
+/// Beyond it a duration overflowed later (`Instant + Duration` panics).
+const PYTIME_MAX_SECONDS: i64 = i64::MAX / 1_000_000_000;
+
+fn pytime_overflow(vm: &VirtualMachine) -> crate::builtins::PyBaseExceptionRef {
+    vm.new_overflow_error("timestamp too large to convert to C PyTime_t")
+}
+
 impl TryFromObject for core::time::Duration {
     fn try_from_object(vm: &VirtualMachine, obj: PyObjectRef) -> PyResult<Self> {
         if let Some(float) = obj.downcast_ref::<PyFloat>() {
@@ -132,12 +141,15 @@ impl TryFromObject for core::time::Duration {
                 return Err(vm.new_value_error("Invalid value NaN (not a number)"));
             }
 
-            if f < 0.0 {
-                return Err(vm.new_value_error("negative duration"));
+            // Toolgate (PATCHES.md 18): the range first, as CPython checks it
+            // before the sign (`time.sleep(-1e300)` is an OverflowError), in
+            // CPython 3.13's words for a float.
+            if !(f * 1e9 >= i64::MIN as f64 && f * 1e9 < -(i64::MIN as f64)) {
+                return Err(vm.new_overflow_error("timestamp out of range for platform time_t"));
             }
 
-            if !f.is_finite() || f > u64::MAX as f64 {
-                return Err(vm.new_overflow_error("timestamp too large to convert to C PyTime_t"));
+            if f < 0.0 {
+                return Err(vm.new_value_error("negative duration"));
             }
             // Convert float to Duration using floor rounding (_PyTime_ROUND_FLOOR)
             let secs = f.trunc() as u64;
@@ -148,14 +160,16 @@ impl TryFromObject for core::time::Duration {
         } else if let Some(int) = obj.try_index_opt(vm) {
             let int = int?;
             let bigint = int.as_bigint();
+            // Toolgate (PATCHES.md 18): CPython's range, whatever `__index__`
+            // returned, then the sign.
+            let sec = bigint
+                .to_i64()
+                .filter(|s| (-PYTIME_MAX_SECONDS..=PYTIME_MAX_SECONDS).contains(s))
+                .ok_or_else(|| pytime_overflow(vm))?;
             if bigint.sign() == Sign::Minus {
                 return Err(vm.new_value_error("negative duration"));
             }
-
-            let sec = bigint
-                .to_u64()
-                .ok_or_else(|| vm.new_value_error("value out of range"))?;
-            Ok(Self::from_secs(sec))
+            Ok(Self::from_secs(sec as u64))
         } else {
             Err(vm.new_type_error(format!(
                 "expected an int or float for duration, got {}",

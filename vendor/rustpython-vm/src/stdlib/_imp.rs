@@ -226,8 +226,25 @@ mod _imp {
 
     #[pyfunction]
     fn create_builtin(spec: PyObjectRef, vm: &VirtualMachine) -> PyResult {
-        let sys_modules = vm.sys_module.get_attr("modules", vm).unwrap();
         let name: PyUtf8StrRef = spec.get_attr("name", vm)?.try_into_value(vm)?;
+
+        // Toolgate (PATCHES.md 16): one instance per native module, as the
+        // checks below read `sys.modules`, which a script can edit: deleting
+        // an entry made the next call build a second instance, without what
+        // was done to the first. `sys` and `builtins` have no definition to
+        // make them from, and are the VM's own.
+        match name.as_str() {
+            "sys" => return Ok(vm.sys_module.clone().into()),
+            "builtins" => return Ok(vm.builtins.clone().into()),
+            name => {
+                if let Some(module) = vm.state.native_module(name) {
+                    return Ok(module.into());
+                }
+            }
+        }
+
+        // Toolgate (PATCHES.md 16): `?`, not `unwrap()`: a script can delete `sys.modules`.
+        let sys_modules = vm.sys_module.get_attr("modules", vm)?;
 
         // Check sys.modules first
         if let Ok(module) = sys_modules.get_item(&*name, vm) {
@@ -235,7 +252,7 @@ mod _imp {
         }
 
         let name_str = name.as_str();
-        if let Some(&def) = vm.state.module_defs.get(name_str) {
+        if let Some((&def_name, &def)) = vm.state.module_defs.get_key_value(name_str) {
             // Phase 1: Create module (use create slot if provided, else default creation)
             let module = if let Some(create) = def.slots.create {
                 // Custom module creation
@@ -252,10 +269,17 @@ mod _imp {
 
             // Add to sys.modules BEFORE exec (critical for circular import handling)
             sys_modules.set_item(name.as_pystr(), module.clone().into(), vm)?;
+            vm.state
+                .native_modules
+                .lock()
+                .insert(def_name, module.clone());
 
             // Phase 2: Call exec slot (can safely import other modules now)
-            if let Some(exec) = def.slots.exec {
-                exec(vm, &module)?;
+            if let Some(exec) = def.slots.exec
+                && let Err(e) = exec(vm, &module)
+            {
+                vm.state.native_modules.lock().remove(def_name);
+                return Err(e);
             }
 
             return Ok(module.into());
@@ -367,20 +391,17 @@ mod _imp {
                     name.clone().into_wtf8(),
                 )
             };
-            // A non-buffer is a TypeError, not invalid frozen data. The request
-            // is the one marshal.loads() makes, so that what passes here is
-            // exactly what it accepts.
+            // A non-buffer is a TypeError, as in CPython, not invalid data.
             crate::protocol::PyBuffer::from_object(
                 vm,
                 &data,
                 crate::protocol::BufferFlags::SIMPLE,
             )?;
-            // The data is a marshalled code object: a whole marshal value, which
-            // deserialize_code() does not read — it takes the code body alone,
-            // without the type byte the writer puts in front of it.
-            let loads = vm.import("marshal", 0)?.get_attr("loads", vm)?;
-            let code = loads.call((data,), vm).map_err(|_| invalid_err())?;
-            return code.downcast::<PyCode>().map_err(|_| invalid_err());
+            // Toolgate (PATCHES.md 17): caller bytes never become a code
+            // object here. This was the one route from bytes to code besides
+            // `marshal.loads` (which Toolgate removes), and crafted bytecode
+            // can corrupt memory; importlib never passes `data`.
+            return Err(invalid_err());
         }
         import::make_frozen(vm, name.as_str())
     }

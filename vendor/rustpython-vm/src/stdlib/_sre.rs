@@ -22,7 +22,7 @@ mod _sre {
     use itertools::Itertools;
     use num_traits::ToPrimitive;
     use rustpython_sre_engine::{
-        Request, SearchIter, SreFlag, State, StrDrive, StringCursor,
+        Request, SearchIter, SreError, SreFlag, State, StrDrive, StringCursor,
         string::{lower_ascii, lower_unicode},
     };
 
@@ -137,7 +137,9 @@ mod _sre {
 
     impl SreStr for Utf8Str<'_> {
         fn slice(&self, start: usize, end: usize, vm: &VirtualMachine) -> PyObjectRef {
-            let end = self.0.char_index_to_byte(end);
+            // Toolgate (PATCHES.md 20): clamped to the subject, as `AsciiStr`
+            // does and CPython's `match_getslice_by_index` (`Py_MIN`).
+            let end = self.0.char_index_to_byte(end.min(self.0.char_len()));
             let start = self.0.char_index_to_byte(start).min(end);
             vm.ctx
                 .new_str(self.0.as_wtf8()[start..end].to_owned())
@@ -220,7 +222,7 @@ mod _sre {
         #[pyarg(any)]
         code: PyObjectRef,
         #[pyarg(any)]
-        groups: usize,
+        groups: isize,
         #[pyarg(any)]
         groupindex: PyDictRef,
         #[pyarg(any)]
@@ -243,7 +245,12 @@ mod _sre {
         // isbytes will be hanging (-1)
         // here is just a hack to let re.Scanner works only with str not bytes
         let isbytes = !vm.is_none(&pattern) && !pattern.downcastable::<PyStr>();
-        let code = code.try_to_value(vm)?;
+        let code = code_words(&code, vm)?;
+        // Toolgate (PATCHES.md 21): the code is checked before it can run, as
+        // CPython's `_validate`: crafted code steered the engine's cursor
+        // past the subject (reading the heap) or into a panic.
+        let groups = usize::try_from(groups).map_err(|_| invalid_code(vm))?;
+        rustpython_sre_engine::validate(&code, groups).map_err(|_| invalid_code(vm))?;
         Ok(Pattern {
             pattern,
             flags: SreFlag::from_bits_truncate(flags),
@@ -253,6 +260,61 @@ mod _sre {
             indexgroup: indexgroup.try_to_value(vm)?,
             isbytes,
         })
+    }
+
+    /// CPython's error for code `_validate` refuses.
+    fn invalid_code(vm: &VirtualMachine) -> crate::builtins::PyBaseExceptionRef {
+        vm.new_runtime_error("invalid SRE code")
+    }
+
+    /// `_sre.compile`'s `code`: a list of ints, each a code word, converted
+    /// as CPython's `PyLong_AsUnsignedLong` and its size check do.
+    fn code_words(code: &PyObject, vm: &VirtualMachine) -> PyResult<Vec<u32>> {
+        let Some(list) = code.downcast_ref::<PyList>() else {
+            return Err(vm.new_type_error(format!(
+                "compile() argument 'code' must be list, not {}",
+                code.class().name()
+            )));
+        };
+        let items = list.borrow_vec().to_vec();
+        items
+            .iter()
+            .map(|item| {
+                let Some(int) = item.downcast_ref::<PyInt>() else {
+                    return Err(vm.new_type_error("an integer is required"));
+                };
+                let value = int.as_bigint();
+                if value.sign() == malachite_bigint::Sign::Minus {
+                    return Err(
+                        vm.new_overflow_error("can't convert negative value to unsigned int")
+                    );
+                }
+                let Some(value) = value.to_u64() else {
+                    return Err(
+                        vm.new_overflow_error("Python int too large to convert to C unsigned long")
+                    );
+                };
+                u32::try_from(value).map_err(|_| {
+                    vm.new_overflow_error("regular expression code size limit exceeded")
+                })
+            })
+            .collect()
+    }
+
+    /// What a match reports when the engine could not run it
+    /// (`State::error`), as CPython's `pattern_error`: validated code never
+    /// meets `Illegal` (it backs the engine's own checks); `Memory` is marks
+    /// for a group number too large to fit.
+    fn engine_error(state: &State, vm: &VirtualMachine) -> PyResult<()> {
+        match state.error {
+            None => Ok(()),
+            Some(SreError::Illegal) => {
+                Err(vm.new_runtime_error("internal error in regular expression engine"))
+            }
+            Some(SreError::Memory) => {
+                Err(vm.new_exception_empty(vm.ctx.exceptions.memory_error.to_owned()))
+            }
+        }
     }
 
     #[pyattr]
@@ -303,10 +365,14 @@ mod _sre {
         };
 
         for trunk in trunks {
-            let index: usize = trunk[0]
+            let index: isize = trunk[0]
                 .downcast_ref::<PyInt>()
                 .ok_or_else(|| vm.new_type_error("expected usize"))?
                 .try_to_primitive(vm)?;
+            // Toolgate (PATCHES.md 20): a negative index is CPython's
+            // "invalid template"; one past the groups is refused when the
+            // template is expanded (`expand_template`).
+            let index = usize::try_from(index).map_err(|_| err())?;
             items.push((index, trunk[1].clone()));
         }
 
@@ -490,13 +556,14 @@ mod _sre {
                         }
                         FilterType::Template(template) => {
                             let m = Match::new(&mut iter.state, zelf.to_owned(), string.clone());
-                            m.expand_template(template, s, &mut sub_list, vm);
+                            m.expand_template(template, s, &mut sub_list, vm)?;
                         }
                     };
 
                     last_pos = iter.state.cursor.position;
                     n += 1;
                 }
+                engine_error(&iter.state, vm)?;
 
                 /* get segment following last match */
                 sub_list.push(s.slice(last_pos, iter.req.end, vm));
@@ -535,9 +602,9 @@ mod _sre {
             with_sre_str!(zelf, &string.clone(), vm, |x| {
                 let req = x.create_request(&zelf, pos, endpos);
                 let mut state = State::default();
-                Ok(state
-                    .py_match(&req)
-                    .then(|| Match::new(&mut state, zelf.clone(), string).into_ref(&vm.ctx)))
+                let matched = state.py_match(&req);
+                engine_error(&state, vm)?;
+                Ok(matched.then(|| Match::new(&mut state, zelf.clone(), string).into_ref(&vm.ctx)))
             })
         }
 
@@ -551,7 +618,9 @@ mod _sre {
                 let mut req = x.create_request(&zelf, string_args.pos, string_args.endpos);
                 req.match_all = true;
                 let mut state = State::default();
-                Ok(state.py_match(&req).then(|| {
+                let matched = state.py_match(&req);
+                engine_error(&state, vm)?;
+                Ok(matched.then(|| {
                     Match::new(&mut state, zelf.clone(), string_args.string).into_ref(&vm.ctx)
                 }))
             })
@@ -566,7 +635,9 @@ mod _sre {
             with_sre_str!(zelf, &string_args.string.clone(), vm, |x| {
                 let req = x.create_request(&zelf, string_args.pos, string_args.endpos);
                 let mut state = State::default();
-                Ok(state.search(req).then(|| {
+                let matched = state.search(req);
+                engine_error(&state, vm)?;
+                Ok(matched.then(|| {
                     Match::new(&mut state, zelf.clone(), string_args.string).into_ref(&vm.ctx)
                 }))
             })
@@ -613,6 +684,7 @@ mod _sre {
 
                     match_list.push(item);
                 }
+                engine_error(&iter.state, vm)?;
 
                 Ok(match_list)
             })
@@ -693,6 +765,7 @@ mod _sre {
                     n += 1;
                     last = iter.state.cursor.position;
                 }
+                engine_error(&iter.state, vm)?;
 
                 // get segment following last match (even if empty)
                 split_list.push(req.string.slice(last, s.count(), vm));
@@ -913,14 +986,21 @@ mod _sre {
             str_drive: S,
             list: &mut Vec<PyObjectRef>,
             vm: &VirtualMachine,
-        ) {
+        ) -> PyResult<()> {
             list.push(template.literal.clone());
             for (index, literal) in template.items.iter().cloned() {
+                // Toolgate (PATCHES.md 20): CPython's check in
+                // `expand_template`; `re._compile_template` can be replaced,
+                // and a group past the pattern's panicked at `regs[index]`.
+                if index >= self.regs.len() {
+                    return Err(vm.new_index_error("no such group"));
+                }
                 if let Some(item) = self.get_slice(index, str_drive, vm) {
                     list.push(item);
                 }
                 list.push(literal);
             }
+            Ok(())
         }
 
         fn groups(&self, args: DefaultArg, vm: &VirtualMachine) -> PyResult<PyTupleRef> {
@@ -1015,7 +1095,7 @@ mod _sre {
             let template = Template::compile(zelf.pattern.clone(), template, vm)?;
             with_sre_str!(zelf.pattern, &zelf.string, vm, |s| {
                 let mut list: Vec<PyObjectRef> = Vec::new();
-                zelf.expand_template(&template, s, &mut list, vm);
+                zelf.expand_template(&template, s, &mut list, vm)?;
 
                 let join_type: PyObjectRef = if zelf.pattern.isbytes {
                     vm.ctx.new_bytes(vec![]).into()
@@ -1146,6 +1226,7 @@ mod _sre {
                 let mut state = State::default();
                 req.must_advance = self.must_advance.load();
                 let has_matched = state.py_match(&req);
+                engine_error(&state, vm)?;
 
                 self.must_advance
                     .store(state.cursor.position == state.start);
@@ -1169,6 +1250,7 @@ mod _sre {
                 req.must_advance = self.must_advance.load();
 
                 let has_matched = state.search(req);
+                engine_error(&state, vm)?;
 
                 self.must_advance
                     .store(state.cursor.position == state.start);

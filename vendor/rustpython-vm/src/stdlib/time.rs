@@ -150,7 +150,11 @@ mod decl {
             // remaining timeout after each EINTR so that signals don't
             // shorten the requested sleep duration.
             use std::time::Instant;
-            let deadline = Instant::now() + dur;
+            // Toolgate (PATCHES.md 18): `checked_add`; `+` panics past the
+            // clock's range.
+            let deadline = Instant::now().checked_add(dur).ok_or_else(|| {
+                vm.new_overflow_error("timestamp too large to convert to C PyTime_t")
+            })?;
             loop {
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 if remaining.is_zero() {

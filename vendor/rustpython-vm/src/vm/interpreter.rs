@@ -155,6 +155,7 @@ where
         is_main,
         config,
         module_defs: all_module_defs,
+        native_modules: PyMutex::default(),
         frozen,
         stacksize: AtomicCell::new(0),
         thread_count: AtomicCell::new(0),

@@ -814,6 +814,10 @@ pub struct PyGlobalState {
     pub is_main: bool,
     pub config: PyConfig,
     pub module_defs: BTreeMap<&'static str, &'static builtins::PyModuleDef>,
+    /// Toolgate (PATCHES.md 16): the native modules made so far, by name.
+    /// Making one of these names again hands back this instance, whatever
+    /// `sys.modules` holds by then (see [`PyGlobalState::native_module`]).
+    pub native_modules: PyMutex<BTreeMap<&'static str, PyRef<builtins::PyModule>>>,
     pub frozen: HashMap<&'static str, FrozenModule, rapidhash::quality::RandomState>,
     pub stacksize: AtomicCell<usize>,
     pub thread_count: AtomicCell<usize>,
@@ -881,6 +885,16 @@ pub struct PyGlobalState {
 }
 
 impl PyGlobalState {
+    /// Toolgate (PATCHES.md 16): the one instance of native module `name`,
+    /// if it was made. `sys.modules` is a plain dict a script can edit;
+    /// what the import machinery makes from a module's definition must not
+    /// follow it, or deleting an entry and creating the module again gives a
+    /// second instance, without whatever was done to the first.
+    #[must_use]
+    pub fn native_module(&self, name: &str) -> Option<PyRef<builtins::PyModule>> {
+        self.native_modules.lock().get(name).cloned()
+    }
+
     #[inline]
     #[must_use]
     pub fn is_main_interpreter(&self) -> bool {
