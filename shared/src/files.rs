@@ -6,7 +6,7 @@
 
 pub mod names;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -55,15 +55,19 @@ pub fn name_problem(name: &str) -> Option<String> {
 }
 
 /// A file that is also a folder of another (`a` and `a/b`): no file
-/// system holds both.
+/// system holds both. Compared as a client that ignores case and
+/// normalizes names sees them ([`names::twin_key`]: `A` and `a/b` too).
 fn folder_clash(files: &Files) -> Option<(&str, &str)> {
-    files.keys().find_map(|name| {
-        let prefix = format!("{name}/");
-        files
-            .range(prefix.clone()..)
+    let keys: BTreeMap<String, &str> = files
+        .keys()
+        .map(|n| (names::twin_key(n), n.as_str()))
+        .collect();
+    keys.iter().find_map(|(key, name)| {
+        let prefix = format!("{key}/");
+        keys.range(prefix.clone()..)
             .next()
             .filter(|(other, _)| other.starts_with(&prefix))
-            .map(|(other, _)| (name.as_str(), other.as_str()))
+            .map(|(_, other)| (*name, *other))
     })
 }
 
@@ -237,18 +241,24 @@ pub fn union_problem(base: &Files, added: &Files, base_is: &str, count_is: &str)
         ));
     }
     let either = "a name is a file or a folder, not both";
+    // As a client that ignores case and normalizes names sees them.
+    let keys: BTreeMap<String, &str> = base
+        .keys()
+        .map(|n| (names::twin_key(n), n.as_str()))
+        .collect();
     for name in added.keys() {
-        let folders = name.match_indices('/').map(|(i, _)| &name[..i]);
-        if let Some(folder) = folders.into_iter().find(|f| base.contains_key(*f)) {
+        let key = names::twin_key(name);
+        let folders = key.match_indices('/').map(|(i, _)| &key[..i]);
+        if let Some(folder) = folders.into_iter().find_map(|f| keys.get(f)) {
             return Some(format!(
                 "file {} is under {base_is} {}; {either}",
                 shown(name),
                 shown(folder)
             ));
         }
-        let prefix = format!("{name}/");
-        if let Some((inner, _)) = base.range(prefix.clone()..).next()
-            && inner.starts_with(&prefix)
+        let prefix = format!("{key}/");
+        if let Some((_, inner)) = keys.range(prefix.clone()..).next()
+            && names::twin_key(inner).starts_with(&prefix)
         {
             return Some(format!(
                 "file {} is the folder of {base_is} {}; {either}",
@@ -257,10 +267,6 @@ pub fn union_problem(base: &Files, added: &Files, base_is: &str, count_is: &str)
             ));
         }
     }
-    let keys: HashMap<String, &str> = base
-        .keys()
-        .map(|n| (names::twin_key(n), n.as_str()))
-        .collect();
     added
         .keys()
         .filter(|n| !base.contains_key(*n))
@@ -365,7 +371,7 @@ mod tests {
 
     #[test]
     fn names_are_relative_paths() {
-        for ok in ["a.csv", "data/in.csv", "a b/ü.txt", "..x", "x.."] {
+        for ok in ["a.csv", "data/in.csv", "a b/ü.txt", "..x", "x..y"] {
             assert_eq!(name_problem(ok), None, "{ok}");
         }
         for bad in [
@@ -459,6 +465,11 @@ mod tests {
             union_problem(&base, &files(added), "the session's file", "they").unwrap_or_default()
         };
         assert!(problem(&["a/b"]).contains("file \"a/b\" is under the session's file \"a\""));
+        // A file and a folder whose names differ only in case are one name.
+        assert!(problem(&["A/b"]).contains("file \"A/b\" is under the session's file \"a\""));
+        assert!(problem(&["D"]).contains("file \"D\" is the folder of the session's file \"d/e\""));
+        let given = files(&["A", "a/b"]);
+        assert!(folder_clash(&given).is_some(), "{given:?}");
         assert!(
             problem(&["x/y", "d"])
                 .contains("file \"d\" is the folder of the session's file \"d/e\"")

@@ -250,7 +250,12 @@ fn names_that_are_traps_on_common_clients_are_refused() {
             json!({"Caf\u{e9}": "1", "Cafe\u{301}": "2"}),
             "differ only in case or Unicode form",
         ),
-        (json!({"x": "1", "x..": "2"}), "differ only in case"),
+        (json!({"x": "1", "x..": "2"}), "ends in a dot or a space"),
+        (
+            json!({"s.txt": "1", "\u{17f}.txt": "2"}),
+            "differ only in case",
+        ),
+        (json!({"A": "1", "a/b": "2"}), "is also the folder of"),
     ] {
         let r = s.post_json(
             "/tools/python.execute",

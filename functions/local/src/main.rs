@@ -256,7 +256,7 @@ async fn serve(cfg: Config) -> ExitCode {
     // Bound to loopback: answer only loopback Host names (DNS rebinding).
     let state = app.app_state(
         Tokens::new(&cfg.server.tokens, &cfg.approvals.approvers),
-        bound.is_some_and(|a| a.ip().is_loopback()),
+        bound.is_some_and(|a| a.ip().to_canonical().is_loopback()),
     );
     let mut limits = ServeLimits::from_config(&cfg.server);
     let open_files = limits.fit_descriptors();

@@ -39,7 +39,7 @@ pub fn hides(c: char) -> bool {
 
 /// Names Windows keeps for devices, in any case, with or without an
 /// extension (`COM¹`: the superscript digits count too).
-const DEVICES: [&str; 4] = ["CON", "PRN", "AUX", "NUL"];
+const DEVICES: [&str; 6] = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
 
 /// The device a part of a name opens on Windows, if any: its stem (up to
 /// the first dot, trailing spaces and dots dropped as Windows drops them)
@@ -83,6 +83,12 @@ pub fn trap(name: &str) -> Option<String> {
             c as u32
         ));
     }
+    if let Some(part) = name.split('/').find(|p| p.ends_with(['.', ' '])) {
+        return Some(format!(
+            "has a part {part:?} that ends in a dot or a space (Windows drops them, so it would \
+             name another file)"
+        ));
+    }
     if let Some(part) = name.split('/').find(|p| device(p)) {
         return Some(format!(
             "has a part {part:?} that Windows reserves for a device"
@@ -92,8 +98,10 @@ pub fn trap(name: &str) -> Option<String> {
 }
 
 /// What a name is on a client that ignores case and normalizes Unicode:
-/// each part in NFC, lower case, without the trailing dots and spaces
-/// Windows drops. Two names with one key are one file there.
+/// each part in NFC, case-folded (upper then lower case, so that `ſ` and
+/// `s`, `µ` and `μ` meet), without the trailing dots and spaces Windows
+/// drops or characters that show as nothing (variation selectors among
+/// them). Two names with one key are one file there, or look like one.
 pub fn twin_key(name: &str) -> String {
     let parts = name.split('/').map(|p| p.trim_end_matches(['.', ' ']));
     if name.is_ascii() {
@@ -104,11 +112,26 @@ pub fn twin_key(name: &str) -> String {
     }
     parts
         .map(|p| {
-            let lower = p.nfc().collect::<String>().to_lowercase();
-            lower.nfc().collect::<String>()
+            let seen: String = p.nfc().filter(|&c| !shows_as_nothing(c)).collect();
+            let folded = seen.to_uppercase().to_lowercase();
+            folded.nfc().collect::<String>()
         })
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// Characters a name may hold that show as nothing: those [`hides`] refuses
+/// and the variation selectors and format marks it lets through.
+fn shows_as_nothing(c: char) -> bool {
+    hides(c)
+        || matches!(
+            c as u32,
+            0x180B..=0x180F
+                | 0xFE00..=0xFE0F
+                | 0x1BCA0..=0x1BCA3
+                | 0x1D173..=0x1D17A
+                | 0xE0100..=0xE01EF
+        )
 }
 
 /// Twins among `names`: each name after the first of its key (in the
@@ -159,7 +182,11 @@ mod tests {
             ("Com1", "reserves"),
             ("lpt\u{b9}.log", "reserves"),
             ("prn .txt", "reserves"),
-            ("con.", "reserves"),
+            ("con.", "ends in a dot"),
+            ("x..", "ends in a dot"),
+            ("a /b", "ends in a dot or a space"),
+            ("d/.. ", "ends in a dot or a space"),
+            ("CONIN$", "reserves"),
         ] {
             let why = trap(name).unwrap_or_default();
             assert!(why.contains(says), "{name:?}: {why}");
@@ -168,7 +195,7 @@ mod tests {
             "a.csv",
             "data/in.csv",
             "a b/ü.txt",
-            "x..",
+            ".bashrc",
             "console.txt",
             "com10",
             "lpt",
@@ -193,6 +220,10 @@ mod tests {
             [("readme", "README"), ("A", "a")]
         );
         assert!(twins(["a", "b", "a/b"]).is_empty());
+        // Case folding, not lower case; what shows as nothing is nothing.
+        assert_eq!(twin_key("s.txt"), twin_key("\u{17f}.txt"));
+        assert_eq!(twin_key("\u{b5}.txt"), twin_key("\u{3bc}.txt"));
+        assert_eq!(twin_key("report.pdf"), twin_key("report\u{fe0e}.pdf"));
         let m = twins_message("README", "readme");
         assert!(m.contains("differ only in case or Unicode form"), "{m}");
     }

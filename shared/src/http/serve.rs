@@ -44,6 +44,10 @@ use crate::config::ServerConfig;
 /// SQLite, upstream clients) when `max_connections` is fitted to the limit.
 const DESCRIPTOR_SPARE: u64 = 256;
 
+/// Connections over their client's cap answered 429 at once; more are
+/// closed unanswered.
+const REFUSALS_AT_ONCE: usize = 32;
+
 /// How [`serve`] bounds its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeLimits {
@@ -128,6 +132,9 @@ pub async fn serve(
         limits.max_connections.clamp(1, Semaphore::MAX_PERMITS),
     ));
     let seats = Arc::new(Seats::new(limits.per_client));
+    // Refusals answered at once: past these a connection over its cap is
+    // closed unanswered, so that refusals never hold the server's slots.
+    let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
     let (idle, total) = (limits.body_idle(), limits.body_timeout);
     tokio::pin!(shutdown);
     loop {
@@ -151,11 +158,18 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let Some(seat) = seats.take(ClientKey::of(peer.ip())) else {
-            tokio::spawn(refuse_busy(stream, peer.ip(), limits.per_client, permit));
+            drop(permit);
+            if let Ok(refusal) = refusals.clone().try_acquire_owned() {
+                tokio::spawn(refuse_busy(stream, peer.ip(), limits.per_client, refusal));
+            }
             continue;
         };
         let svc = service(app.clone(), peer, idle, total);
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), svc));
+        // hyper has no write timeout: a client that stops reading its
+        // answers (pipelining requests it never reads) would hold its
+        // connection, seat and slot for ever.
+        let io = TokioIo::new(WriteStall::new(stream, total));
+        let conn = graceful.watch(http.serve_connection(io, svc));
         tokio::spawn(async move {
             // Its errors (a timeout, a reset, an HTTP/2 preface) concern
             // that client alone.
@@ -239,6 +253,98 @@ async fn refuse_busy(
     })
     .await;
     drop(permit);
+}
+
+/// A connection whose writes must make progress: one that accepts no byte
+/// for `limit` fails, and hyper closes the connection.
+struct WriteStall<T> {
+    inner: T,
+    limit: Duration,
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl<T> WriteStall<T> {
+    fn new(inner: T, limit: Duration) -> Self {
+        Self {
+            inner,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// A write that did not go through: pending until the limit, then an
+    /// error. A write that goes through resets the clock.
+    fn pending<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        let limit = self.limit;
+        let clock = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match clock.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client read nothing of its answer in time",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progress<R>(&mut self, r: Poll<io::Result<R>>, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        match r {
+            Poll::Ready(r) => {
+                self.stalled = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.pending(cx),
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteStall<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteStall<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.progress(r, cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.progress(r, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_flush(cx);
+        this.progress(r, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.progress(r, cx)
+    }
 }
 
 /// A client, as the connection cap counts it: an IPv4 address (IPv4-mapped
@@ -401,6 +507,10 @@ mod tests {
         let app = Router::new()
             .route("/", axum::routing::get(|| async { "ok" }))
             .route(
+                "/big",
+                axum::routing::get(|| async { vec![b'x'; 16 << 20] }),
+            )
+            .route(
                 "/echo",
                 axum::routing::post(|body: Body| async move {
                     match axum::body::to_bytes(body, 1 << 20).await {
@@ -461,6 +571,40 @@ mod tests {
             .unwrap();
         let (got, timed_out) = read_all(&mut kept, Duration::from_secs(5)).await;
         assert!(!timed_out && got.starts_with("HTTP/1.1 200"), "{got:?}");
+    }
+
+    /// A client that asks and never reads holds nothing for long: its
+    /// connections close once their writes stall for the body timeout, and
+    /// its seats come back.
+    #[tokio::test]
+    async fn a_client_that_stops_reading_is_closed() {
+        let (addr, _stop) = start(limits()).await;
+        let mut stalled = Vec::new();
+        for _ in 0..4 {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_recv_buffer_size(4096).unwrap();
+            let mut c = socket.connect(addr).await.unwrap();
+            c.write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
+            stalled.push(c);
+        }
+        let ask = || async {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nconnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            read_all(&mut c, Duration::from_secs(3)).await.0
+        };
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let got = ask().await;
+        assert!(
+            got.starts_with("HTTP/1.1 429"),
+            "its seats are taken: {got:?}"
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let got = ask().await;
+        assert!(got.starts_with("HTTP/1.1 200"), "{got:?}");
     }
 
     #[tokio::test]
