@@ -11,6 +11,8 @@ pub mod clarify;
 pub mod clock;
 pub mod cloud;
 pub mod config;
+#[cfg(feature = "dynamodb")]
+mod dynamo;
 #[cfg(feature = "lambda")]
 pub mod envelope;
 pub mod error;

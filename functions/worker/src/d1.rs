@@ -158,38 +158,37 @@ impl D1Store {
     }
 }
 
+impl D1Store {
+    /// A new clarification's row; with who asked, for the pending quotas.
+    async fn insert_row(&self, c: &Clarification, caller: Option<&str>) -> Result<(), String> {
+        self.ready().await?;
+        let options = serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into());
+        let mut args = vec![
+            text(&c.id),
+            text(&c.question),
+            text(&options),
+            int(c.created_at),
+            int(c.expires_at),
+            opt_text(c.task_token.as_deref()),
+        ];
+        let query = match caller {
+            Some(caller) => {
+                args.push(text(caller));
+                sql::INSERT_ASKED
+            }
+            None => sql::INSERT,
+        };
+        run(&self.db, query, &args).await.map(drop)
+    }
+}
+
 impl ClarifyStore for D1Store {
     fn insert<'a>(&'a self, c: &'a Clarification) -> StoreFuture<'a, ()> {
-        Box::pin(SendFuture::new(async move {
-            self.ready().await?;
-            let options = serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into());
-            let args = [
-                text(&c.id),
-                text(&c.question),
-                text(&options),
-                int(c.created_at),
-                int(c.expires_at),
-                opt_text(c.task_token.as_deref()),
-            ];
-            run(&self.db, sql::INSERT, &args).await.map(drop)
-        }))
+        Box::pin(SendFuture::new(self.insert_row(c, None)))
     }
 
     fn insert_asked<'a>(&'a self, c: &'a Clarification, caller: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(SendFuture::new(async move {
-            self.ready().await?;
-            let options = serde_json::to_string(&c.options).unwrap_or_else(|_| "[]".into());
-            let args = [
-                text(&c.id),
-                text(&c.question),
-                text(&options),
-                int(c.created_at),
-                int(c.expires_at),
-                opt_text(c.task_token.as_deref()),
-                text(caller),
-            ];
-            run(&self.db, sql::INSERT_ASKED, &args).await.map(drop)
-        }))
+        Box::pin(SendFuture::new(self.insert_row(c, Some(caller))))
     }
 
     fn count_pending<'a>(&'a self, caller: &'a str, now: i64) -> StoreFuture<'a, Option<Pending>> {

@@ -33,6 +33,8 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
+
+use crate::dynamo::{missing_index, n, s};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::store::{
@@ -57,13 +59,6 @@ const QUESTION: &str = "question";
 pub struct DynamoStore {
     client: Client,
     table: String,
-}
-
-fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
-fn n(v: i64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
 }
 
 /// An SDK error with its whole chain of causes.
@@ -320,13 +315,7 @@ impl DynamoStore {
         while let Some(page) = pages.next().await {
             let page = match page {
                 Ok(p) => p,
-                // DynamoDB: "…does not have the specified index"; moto:
-                // "Invalid index".
-                Err(e)
-                    if e.as_service_error()
-                        .and_then(|se| se.meta().message())
-                        .is_some_and(|m| m.contains("index")) =>
-                {
+                Err(e) if missing_index(&e) => {
                     tracing::warn!(
                         index = PENDING_INDEX,
                         "the clarifications table has no index of pending questions: pending quotas are not enforced"

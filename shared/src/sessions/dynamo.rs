@@ -18,6 +18,8 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
+
+use crate::dynamo::{missing_index, n, s};
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
@@ -41,12 +43,6 @@ pub struct DynamoSessions {
 
 type Item = HashMap<String, AttributeValue>;
 
-fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
-fn n(v: i64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
-}
 fn num(item: &Item, k: &str) -> Option<i64> {
     item.get(k)?.as_n().ok()?.parse().ok()
 }
@@ -304,13 +300,7 @@ impl DynamoSessions {
         while let Some(page) = pages.next().await {
             let page = match page {
                 Ok(p) => p,
-                // DynamoDB: "…does not have the specified index"; moto:
-                // "Invalid index".
-                Err(e)
-                    if e.as_service_error()
-                        .and_then(|se| se.meta().message())
-                        .is_some_and(|m| m.contains("index")) =>
-                {
+                Err(e) if missing_index(&e) => {
                     tracing::warn!(
                         index = BY_OWNER_INDEX,
                         "the sessions table has no index by owner: session quotas are not enforced"
