@@ -43,7 +43,10 @@ locals {
     "GET /openapi.json"                = { function = "gateway", auth = "callers" }
     "ANY /mcp"                         = { function = "gateway", auth = "callers" }
     "GET /healthz"                     = { function = "gateway", auth = "callers" }
-    "$default"                         = { function = "gateway", auth = "callers" }
+    # RFC 9728's metadata: clients read it before they sign in.
+    "GET /.well-known/oauth-protected-resource"     = { function = "gateway", auth = "open" }
+    "GET /.well-known/oauth-protected-resource/mcp" = { function = "gateway", auth = "open" }
+    "$default"                                      = { function = "gateway", auth = "callers" }
   }
 }
 

@@ -131,6 +131,9 @@ locals {
       TOOLGATE_PEER_FUNCTIONS = join(",", [
         for f in ["python-execute", "ssh", "cloud", "clarify"] : local.function_names[f]
       ])
+      # /.well-known/oauth-protected-resource names the JWT issuer.
+      TOOLGATE_OAUTH_ISSUER = var.auth_mode == "JWT" ? var.jwt_issuer : ""
+      TOOLGATE_PUBLIC_URL   = local.api_url
     }
   }
 }

@@ -103,6 +103,7 @@ mod tests {
             description: "echoes".into(),
             input_schema: json!({"type": "object"}),
             output_schema: json!({"type": "object"}),
+            ..Default::default()
         })))
         .unwrap();
         r
@@ -151,6 +152,7 @@ mod tests {
             description: "names its transport".into(),
             input_schema: json!({"type": "object"}),
             output_schema: json!({}),
+            ..Default::default()
         })))
         .unwrap();
         let ctx = CallContext::default();

@@ -348,6 +348,7 @@ where
         };
         let approvals = cfg.approvals.clone();
         let origins = crate::http::Origins::from_config(&cfg);
+        let http = cfg.clone();
         let tools = match assemble(cfg).await {
             Ok(t) => t,
             Err(e) => {
@@ -355,6 +356,7 @@ where
                 return fail(&e);
             }
         };
+        let tools = tools.with_http(&http);
         let function = Arc::new(Function::with_origins(&tools, &approvals, origins));
         tracing::info!(
             tools = ?tools.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),

@@ -7,18 +7,10 @@ use crate::error::ErrorCode;
 use crate::registry::{Registry, exported_name};
 use crate::spec_export::Format;
 
-/// The codes a tool call can answer: all but the clarification routes'
-/// (`not_found`, `conflict`, `expired`) and the Worker's `not_configured`.
+/// The codes a tool call can answer: every one (python.execute's sessions
+/// answer `not_found`, `conflict`, `expired` and `not_configured` too).
 fn call_errors() -> impl Iterator<Item = ErrorCode> {
-    ErrorCode::ALL.into_iter().filter(|c| {
-        !matches!(
-            c,
-            ErrorCode::NotFound
-                | ErrorCode::Conflict
-                | ErrorCode::Expired
-                | ErrorCode::NotConfigured
-        )
-    })
+    ErrorCode::ALL.into_iter()
 }
 
 fn error_response(description: &str) -> Value {
@@ -28,35 +20,51 @@ fn error_response(description: &str) -> Value {
     })
 }
 
+/// What each code means, as the document says it.
+fn meaning(c: ErrorCode) -> &'static str {
+    match c {
+        ErrorCode::InvalidInput => {
+            "Invalid input: not a JSON object, a missing, bad or unknown field, a wrong content type"
+        }
+        ErrorCode::Unauthorized => "Missing or wrong bearer token",
+        ErrorCode::Forbidden => "Out of the caller's scope, or refused by a server's policy",
+        ErrorCode::UnknownTool => "No such tool",
+        ErrorCode::TooLarge => {
+            "Request body over the tool's limit (1 MiB, more for python.execute's files)"
+        }
+        ErrorCode::Internal => "The service failed (never the script itself)",
+        ErrorCode::UpstreamUnavailable => {
+            "A cloud account's MCP server or an SSH server is down, too slow, or refused (host key)"
+        }
+        ErrorCode::NotFound => {
+            "No such clarification or session (a session ended over a day ago, or never was)"
+        }
+        ErrorCode::Conflict => {
+            "The clarification is already answered or cancelled, or the session is busy with another call"
+        }
+        ErrorCode::Expired => "The clarification expired, or the session ended (idle too long)",
+        ErrorCode::NotConfigured => {
+            "The deployment is missing a part this needs (its bearer secret, or a sessions table)"
+        }
+        ErrorCode::QuotaExceeded => {
+            "A quota is used up (live sessions, stored session bytes, request bytes waiting for the sandbox, pending clarifications): the message names it and its setting; try again once some are released"
+        }
+        ErrorCode::ApprovalRequired => {
+            "The call needs a person's approval first: error.approval has its id, expiry and what it is for; once an approver approved it, call again with \"approval\": its id"
+        }
+    }
+}
+
+/// One response per status the codes answer with; codes that share a
+/// status (404: `unknown_tool`, `not_found`) share its description.
 fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
-    codes
-        .iter()
-        .map(|c| {
-            let what = match c {
-                ErrorCode::InvalidInput => {
-                    "Invalid input: not a JSON object, a missing or bad field, a wrong content type"
-                }
-                ErrorCode::Unauthorized => "Missing or wrong bearer token",
-                ErrorCode::Forbidden => "Out of the caller's scope, or refused by a server's policy",
-                ErrorCode::UnknownTool => "No such tool",
-                ErrorCode::TooLarge => "Request body over 1 MiB",
-                ErrorCode::Internal => "The service failed (never the script itself)",
-                ErrorCode::UpstreamUnavailable => {
-                    "A cloud account's MCP server or an SSH server is down, too slow, or refused (host key)"
-                }
-                ErrorCode::NotFound => "No such clarification",
-                ErrorCode::Conflict => "The clarification is already answered or cancelled",
-                ErrorCode::Expired => "The clarification expired",
-                ErrorCode::NotConfigured => "The deployment is missing its bearer secret",
-                ErrorCode::QuotaExceeded => {
-                    "A quota is used up (live sessions, stored session bytes, request bytes waiting for the sandbox, pending clarifications): the message names it and its setting; try again once some are released"
-                }
-                ErrorCode::ApprovalRequired => {
-                    "The call needs a person's approval first: error.approval has its id, expiry and what it is for; once an approver approved it, call again with \"approval\": its id"
-                }
-            };
-            (c.status().to_string(), error_response(what))
-        })
+    let mut by_status: std::collections::BTreeMap<u16, Vec<&str>> = Default::default();
+    for c in codes {
+        by_status.entry(c.status()).or_default().push(meaning(*c));
+    }
+    by_status
+        .into_iter()
+        .map(|(status, what)| (status.to_string(), error_response(&what.join("; or: "))))
         .collect()
 }
 
@@ -146,10 +154,7 @@ pub fn document(registry: &Registry, authenticated: bool, serves_mcp: bool) -> V
             }}
         }}),
     );
-    let codes: Vec<&str> = call_errors()
-        .chain([ErrorCode::NotFound, ErrorCode::Conflict, ErrorCode::Expired])
-        .map(|c| c.as_str())
-        .collect();
+    let codes: Vec<&str> = call_errors().map(|c| c.as_str()).collect();
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -280,6 +285,7 @@ mod tests {
             description: "runs".into(),
             input_schema: input.clone(),
             output_schema: json!({"type": "object", "title": "out"}),
+            ..Default::default()
         })))
         .unwrap();
         let d = document(&r, true, true);
@@ -293,9 +299,17 @@ mod tests {
             op["responses"]["200"]["content"]["application/json"]["schema"]["title"],
             "out"
         );
-        for code in ["400", "401", "404", "413", "500"] {
+        // Every status a call can answer, sessions' included.
+        for code in [
+            "400", "401", "403", "404", "409", "410", "413", "428", "429", "500", "502", "503",
+        ] {
             assert!(op["responses"][code].is_object(), "{code}");
         }
+        let not_found = op["responses"]["404"]["description"].as_str().unwrap();
+        assert!(
+            not_found.contains("No such tool") && not_found.contains("session"),
+            "{not_found}"
+        );
         assert_eq!(op["security"], json!([{"bearerAuth": []}]));
         assert_eq!(
             document(&r, false, true)["paths"]["/tools/python.execute"]["post"]["security"],

@@ -14,6 +14,28 @@ pub fn exported_name(canonical: &str) -> String {
     canonical.replace('.', "__")
 }
 
+/// How `/mcp` names tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum McpNames {
+    /// [`exported_name`]s (`python__execute`): what every model provider
+    /// takes as a function name, since MCP clients pass names on as they are.
+    #[default]
+    Portable,
+    /// The canonical names (`python.execute`), as HTTP routes use them.
+    Canonical,
+}
+
+impl McpNames {
+    /// The setting's value as configuration spells it.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "portable" => Some(Self::Portable),
+            "canonical" => Some(Self::Canonical),
+            _ => None,
+        }
+    }
+}
+
 /// Tools that are discovered at run time.
 pub trait ToolSource: Send + Sync {
     /// The tools available now, from a cache: never waits on the network.
@@ -35,6 +57,7 @@ pub trait ToolSource: Send + Sync {
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     sources: Vec<Arc<dyn ToolSource>>,
+    mcp_names: McpNames,
 }
 
 impl Registry {
@@ -51,6 +74,19 @@ impl Registry {
         }
         self.tools.push(tool);
         Ok(())
+    }
+
+    /// Sets how `/mcp` names tools (either name is accepted in calls).
+    pub fn set_mcp_names(&mut self, names: McpNames) {
+        self.mcp_names = names;
+    }
+
+    /// The name `/mcp` lists a tool under.
+    pub fn mcp_name(&self, canonical: &str) -> String {
+        match self.mcp_names {
+            McpNames::Portable => exported_name(canonical),
+            McpNames::Canonical => canonical.to_owned(),
+        }
     }
 
     /// Adds a source; a name is looked up in the sources only when no fixed

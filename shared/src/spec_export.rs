@@ -15,7 +15,8 @@ pub enum Format {
     OpenAi,
     /// Anthropic tool use, under exported names.
     Anthropic,
-    /// MCP's tool listing, under canonical names, with output schemas.
+    /// MCP's tool listing as `/mcp` gives it by default: exported names,
+    /// output schemas and annotations.
     Mcp,
 }
 
@@ -55,13 +56,20 @@ fn one(spec: &ToolSpec, format: Format) -> Value {
             "description": spec.description,
             "input_schema": spec.input_schema,
         }),
-        // MCP allows dots in names, so it keeps the canonical name.
-        Format::Mcp => json!({
-            "name": spec.name,
-            "description": spec.description,
-            "inputSchema": spec.input_schema,
-            "outputSchema": spec.output_schema,
-        }),
+        Format::Mcp => {
+            let mut t = json!({
+                "name": exported_name(&spec.name),
+                "description": spec.description,
+                "inputSchema": spec.input_schema,
+            });
+            if let Some(out) = spec.mcp_output_schema() {
+                t["outputSchema"] = out.clone();
+            }
+            if !spec.hints.is_empty() {
+                t["annotations"] = json!(spec.hints);
+            }
+            t
+        }
     }
 }
 
@@ -89,6 +97,7 @@ mod tests {
             description: "runs".into(),
             input_schema: json!({"type": "object"}),
             output_schema: json!({"type": "object", "title": "out"}),
+            ..Default::default()
         })))
         .unwrap();
         r
@@ -114,13 +123,13 @@ mod tests {
     }
 
     #[test]
-    fn native_and_mcp_keep_canonical_name_and_output_schema() {
+    fn native_keeps_the_canonical_name_and_mcp_the_portable_one() {
         let r = registry();
         let n = export(&r, Format::Native);
         assert_eq!(n["tools"][0]["name"], "python.execute");
         assert_eq!(n["tools"][0]["output_schema"]["title"], "out");
         let m = export(&r, Format::Mcp);
-        assert_eq!(m["tools"][0]["name"], "python.execute");
+        assert_eq!(m["tools"][0]["name"], "python__execute");
         assert_eq!(m["tools"][0]["inputSchema"]["type"], "object");
         assert_eq!(m["tools"][0]["outputSchema"]["title"], "out");
     }
@@ -147,6 +156,7 @@ mod tests {
                 description: String::new(),
                 input_schema: json!({}),
                 output_schema: json!({}),
+                ..Default::default()
             })))
             .unwrap();
         }
@@ -179,6 +189,7 @@ mod tests {
             description: String::new(),
             input_schema: json!({}),
             output_schema: json!({}),
+            ..Default::default()
         }));
         assert!(r.add(dup).is_err());
     }

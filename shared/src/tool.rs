@@ -46,7 +46,7 @@ pub fn effective_timeout(
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 
 /// What a tool advertises (docs/contracts.md#tool-specs-and-input: name, description, input and output schema).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ToolSpec {
     /// The canonical name (`python.execute`); function-calling formats get
     /// `registry::exported_name`'s.
@@ -57,6 +57,137 @@ pub struct ToolSpec {
     pub input_schema: Value,
     /// JSON Schema of the result.
     pub output_schema: Value,
+    /// What calls do to the world, as MCP's hints say it.
+    #[serde(default, skip_serializing_if = "Hints::is_empty")]
+    pub hints: Hints,
+    /// Whether a result is itself an MCP `CallToolResult` (a cloud
+    /// account's): `/mcp` then answers with it as it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mcp_result: bool,
+}
+
+impl ToolSpec {
+    /// The output schema MCP lists: a passed-through result's (a cloud
+    /// tool's) is its account's own, when it has one.
+    pub fn mcp_output_schema(&self) -> Option<&Value> {
+        if !self.mcp_result {
+            return Some(&self.output_schema);
+        }
+        let own = &self.output_schema["properties"]["structuredContent"];
+        own.as_object()
+            .filter(|o| o.get("type").and_then(Value::as_str) == Some("object") && o.len() > 1)
+            .map(|_| own)
+    }
+}
+
+/// MCP's tool annotations (`readOnlyHint`, …): what a client may assume
+/// about a call before it makes it. `None` leaves MCP's default.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Hints {
+    /// Changes nothing in its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// May destroy or overwrite (meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// The same call again has no further effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// Reaches things outside Toolgate (servers, people, cloud accounts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl Hints {
+    /// A tool that only reads.
+    pub fn read_only(open_world: bool) -> Self {
+        Self {
+            read_only_hint: Some(true),
+            destructive_hint: Some(false),
+            idempotent_hint: Some(true),
+            open_world_hint: Some(open_world),
+        }
+    }
+
+    /// A tool that writes: whether it may destroy, whether a repeat is
+    /// harmless, whether it reaches outside.
+    pub fn writes(destructive: bool, idempotent: bool, open_world: bool) -> Self {
+        Self {
+            read_only_hint: Some(false),
+            destructive_hint: Some(destructive),
+            idempotent_hint: Some(idempotent),
+            open_world_hint: Some(open_world),
+        }
+    }
+
+    /// Whether no hint is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Refuses keys a tool does not take, naming the key, the closest known
+/// one, and every key the tool takes: a misspelt argument must not be
+/// ignored (docs/contracts.md#tool-specs-and-input). `unlisted` are taken
+/// too but not offered (keys not meant for agents).
+pub fn only_keys(
+    obj: &serde_json::Map<String, Value>,
+    known: &[&str],
+    unlisted: &[&str],
+) -> Result<(), ToolError> {
+    let Some(unknown) = obj
+        .keys()
+        .find(|k| !known.contains(&k.as_str()) && !unlisted.contains(&k.as_str()))
+    else {
+        return Ok(());
+    };
+    let shown: String = unknown.chars().take(40).collect();
+    let hint = closest(unknown, known)
+        .map(|k| format!(" (did you mean \"{k}\"?)"))
+        .unwrap_or_default();
+    let takes = if known.is_empty() {
+        "This tool takes no input".to_owned()
+    } else {
+        format!("This tool takes: {}", known.join(", "))
+    };
+    Err(ToolError::invalid_input(format!(
+        "Unknown input key {shown:?}{hint}. {takes}"
+    )))
+}
+
+/// The known key within edit distance 2 of `key` (case aside), if any.
+fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    if key.len() > 64 {
+        return None;
+    }
+    let key = key.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&key, k), *k))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// Per-call facts from the runtime, not from the caller's arguments.
@@ -132,5 +263,46 @@ pub(crate) mod testing {
         fn call<'a>(&'a self, args: Value, _: &'a CallContext) -> ToolFuture<'a> {
             Box::pin(async move { Ok(args) })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refusal(v: Value, known: &[&str]) -> String {
+        only_keys(v.as_object().unwrap(), known, &["task_token"])
+            .unwrap_err()
+            .message
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_the_closest_and_every_known_one() {
+        let known = ["code", "files", "session"];
+        for ok in [json!({"code": "1"}), json!({}), json!({"task_token": "t"})] {
+            assert!(only_keys(ok.as_object().unwrap(), &known, &["task_token"]).is_ok());
+        }
+        assert_eq!(
+            refusal(json!({"code": "1", "sesion": "new"}), &known),
+            "Unknown input key \"sesion\" (did you mean \"session\"?). This tool takes: code, files, session"
+        );
+        assert_eq!(
+            refusal(json!({"timeout": 1}), &known),
+            "Unknown input key \"timeout\". This tool takes: code, files, session"
+        );
+        assert_eq!(
+            refusal(json!({"Code": 1}), &known),
+            "Unknown input key \"Code\" (did you mean \"code\"?). This tool takes: code, files, session"
+        );
+        assert_eq!(
+            refusal(json!({"x": 1}), &[]),
+            "Unknown input key \"x\". This tool takes no input"
+        );
+        // A hostile key is cut, and quoted with its escapes.
+        let long = "\u{202e}".repeat(500);
+        let m = refusal(json!({ long: 1 }), &known);
+        assert!(m.len() < 500 && !m.contains('\u{202e}'), "{m}");
+        assert!(m.contains("\\u{202e}"), "{m}");
     }
 }

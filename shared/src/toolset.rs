@@ -36,6 +36,8 @@ pub struct Toolset {
     /// The approvers' routes, where clarify is served.
     approval_routes: Option<crate::approvals::http::Routes>,
     long_running: bool,
+    /// What the protected-resource metadata says.
+    resource: crate::http::resource::ProtectedResource,
     #[cfg(feature = "ssh")]
     ssh: Option<Arc<crate::ssh::Ssh>>,
 }
@@ -51,6 +53,17 @@ impl Toolset {
     /// Lambda function is frozen once it answers). Before `with_clarify`.
     pub fn long_running(mut self) -> Self {
         self.long_running = true;
+        self
+    }
+
+    /// How the HTTP side presents the tools: `/mcp`'s names, and the
+    /// protected-resource metadata (public URL, JWT issuer).
+    pub fn with_http(mut self, cfg: &Config) -> Self {
+        self.registry.set_mcp_names(cfg.server.mcp_names);
+        self.resource = crate::http::resource::ProtectedResource {
+            public_url: cfg.clarify.public_url.clone(),
+            issuer: cfg.server.oauth_issuer.clone(),
+        };
         self
     }
 
@@ -447,6 +460,7 @@ impl Toolset {
             loopback_hosts_only,
             clarify: self.clarify.clone(),
             approvals: self.approval_routes.clone(),
+            resource: Arc::new(self.resource.clone()),
         }
     }
 }

@@ -4,7 +4,7 @@
 Usage: template_rules.py TEMPLATE.yaml FACTS.json
 FACTS.json holds what the code decides and the template must agree with:
 {"margin_secs", "tool_max_secs": {binary: {"env": NAME, "default": secs}},
- "public_routes": [the clarify function's open route keys],
+ "public_routes": [the open route keys: clarify's, the gateway's metadata],
  "approver_routes": [its route keys behind the authorizer],
  "approval_env": {binary: [the approval settings it reads]},
  "sweep_input": {...}, "expiring_index": name,
@@ -211,8 +211,11 @@ for key in sorted(public | approver):
         continue
     name, r = routes[got]
     via = f"{method} {path} goes to {name} ({got})"
-    if route_function(r) != "clarify":
-        problems.append(f"{via}, which is the {route_function(r)} function's, not the clarify function's")
+    # RFC 9728's metadata is the gateway's; every other open or approver
+    # route is the clarify function's.
+    owner = "gateway" if "/.well-known/" in key else "clarify"
+    if route_function(r) != owner:
+        problems.append(f"{via}, which is the {route_function(r)} function's, not the {owner} function's")
     auth = resolve(r["Properties"], jwt).get("AuthorizationType", "NONE")
     if key in approver and auth == "NONE":
         problems.append(f"{via}, which needs no token: the approvers' API must take the authorizer")

@@ -29,12 +29,15 @@ fn facts() -> Value {
             "cloud": {"env": "TOOLGATE_CLOUD_TIMEOUT_SECS", "default": CloudConfig::default().timeout_secs},
             "clarify": {"default": toolgate_shared::clarify::MAX_WAIT_SECS},
         },
-        // The clarify function's open routes, each checking its own proof:
-        // the person's link and the routes its page uses (the id is the
-        // capability, clarify/http.rs), the approvers' inbox page, a
-        // link-holder's capability and Slack's signature
-        // (docs/approvals.md, "The approvers' routes").
+        // The open routes, each checking its own proof or telling nothing:
+        // the clarify function's person's link and the routes its page
+        // uses (the id is the capability, clarify/http.rs), the approvers'
+        // inbox page, a link-holder's capability and Slack's signature
+        // (docs/approvals.md, "The approvers' routes"); the gateway's
+        // RFC 9728 metadata, which clients read before they sign in.
         "public_routes": [
+            "GET /.well-known/oauth-protected-resource",
+            "GET /.well-known/oauth-protected-resource/mcp",
             "GET /clarifications/{id}",
             "GET /clarifications/{id}/answer",
             "POST /clarifications/{id}/answer",
@@ -301,6 +304,19 @@ fn each_template_rule_fails_a_template_that_breaks_it() {
             "      RouteKey: GET /clarifications\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseApproversJwt, !Ref ApproversJwtAuthorizer, !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]]",
             "      RouteKey: ANY /clarifications/{proxy+}\n      Target: !Sub integrations/${ClarifyIntegration}\n      AuthorizationType: NONE",
             "no route for GET /clarifications: the approvers' API would fall to the gateway's $default route",
+        ),
+        // The metadata is the gateway's (it knows the issuer), and open.
+        (
+            "template.yaml",
+            "      RouteKey: GET /.well-known/oauth-protected-resource/mcp\n      Target: !Sub integrations/${GatewayIntegration}",
+            "      RouteKey: GET /.well-known/oauth-protected-resource/mcp\n      Target: !Sub integrations/${ClarifyIntegration}",
+            "GET /.well-known/oauth-protected-resource/mcp goes to RouteProtectedResourceMcp (GET /.well-known/oauth-protected-resource/mcp), which is the clarify function's, not the gateway function's",
+        ),
+        (
+            "template.yaml",
+            "      RouteKey: GET /.well-known/oauth-protected-resource\n      Target: !Sub integrations/${GatewayIntegration}\n      AuthorizationType: NONE",
+            "      RouteKey: GET /.well-known/oauth-protected-resource\n      Target: !Sub integrations/${GatewayIntegration}\n      AuthorizationType: !If [UseJwt, JWT, !If [UseIam, AWS_IAM, NONE]]\n      AuthorizerId: !If [UseJwt, !Ref JwtAuthorizer, !Ref AWS::NoValue]",
+            "RouteProtectedResource (GET /.well-known/oauth-protected-resource) is an open route (it checks its own proof) and must need no token, has JWT",
         ),
         // An open catch-all is not an open route.
         (

@@ -198,9 +198,9 @@ async fn mcp_gives_returned_files_as_embedded_resources() {
     let s = Server::start(&[]);
     let transport = StreamableHttpClientTransport::from_uri(format!("http://{}/mcp", s.addr));
     let client = ().serve(transport).await.unwrap();
-    let mut call = CallToolRequestParams::new("python.execute");
+    let mut call = CallToolRequestParams::new("python__execute");
     call.arguments = json!({
-        "code": "open('out/r port.txt', 'w').write(open('out/in.txt').read().upper())\nopen('b.bin', 'wb').write(b'\\xff\\x00')",
+        "code": "open('out/r port.txt', 'w').write(open('out/in.txt').read().upper())\nopen('b.bin', 'wb').write(b'\\xff\\x00')\nopen('pic.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(8))",
         "files": {"out/in.txt": "hello"}
     })
     .as_object()
@@ -213,15 +213,18 @@ async fn mcp_gives_returned_files_as_embedded_resources() {
         .iter()
         .filter(|c| c["type"] == "resource")
         .collect();
+    // Every resource has a media type clients can hand to a model; bytes
+    // that are no image or PDF stay in `files` alone.
     assert_eq!(resources.len(), 2, "{v}");
-    assert_eq!(resources[0]["resource"]["uri"], "file:///b.bin");
-    assert_eq!(resources[0]["resource"]["blob"], "/wA=");
-    assert_eq!(resources[1]["resource"]["uri"], "file:///out/r%20port.txt");
-    assert_eq!(resources[1]["resource"]["text"], "HELLO");
-    assert_eq!(
-        r.structured_content.unwrap()["files"]["out/r port.txt"],
-        "HELLO"
-    );
+    assert_eq!(resources[0]["resource"]["uri"], "file:///out/r%20port.txt");
+    assert_eq!(resources[0]["resource"]["text"], "HELLO");
+    assert_eq!(resources[0]["resource"]["mimeType"], "text/plain");
+    assert_eq!(resources[1]["resource"]["uri"], "file:///pic.png");
+    assert_eq!(resources[1]["resource"]["mimeType"], "image/png");
+    assert_eq!(resources[1]["resource"]["blob"], "iVBORw0KGgoAAAAAAAAAAA==");
+    let files = &r.structured_content.unwrap()["files"];
+    assert_eq!(files["out/r port.txt"], "HELLO");
+    assert_eq!(files["b.bin"]["base64"], "/wA=");
     client.cancel().await.unwrap();
 }
 

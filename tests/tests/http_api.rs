@@ -28,8 +28,9 @@ fn tools_are_listed_in_every_format() {
     assert_eq!(an["tools"][0]["name"], "python__execute");
     assert!(an["tools"][0]["input_schema"]["properties"]["code"].is_object());
     let mcp = s.get("/tools?format=mcp").json();
-    assert_eq!(mcp["tools"][0]["name"], "python.execute");
+    assert_eq!(mcp["tools"][0]["name"], "python__execute");
     assert!(mcp["tools"][0]["outputSchema"].is_object());
+    assert_eq!(mcp["tools"][0]["annotations"]["readOnlyHint"], false);
 
     let r = s.get("/tools?format=xml");
     let (st, code, msg) = error_of(&r);
@@ -76,7 +77,20 @@ fn invalid_input_is_a_400_with_the_contract_message() {
         (json!({"code": "   \n\t"}), code_msg),
         (json!({"code": 1}), code_msg),
         (json!({"code": ["print(1)"]}), code_msg),
-        (json!({"source": "print(1)"}), code_msg),
+        // An unknown key is named, before anything else is checked: a
+        // misspelt argument is never ignored.
+        (
+            json!({"source": "print(1)"}),
+            "Unknown input key \"source\". This tool takes: code, files, session",
+        ),
+        (
+            json!({"code": "1", "sesion": "new"}),
+            "Unknown input key \"sesion\" (did you mean \"session\"?). This tool takes: code, files, session",
+        ),
+        (
+            json!({"code": "1", "timeout": 1}),
+            "Unknown input key \"timeout\". This tool takes: code, files, session",
+        ),
     ];
     for (body, want) in cases {
         for name in ["python.execute", "python__execute"] {

@@ -827,19 +827,35 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     listed.sort();
-    // MCP names are the native ones; the listing above is OpenAI's format.
-    let mut want: Vec<&str> = names
-        .iter()
-        .map(|n| {
-            if *n == "python__execute" {
-                "python.execute"
-            } else {
-                n
-            }
-        })
-        .collect();
+    // MCP lists the names every model provider takes, as OpenAI's format
+    // does.
+    let mut want = names.clone();
     want.sort();
     assert_eq!(listed, want);
+
+    // A cloud tool's result through the gateway is the account's own MCP
+    // result: its content as it sent it, and its failure as isError.
+    let cloud_call = |arguments: &str| {
+        let mut e = fixture("apigw_v2_mcp_call_ssh.json");
+        e["body"] = json!(format!(
+            r#"{{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {{"name": "ref__echo", "arguments": {arguments}}}}}"#
+        ));
+        e["headers"]["content-length"] = json!(e["body"].as_str().unwrap().len().to_string());
+        http("ref__echo", invoke_value(port, "gateway", &e))
+    };
+    let (status, body) = cloud_call(r#"{"message": "hi"}"#);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["result"]["content"],
+        json!([{"type": "text", "text": "Echo: hi"}]),
+        "{body}"
+    );
+    let (status, body) = cloud_call(r#"{"message": 5}"#);
+    assert_eq!(
+        (status, &body["result"]["isError"]),
+        (200, &json!(true)),
+        "{body}"
+    );
 
     // A peer's call that fails upstream: the gateway answers with the
     // peer's error code, and the other functions keep answering.

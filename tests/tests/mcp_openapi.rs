@@ -26,8 +26,19 @@ async fn rmcp_client_lists_and_calls_tools() {
     let tools = client.list_all_tools().await.unwrap();
     let py = tools
         .iter()
-        .find(|t| t.name == "python.execute")
-        .expect("python.execute listed under its canonical name");
+        .find(|t| t.name == "python__execute")
+        .expect("python.execute listed under its portable name");
+    // Listed names are what model providers take as function names.
+    for t in &tools {
+        assert!(
+            t.name.len() <= 64
+                && t.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{}",
+            t.name
+        );
+    }
     assert!(py.input_schema.get("properties").is_some());
     assert!(py.output_schema.is_some());
     assert!(
@@ -140,14 +151,14 @@ fn mcp_inspector_cli_lists_and_calls_python() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(names, vec!["python.execute", "clarify"], "{listed}");
+    assert_eq!(names, vec!["python__execute", "clarify"], "{listed}");
     let called = inspector(
         &s,
         &[
             "--method",
             "tools/call",
             "--tool-name",
-            "python.execute",
+            "python__execute",
             "--tool-arg",
             "code=result = 6 * 7",
         ],
@@ -245,4 +256,147 @@ fn schemathesis_finds_no_server_errors_and_no_drift() {
         !stdout.contains("FAILURES") && !stdout.contains("ERRORS"),
         "{stdout}"
     );
+}
+
+/// A 401 says how to sign in, as MCP's authorization asks: RFC 6750's
+/// challenge always; with a JWT issuer, RFC 9728's metadata, read here by
+/// the MCP Python SDK's own discovery helpers and model.
+#[test]
+fn a_401_says_how_to_sign_in() {
+    let s = Server::start(&[("TOOLGATE_TOKEN", "t0123456789abcdef")]);
+    let mcp = |headers: &[(&str, &str)]| {
+        let mut h = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        h.extend_from_slice(headers);
+        s.request(
+            "POST",
+            "/mcp",
+            &h,
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        )
+    };
+    let r = mcp(&[]);
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Bearer realm=\"toolgate\"")
+    );
+    let r = mcp(&[("Authorization", "Bearer wrong")]);
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Bearer realm=\"toolgate\", error=\"invalid_token\"")
+    );
+    // Static tokens: no authorization server to name.
+    let r = s.get("/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+
+    let issuer = "https://issuer.example/pool";
+    let s = Server::start(&[
+        ("TOOLGATE_TOKEN", "t0123456789abcdef"),
+        ("TOOLGATE_OAUTH_ISSUER", issuer),
+    ]);
+    let url = format!("http://{}/mcp", s.addr);
+    let check = format!(
+        r#"
+import httpx, sys
+from mcp.client.auth.utils import extract_resource_metadata_from_www_auth, build_protected_resource_metadata_discovery_urls
+from mcp.shared.auth import ProtectedResourceMetadata
+r = httpx.post("{url}", json={{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}, headers={{"Accept": "application/json, text/event-stream"}})
+assert r.status_code == 401, r.status_code
+where = extract_resource_metadata_from_www_auth(r)
+urls = build_protected_resource_metadata_discovery_urls(where, "{url}")
+assert urls[0] == "http://{addr}/.well-known/oauth-protected-resource/mcp", urls
+for u in urls:
+    m = ProtectedResourceMetadata.model_validate_json(httpx.get(u).text)
+    assert [str(a) for a in m.authorization_servers] == ["{issuer}"], m
+assert str(ProtectedResourceMetadata.model_validate_json(httpx.get(urls[0]).text).resource) == "{url}"
+print("discovered")
+"#,
+        addr = s.addr
+    );
+    let out = toolgate_e2e::launch::Launch::new(tools_dir().join("clients/bin/python"))
+        .args(["-c", &check])
+        .within(std::time::Duration::from_secs(60))
+        .output();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("discovered"),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Each error a call can answer, driven for real, is declared in
+/// `/openapi.json` under its status, and its body validates against the
+/// declared schema (openapi-schema-validator, OpenAPI 3.1): a client that
+/// validates responses takes an expired session's 410.
+#[test]
+fn documented_errors_validate_against_openapi() {
+    let s = Server::start(&[
+        ("TOOLGATE_TOKEN", "t0123456789abcdef"),
+        ("TOOLGATE_PYTHON_SESSION_IDLE_SECS", "1"),
+    ]);
+    let auth = ("Authorization", "Bearer t0123456789abcdef");
+    let ct = ("Content-Type", "application/json");
+    let post = |headers: &[(&str, &str)], body: &[u8]| {
+        s.request("POST", "/tools/python.execute", headers, body)
+    };
+    let session = post(&[auth, ct], br#"{"code": "x = 1", "session": "new"}"#).json()["session"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let expired = format!(r#"{{"code": "print(x)", "session": "{session}"}}"#);
+    let big = format!(r#"{{"code": "{}"}}"#, "x".repeat(30 << 20));
+    let driven = [
+        (400, post(&[auth, ct], br#"{"code": "1", "sesion": "new"}"#)),
+        (401, post(&[ct], br#"{"code": "1"}"#)),
+        (
+            404,
+            post(
+                &[auth, ct],
+                format!(r#"{{"code": "1", "session": "{}"}}"#, "0".repeat(40)).as_bytes(),
+            ),
+        ),
+        (410, post(&[auth, ct], expired.as_bytes())),
+        (413, post(&[auth, ct], big.as_bytes())),
+    ];
+    let mut cases = Vec::new();
+    for (want, r) in driven {
+        assert_eq!(r.status, want, "{}", String::from_utf8_lossy(&r.body));
+        cases.push(json!({"path": "/tools/python.execute", "status": r.status, "body": r.json()}));
+    }
+    let doc = s.request("GET", "/openapi.json", &[auth], b"").json();
+    let dir = toolgate_e2e::launch::TempDir::new("toolgate-openapi-errors");
+    let doc_path = dir.path().join("openapi.json");
+    let cases_path = dir.path().join("cases.json");
+    std::fs::write(&doc_path, doc.to_string()).unwrap();
+    std::fs::write(&cases_path, Value::Array(cases).to_string()).unwrap();
+    let check = r#"
+import json, sys
+from openapi_schema_validator import validate, OAS31Validator
+doc = json.load(open(sys.argv[1]))
+for c in json.load(open(sys.argv[2])):
+    declared = doc["paths"][c["path"]]["post"]["responses"]
+    resp = declared.get(str(c["status"]))
+    assert resp, f"{c['status']} is not declared for {c['path']}: {sorted(declared)}"
+    schema = dict(resp["content"]["application/json"]["schema"], components=doc["components"])
+    validate(c["body"], schema, cls=OAS31Validator)
+    print("valid", c["status"])
+"#;
+    let out = toolgate_e2e::launch::Launch::new(venv_python())
+        .args(["-c", check])
+        .arg(&doc_path)
+        .arg(&cases_path)
+        .within(std::time::Duration::from_secs(60))
+        .output();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(said.matches("valid ").count(), 5, "{said}");
 }

@@ -204,6 +204,12 @@ fn worker_passes_the_conformance_cases() {
         let r = stack.request(method, path, &[("Content-Type", "application/json")], b"{}");
         assert_eq!(r.status, 401, "{method} {path}: {}", body(&r));
         assert_eq!(r.json()["error"]["code"], "unauthorized", "{method} {path}");
+        // RFC 6750's challenge; no metadata without a JWT issuer.
+        assert_eq!(
+            r.header("www-authenticate"),
+            Some("Bearer realm=\"toolgate\""),
+            "{method} {path}"
+        );
     }
     assert_eq!(stack.request("GET", "/healthz", &[], b"").status, 200);
 }
@@ -827,7 +833,8 @@ open('nope')","files":{"in/a.csv":"x,y
             .unwrap();
         let tools = client.list_all_tools().await.unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, ["python.execute", "clarify"]);
+        // Names model providers take as function names.
+        assert_eq!(names, ["python__execute", "clarify"]);
         let mut call = rmcp::model::CallToolRequestParams::new("python.execute");
         call.arguments = json!({"code": "result = 6 * 7"}).as_object().cloned();
         let r = client.call_tool(call).await.unwrap();
@@ -840,12 +847,26 @@ open('nope')","files":{"in/a.csv":"x,y
             "--method",
             "tools/call",
             "--tool-name",
-            "python.execute",
+            "python__execute",
             "--tool-arg",
             "code=print(2 ** 10)",
         ],
     );
     assert_eq!(called["structuredContent"]["stdout"], "1024\n", "{called}");
+
+    // The client libraries agents use (tests/tests/clients.rs on serve):
+    // names, annotations, files, misspelt keys; the Worker has no cloud
+    // tools.
+    let out = toolgate_e2e::launch::Launch::new(
+        toolgate_e2e::peer::tools_dir().join("clients/bin/python"),
+    )
+    .arg(toolgate_e2e::support("client_libraries.py"))
+    .args([url.as_str(), TOKEN, "-"])
+    .within(Duration::from_secs(180))
+    .output();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !said.contains("FAIL"), "{said}");
 }
 
 /// The clarify lifecycle through D1: ask, read (JSON and the page), answer,

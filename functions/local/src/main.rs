@@ -49,6 +49,9 @@ enum Cmd {
         #[arg(long)]
         token: Option<String>,
     },
+    /// Serve every tool over MCP on stdin and stdout, for desktop MCP
+    /// clients that start a local server (Claude Desktop, VS Code).
+    McpStdio,
     /// Call one tool and print its result as JSON.
     Call {
         /// Tool name, canonical (`python.execute`) or exported (`python__execute`).
@@ -93,7 +96,10 @@ async fn build(cfg: &Config, serving: bool) -> Result<Toolset, String> {
         .await?
         .with_clarify(cfg)
         .await
-        .map(|t| t.sweep_every(std::time::Duration::from_secs(30)))
+        .map(|t| {
+            t.with_http(cfg)
+                .sweep_every(std::time::Duration::from_secs(30))
+        })
 }
 
 fn main() -> ExitCode {
@@ -149,6 +155,7 @@ async fn run(cli: Cli) -> ExitCode {
             serve(cfg).await
         }
         Cmd::Call { name, json } => call(cfg, &name, json).await,
+        Cmd::McpStdio => mcp_stdio(cfg).await,
         Cmd::Approvals { target, cmd } => inbox::approvals(Some(cfg), target, cmd).await,
         Cmd::Clarifications { target, cmd } => inbox::clarifications(Some(cfg), target, cmd).await,
         Cmd::Tools { format } => {
@@ -206,6 +213,40 @@ async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `toolgate mcp-stdio`: the tools of `toolgate serve`, for one client on
+/// stdin and stdout; the local user is the caller, as with `call`.
+async fn mcp_stdio(cfg: Config) -> ExitCode {
+    toolgate_shared::sqlite_file::keep_private(&cfg.data_dir);
+    let app = match build(&cfg, true).await {
+        Ok(a) => a,
+        Err(e) => return fatal(&e),
+    };
+    let registry = std::sync::Arc::new(app.registry.clone());
+    let outcome = serve_stdio(registry).await;
+    app.shutdown().await;
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fatal(&e),
+    }
+}
+
+/// The `/mcp` server over stdin and stdout; returns when the client closes
+/// the stream. Stdout carries only protocol messages: logs go to stderr.
+async fn serve_stdio(
+    registry: std::sync::Arc<toolgate_shared::registry::Registry>,
+) -> Result<(), String> {
+    use rmcp::ServiceExt;
+    let running = toolgate_shared::mcp::McpServer::new(registry)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("MCP over stdio did not start: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("MCP over stdio stopped: {e}"))
 }
 
 /// Why `cfg` must not be served on `bound`: a non-loopback address

@@ -96,6 +96,7 @@ async fn app(
     }
     let clarify = Arc::new(clarify);
     let mut registry = Registry::new();
+    registry.set_mcp_names(settings.config.server.mcp_names);
     let sessions = Sessions::new(
         Arc::new(d1_sessions::D1Sessions::new(env.d1(d1::BINDING)?)),
         Duration::from_secs(settings.config.python.session_idle_secs),
@@ -136,6 +137,10 @@ async fn app(
             slack: None,
         }),
         clarify: Some(clarify),
+        resource: Arc::new(toolgate_shared::http::resource::ProtectedResource {
+            public_url: settings.public_url.clone(),
+            issuer: settings.config.server.oauth_issuer.clone(),
+        }),
     };
     // Its own pages are same-origin; others' only where allowed.
     let origins = Origins::new(

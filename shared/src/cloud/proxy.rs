@@ -367,7 +367,10 @@ impl Upstream {
                     name,
                     description,
                     input_schema,
-                    output_schema: result_schema(),
+                    output_schema: result_schema(t.output_schema.as_deref()),
+                    // The account's own hints, as its server gave them.
+                    hints: t.annotations.as_ref().map(hints).unwrap_or_default(),
+                    mcp_result: true,
                 },
                 remote,
                 gated,
@@ -378,14 +381,27 @@ impl Upstream {
     }
 }
 
-/// The shape every proxied call returns: the MCP `CallToolResult`.
-fn result_schema() -> Value {
+/// An account's MCP annotations as this runtime's hints.
+fn hints(a: &rmcp::model::ToolAnnotations) -> crate::tool::Hints {
+    crate::tool::Hints {
+        read_only_hint: a.read_only_hint,
+        destructive_hint: a.destructive_hint,
+        idempotent_hint: a.idempotent_hint,
+        open_world_hint: a.open_world_hint,
+    }
+}
+
+/// The shape every proxied call returns: the MCP `CallToolResult`, its
+/// `structuredContent` in the account's own output schema when it has one
+/// (`/mcp` lists that one).
+fn result_schema(own: Option<&rmcp::model::JsonObject>) -> Value {
+    let structured = own.map_or_else(|| json!({"type": "object"}), |o| Value::Object(o.clone()));
     json!({
         "type": "object",
         "description": "The MCP server's CallToolResult, passed through; isError marks the tool's own failure",
         "properties": {
             "content": {"type": "array", "items": {"type": "object"}},
-            "structuredContent": {"type": "object"},
+            "structuredContent": structured,
             "isError": {"type": "boolean"}
         },
         "required": ["content"]

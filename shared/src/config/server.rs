@@ -1,12 +1,13 @@
 //! `[server]`, `TOOLGATE_ADDR`, `TOOLGATE_TOKEN`, `TOOLGATE_ALLOW_ANONYMOUS`,
-//! `TOOLGATE_SHUTDOWN_GRACE_SECS`, `TOOLGATE_ALLOWED_ORIGINS` and the
-//! connection limits: how `toolgate serve` listens, and who may call it.
+//! `TOOLGATE_SHUTDOWN_GRACE_SECS`, `TOOLGATE_ALLOWED_ORIGINS`, the
+//! connection limits, `TOOLGATE_MCP_NAMES` and `TOOLGATE_OAUTH_ISSUER`: how `toolgate serve` listens, and who may call it.
 
 use serde::Deserialize;
 
 use super::ConfigError;
 use super::env::{Env, set_number};
 use super::tokens::{self, FileToken, MIN_TOKEN_CHARS, NamedToken, single_token_name};
+use crate::registry::McpNames;
 
 /// Where `toolgate serve` listens unless told otherwise: loopback only.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
@@ -43,6 +44,12 @@ pub struct ServerConfig {
     /// `toolgate serve`: connections open at once from one client address
     /// (an IPv4 address, an IPv6 /64). Past it: 429.
     pub max_connections_per_client: usize,
+    /// How `/mcp` names tools (`TOOLGATE_MCP_NAMES`): `portable`
+    /// (`python__execute`, what model providers take) or `canonical`.
+    pub mcp_names: McpNames,
+    /// The issuer of the JWTs this deployment takes
+    /// (`TOOLGATE_OAUTH_ISSUER`), named by its protected-resource metadata.
+    pub oauth_issuer: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -57,6 +64,8 @@ impl Default for ServerConfig {
             body_timeout_secs: 60,
             max_connections: 1024,
             max_connections_per_client: 64,
+            mcp_names: McpNames::Portable,
+            oauth_issuer: None,
         }
     }
 }
@@ -76,6 +85,8 @@ pub(super) struct FileServer {
     body_timeout_secs: Option<u64>,
     max_connections: Option<usize>,
     max_connections_per_client: Option<usize>,
+    mcp_names: Option<String>,
+    oauth_issuer: Option<String>,
 }
 
 const LIST: &str = "[[server.tokens]]";
@@ -96,6 +107,23 @@ impl ServerConfig {
         s.max_connections_per_client = file
             .max_connections_per_client
             .unwrap_or(s.max_connections_per_client);
+        if let Some(v) = env.text("TOOLGATE_MCP_NAMES").or(file.mcp_names) {
+            s.mcp_names = McpNames::parse(&v).ok_or(ConfigError::BadValue {
+                name: "TOOLGATE_MCP_NAMES (server.mcp_names)",
+                what: "portable (python__execute, the default) or canonical (python.execute)",
+                value: v,
+            })?;
+        }
+        s.oauth_issuer = env.text("TOOLGATE_OAUTH_ISSUER").or(file.oauth_issuer);
+        if let Some(v) = &s.oauth_issuer
+            && !(v.starts_with("https://") || v.starts_with("http://"))
+        {
+            return Err(ConfigError::BadValue {
+                name: "TOOLGATE_OAUTH_ISSUER (server.oauth_issuer)",
+                what: "the issuer URL of the JWTs this deployment takes (https://…)",
+                value: v.clone(),
+            });
+        }
         if let Some(v) = env.raw("TOOLGATE_ADDR") {
             s.addr = v;
         }

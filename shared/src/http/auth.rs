@@ -28,6 +28,15 @@ fn refuse(code: ErrorCode, message: &str) -> Response {
     ToolError::new(code, message).into_response()
 }
 
+fn challenged(state: &AppState, req: &Request, message: &str, invalid: bool) -> Response {
+    let mut r = refuse(ErrorCode::Unauthorized, message);
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        super::resource::challenge(&state.resource, req, invalid),
+    );
+    r
+}
+
 pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let route = Route::of(req.method(), req.uri().path());
     let given = req
@@ -63,13 +72,16 @@ pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: 
         }
         (Route::Tool, Bearer::Caller(_)) => {}
         (Route::Tool, _) if !state.tokens.has_callers() => {}
+        // A 401 says where to learn how to sign in (MCP's authorization).
         (Route::Tool, Bearer::Unknown) => {
-            return refuse(ErrorCode::Unauthorized, "Invalid bearer token");
+            return challenged(&state, &req, "Invalid bearer token", true);
         }
         (Route::Tool, Bearer::Missing) => {
-            return refuse(
-                ErrorCode::Unauthorized,
+            return challenged(
+                &state,
+                &req,
                 "Missing bearer token: send Authorization: Bearer <token>",
+                false,
             );
         }
     }

@@ -48,6 +48,7 @@ impl Route {
         };
         let listing = method == Method::GET || method == Method::HEAD;
         if path == "/healthz"
+            || under(super::resource::WELL_KNOWN)
             || path.starts_with("/clarifications/")
             || under("/inbox")
             || path.starts_with("/approval-links/")
@@ -193,6 +194,9 @@ mod tests {
         let get = Method::GET;
         for (path, route) in [
             ("/healthz", Route::Open),
+            ("/.well-known/oauth-protected-resource", Route::Open),
+            ("/.well-known/oauth-protected-resource/mcp", Route::Open),
+            ("/.well-known/oauth-protected-resourcex", Route::Tool),
             ("/clarifications/abc", Route::Open),
             ("/clarifications/abc/answer", Route::Open),
             ("/inbox", Route::Open),

@@ -19,6 +19,7 @@ mod guard;
 pub mod host;
 pub mod identity;
 pub mod origin;
+pub mod resource;
 mod router;
 #[cfg(feature = "native")]
 pub mod serve;

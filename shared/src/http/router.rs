@@ -56,6 +56,8 @@ pub struct AppState {
     /// The approvers' routes (inbox, decisions, Slack), where clarify is
     /// served.
     pub approvals: Option<crate::approvals::http::Routes>,
+    /// What `/.well-known/oauth-protected-resource` says (RFC 9728).
+    pub resource: Arc<super::resource::ProtectedResource>,
 }
 
 /// Every route (`/tools`, `/tools/{name}`, `/healthz`, `/openapi.json`, `/mcp`
@@ -82,7 +84,12 @@ pub fn router(state: AppState, origins: Origins) -> Router {
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
         .route("/healthz", get(healthz))
-        .route("/openapi.json", get(openapi));
+        .route("/openapi.json", get(openapi))
+        .route(super::resource::WELL_KNOWN, get(super::resource::metadata))
+        .route(
+            &format!("{}/mcp", super::resource::WELL_KNOWN),
+            get(super::resource::metadata),
+        );
     // rmcp's server needs tokio's runtime; the Worker answers the same way
     // without it.
     #[cfg(feature = "native")]

@@ -2,7 +2,8 @@
 //!
 //! - this file: what the server says, whatever carries it (its info, its
 //!   tools as MCP lists them, a call's result);
-//! - `server`: rmcp's own server, where tokio runs (serve, Lambda);
+//! - `server`: rmcp's own server, where tokio runs (serve, Lambda; the
+//!   `toolgate` binary also runs it over stdio);
 //! - `stateless`: the same answers without rmcp's service loop, for the
 //!   Worker (wasm32 has no tokio runtime); a test compares the two.
 
@@ -20,7 +21,7 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
         ListToolsResult, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
-        Tool as McpTool, ToolsCapability,
+        Tool as McpTool, ToolAnnotations, ToolsCapability,
     },
 };
 use serde_json::Value;
@@ -51,23 +52,31 @@ fn object(v: &Value) -> Arc<JsonObject> {
     Arc::new(v.as_object().cloned().unwrap_or_default())
 }
 
-/// A tool spec as MCP lists it: MCP allows dots, so the canonical name.
-pub fn mcp_tool(spec: &ToolSpec) -> McpTool {
-    let mut t = McpTool::new(
-        spec.name.clone(),
-        spec.description.clone(),
-        object(&spec.input_schema),
-    );
-    t.output_schema = Some(object(&spec.output_schema));
+/// A tool spec as MCP lists it, under `name`: its hints as MCP's
+/// annotations, and for a passed-through result (a cloud tool) the
+/// account's own output schema.
+pub fn mcp_tool(spec: &ToolSpec, name: String) -> McpTool {
+    let mut t = McpTool::new(name, spec.description.clone(), object(&spec.input_schema));
+    t.output_schema = spec.mcp_output_schema().map(object);
+    if !spec.hints.is_empty() {
+        let h = &spec.hints;
+        let mut a = ToolAnnotations::default();
+        a.read_only_hint = h.read_only_hint;
+        a.destructive_hint = h.destructive_hint;
+        a.idempotent_hint = h.idempotent_hint;
+        a.open_world_hint = h.open_world_hint;
+        t.annotations = Some(a);
+    }
     t
 }
 
-/// `tools/list`: every tool, in one page.
+/// `tools/list`: every tool, in one page, under the names the registry
+/// gives `/mcp`.
 pub fn list_tools(registry: &Registry) -> ListToolsResult {
     let tools = registry
         .tools()
         .iter()
-        .map(|t| mcp_tool(t.spec()))
+        .map(|t| mcp_tool(t.spec(), registry.mcp_name(&t.spec().name)))
         .collect();
     ListToolsResult::with_all_items(tools)
 }
@@ -94,6 +103,8 @@ pub async fn call_tool(
             Ok(args)
         })
     };
+    // A cloud account's result is already an MCP result: passed through.
+    let passthrough = registry.get(&name).is_ok_and(|t| t.spec().mcp_result);
     let outcome = invoke(registry, Transport::Mcp, &name, args, ctx).await;
     Ok(match outcome {
         // MCP's own answer to an unknown name is a protocol error; the
@@ -104,6 +115,17 @@ pub async fn call_tool(
                 Some(serde_json::json!({"code": e.code.as_str()})),
             ));
         }
+        Ok(v) if passthrough => match serde_json::from_value::<CallToolResult>(v) {
+            Ok(r) => r,
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(
+                ToolError::new(
+                    ErrorCode::UpstreamUnavailable,
+                    format!("The cloud account's result is not an MCP result: {e}"),
+                )
+                .body()
+                .to_string(),
+            )]),
+        },
         Ok(v) => {
             let text = serde_json::to_string(&v).unwrap_or_default();
             let mut blocks = vec![ContentBlock::text(text)];
@@ -142,7 +164,12 @@ fn json_len_over(v: &Value, limit: usize) -> bool {
 }
 
 /// The files a result returns (python.execute's `files`), also as embedded
-/// resources, so that clients that show files can show them.
+/// resources, for clients that show files: text as `text/*`, and bytes
+/// whose first bytes say image (PNG, JPEG, GIF, WebP) or PDF. Other bytes
+/// stay in the result's `files` alone: MCP client libraries refuse a
+/// resource they cannot hand to a model (LangChain's adapters without a
+/// media type, Anthropic's helpers for any type outside text, those
+/// images and PDF), and a refusal there ends the agent's run.
 fn file_resources(v: &Value) -> Vec<ContentBlock> {
     let Some(files) = v.get("files").and_then(Value::as_object) else {
         return Vec::new();
@@ -152,12 +179,60 @@ fn file_resources(v: &Value) -> Vec<ContentBlock> {
         .filter_map(|(name, f)| {
             let uri = file_uri(name);
             let contents = match f {
-                Value::String(text) => ResourceContents::text(text.clone(), uri),
-                _ => ResourceContents::blob(f.get("base64")?.as_str()?.to_owned(), uri),
+                Value::String(text) => {
+                    ResourceContents::text(text.clone(), uri).with_mime_type(text_type(name))
+                }
+                _ => {
+                    let b64 = f.get("base64")?.as_str()?;
+                    ResourceContents::blob(b64.to_owned(), uri).with_mime_type(sniff(b64)?)
+                }
             };
             Some(ContentBlock::resource(contents))
         })
         .collect()
+}
+
+/// A text file's media type from its name: always `text/*`.
+pub fn text_type(name: &str) -> &'static str {
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "csv" => "text/csv",
+        "tsv" => "text/tab-separated-values",
+        "md" | "markdown" => "text/markdown",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "xml" => "text/xml",
+        "py" => "text/x-python",
+        "js" | "mjs" => "text/javascript",
+        _ => "text/plain",
+    }
+}
+
+/// The media type of base64 `b64`'s bytes when they start as an image a
+/// model reads or a PDF; `None` otherwise.
+pub fn sniff(b64: &str) -> Option<&'static str> {
+    use base64::Engine;
+    let head = b64.get(..16).unwrap_or(b64);
+    let head = base64::engine::general_purpose::STANDARD
+        .decode(head)
+        .ok()?;
+    let starts = |magic: &[u8]| head.starts_with(magic);
+    if starts(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if starts(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if starts(b"GIF87a") || starts(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && starts(b"RIFF") && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else if starts(b"%PDF-") {
+        Some("application/pdf")
+    } else {
+        None
+    }
 }
 
 /// `file:///` and the name, each byte outside RFC 3986's unreserved set
@@ -172,4 +247,78 @@ fn file_uri(name: &str) -> String {
         }
     }
     uri
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::{Hints, ToolSpec};
+    use serde_json::json;
+
+    fn resources(files: Value) -> Vec<Value> {
+        file_resources(&json!({ "files": files }))
+            .into_iter()
+            .map(|b| serde_json::to_value(b).unwrap()["resource"].clone())
+            .collect()
+    }
+
+    #[test]
+    fn files_are_embedded_with_a_type_every_client_takes() {
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB";
+        let pdf = "JVBERi0xLjcKJeLjz9MK";
+        let got = resources(json!({
+            "out.json": "{}",
+            "table.csv": "a,b\n",
+            "pic.png": {"base64": png},
+            "doc.pdf": {"base64": pdf},
+            "blob.bin": {"base64": "AAECAwQFBgcICQ=="},
+            "fake.png": {"base64": "AAECAwQFBgcICQ=="},
+        }));
+        let types: Vec<(&str, &str)> = got
+            .iter()
+            .map(|r| (r["uri"].as_str().unwrap(), r["mimeType"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("file:///doc.pdf", "application/pdf"),
+                ("file:///out.json", "text/plain"),
+                ("file:///pic.png", "image/png"),
+                ("file:///table.csv", "text/csv"),
+            ],
+            "bytes that are neither an image nor a PDF stay in `files` alone"
+        );
+    }
+
+    #[test]
+    fn listed_under_the_registry_names_with_hints() {
+        let spec = ToolSpec {
+            name: "python.execute".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({"type": "object"}),
+            hints: Hints::read_only(false),
+            ..Default::default()
+        };
+        let t = serde_json::to_value(mcp_tool(&spec, "python__execute".into())).unwrap();
+        assert_eq!(t["name"], "python__execute");
+        assert_eq!(
+            t["annotations"],
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        );
+        // A passed-through result lists the account's own output schema,
+        // or none.
+        let mut cloud = spec.clone();
+        cloud.mcp_result = true;
+        cloud.hints = Hints::default();
+        cloud.output_schema = json!({"properties": {"structuredContent": {"type": "object"}}});
+        let t = serde_json::to_value(mcp_tool(&cloud, "a__b".into())).unwrap();
+        assert!(
+            t.get("outputSchema").is_none() && t.get("annotations").is_none(),
+            "{t}"
+        );
+        let own = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        cloud.output_schema = json!({"properties": {"structuredContent": own}});
+        let t = serde_json::to_value(mcp_tool(&cloud, "a__b".into())).unwrap();
+        assert_eq!(t["outputSchema"], own);
+    }
 }

@@ -26,6 +26,14 @@ pub struct McpServer {
     registry: Arc<Registry>,
 }
 
+impl McpServer {
+    /// The server of `registry`'s tools, for any rmcp transport (the
+    /// `toolgate` binary serves it over stdio too).
+    pub fn new(registry: Arc<Registry>) -> Self {
+        Self { registry }
+    }
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         super::server_info()

@@ -668,6 +668,7 @@ mod tests {
             description: format!("{name}, for tests"),
             input_schema: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
             output_schema: json!({"type": "object"}),
+            ..Default::default()
         }
     }
 

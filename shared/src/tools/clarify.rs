@@ -51,7 +51,8 @@ pub fn spec(expiry_secs: u64) -> ToolSpec {
                     "default": []
                 }
             },
-            "required": ["question"]
+            "required": ["question"],
+            "additionalProperties": false
         }),
         output_schema: json!({
             "type": "object",
@@ -65,6 +66,9 @@ pub fn spec(expiry_secs: u64) -> ToolSpec {
             },
             "required": ["status", "id", "question", "options", "answer_url", "expires_at"]
         }),
+        // It asks a person and changes nothing.
+        hints: crate::tool::Hints::read_only(true),
+        mcp_result: false,
     }
 }
 
@@ -85,6 +89,7 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
     let obj = args
         .as_object()
         .ok_or_else(|| ToolError::invalid_input(NOT_AN_OBJECT))?;
+    crate::tool::only_keys(obj, &["question", "options"], &["task_token"])?;
     let question = match obj.get("question") {
         Some(Value::String(q)) if !q.trim().is_empty() => q.clone(),
         _ => {

@@ -25,7 +25,7 @@ pub fn spec() -> ToolSpec {
         description: "List the SSH servers you may run commands on with ssh_run: each \
                       server's name, user@host:port and tags. Takes no input."
             .into(),
-        input_schema: json!({"type": "object", "properties": {}}),
+        input_schema: json!({"type": "object", "properties": {}, "additionalProperties": false}),
         output_schema: json!({
             "type": "object",
             "properties": {
@@ -45,6 +45,8 @@ pub fn spec() -> ToolSpec {
             },
             "required": ["servers"]
         }),
+        hints: crate::tool::Hints::read_only(false),
+        mcp_result: false,
     }
 }
 
@@ -62,9 +64,10 @@ impl Tool for ListServers {
 
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            if !args.is_object() {
+            let Some(obj) = args.as_object() else {
                 return Err(ToolError::invalid_input(NOT_AN_OBJECT));
-            }
+            };
+            crate::tool::only_keys(obj, &[], &[])?;
             let servers = self.ssh.visible(ctx.servers.as_deref()).await?;
             let list: Vec<Value> = servers
                 .iter()

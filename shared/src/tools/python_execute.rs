@@ -105,7 +105,8 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
                     }
                 }
             },
-            "required": ["code"]
+            "required": ["code"],
+            "additionalProperties": false
         }),
         output_schema: json!({
             "type": "object",
@@ -129,6 +130,9 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
             },
             "required": ["stdout", "stderr", "exit_code", "timed_out"]
         }),
+        // A session keeps what a call leaves; nothing reaches outside.
+        hints: crate::tool::Hints::writes(false, false, false),
+        mcp_result: false,
     }
 }
 
@@ -149,6 +153,7 @@ pub fn parse_input(args: &Value, files_cap: u64) -> Result<Input<'_>, ToolError>
     let obj = args
         .as_object()
         .ok_or_else(|| ToolError::invalid_input(NOT_AN_OBJECT))?;
+    crate::tool::only_keys(obj, &["code", "files", "session"], &[])?;
     let code = match obj.get("code").and_then(Value::as_str) {
         Some(code) if !code.trim().is_empty() => code,
         _ => return Err(ToolError::invalid_input(CODE_REQUIRED)),

@@ -58,7 +58,8 @@ pub fn spec(max_timeout: Duration) -> ToolSpec {
                 "approval": {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "For a command that needs a person's approval: the id from the approval_required error, once a person approved it. It is used once, for exactly the approved command and server"},
                 "wait": {"type": "integer", "minimum": 0, "maximum": crate::clarify::MAX_WAIT_SECS, "default": 0, "description": "Seconds to wait for a person's approval before answering approval_required (at most 25)"}
             },
-            "required": ["server_name", "command"]
+            "required": ["server_name", "command"],
+            "additionalProperties": false
         }),
         output_schema: json!({
             "type": "object",
@@ -72,6 +73,9 @@ pub fn spec(max_timeout: Duration) -> ToolSpec {
             },
             "required": ["stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms"]
         }),
+        // Any shell command on a real server.
+        hints: crate::tool::Hints::writes(true, false, true),
+        mcp_result: false,
     }
 }
 
@@ -123,6 +127,18 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
     let obj = args
         .as_object()
         .ok_or_else(|| ToolError::invalid_input(NOT_AN_OBJECT))?;
+    crate::tool::only_keys(
+        obj,
+        &[
+            "server_name",
+            "command",
+            "intent",
+            "timeout",
+            "approval",
+            "wait",
+        ],
+        &[],
+    )?;
     let timeout = match obj.get("timeout") {
         None | Some(Value::Null) => DEFAULT_TIMEOUT_SECS,
         Some(v) => match v.as_u64() {
