@@ -78,9 +78,9 @@ variable "python_timeout_seconds" {
 }
 
 variable "python_reserved_concurrency" {
-  description = "Concurrent python.execute calls at most (reserved concurrency), so an arbitrary-compute endpoint cannot take the account's whole Lambda concurrency from your other functions. 0 reserves nothing (needed when the account's concurrency quota is below this value plus 100)."
+  description = "Concurrent python.execute calls at most (reserved concurrency), so an arbitrary-compute endpoint cannot take the account's whole Lambda concurrency from your other functions; e.g. 50 once the account's concurrency quota is at least 150 (the value plus the 100 Lambda keeps unreserved). 0 (the default, which a new account's quota of 10 needs) reserves nothing."
   type        = number
-  default     = 50
+  default     = 0
   validation {
     condition     = var.python_reserved_concurrency >= 0 && var.python_reserved_concurrency <= 1000
     error_message = "python_reserved_concurrency must be 0 to 1000."

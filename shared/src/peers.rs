@@ -66,7 +66,15 @@ async fn invoke(
         .payload(Blob::new(payload.to_string()))
         .send()
         .await
-        .map_err(|e| unavailable(function, aws_sdk_lambda::error::DisplayErrorContext(e)))?;
+        .map_err(|e| {
+            // AWS answers a function's error with 200 and a header, but
+            // some Invoke endpoints (cargo lambda's, proxies) with an HTTP
+            // error whose body is the function's: its error, not an outage.
+            let body = e.raw_response().and_then(|r| r.body().bytes());
+            function_error(body.unwrap_or_default()).unwrap_or_else(|| {
+                unavailable(function, aws_sdk_lambda::error::DisplayErrorContext(e))
+            })
+        })?;
     let body = out.payload().map(|b| b.as_ref()).unwrap_or_default();
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| unavailable(function, format!("unreadable response: {e}")))?;
@@ -76,6 +84,14 @@ async fn invoke(
         return Err(ToolError::new(code_of(kind), message));
     }
     Ok(value)
+}
+
+/// A function's own error (`{"errorType", "errorMessage"}`) in `body`.
+fn function_error(body: &[u8]) -> Option<ToolError> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let kind = v["errorType"].as_str()?;
+    let message = v["errorMessage"].as_str()?;
+    Some(ToolError::new(code_of(kind), message))
 }
 
 impl Tool for RemoteTool {

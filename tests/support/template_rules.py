@@ -246,13 +246,19 @@ for name, r, binary in functions():
             f"{name} times out after {timeout} s, but its tool may run {tool_max} s "
             f"(plus {facts['margin_secs']} s margin)")
 
-# -- python-execute reserves its concurrency by default.
+# -- Reserved concurrency: none with the defaults (Lambda keeps 100 of an
+# account's concurrency unreserved, and a new account's quota is 10, so any
+# reservation rolls a first deploy back); python-execute takes its cap from
+# PythonReservedConcurrency when one is set.
 for name, r, binary in functions():
+    reserved = resolve(r["Properties"], values).get("ReservedConcurrentExecutions")
+    if reserved is not None and int(reserved) > 0:
+        problems.append(f"{name} reserves {reserved} concurrent executions with the default parameters: "
+                        f"a new account (quota 10, 100 kept unreserved) cannot deploy it")
     if binary == "python-execute":
-        p = resolve(r["Properties"], values)
-        reserved = p.get("ReservedConcurrentExecutions")
-        if reserved is None or int(reserved) <= 0:
-            problems.append(f"{name} has no reserved concurrency by default: one caller could starve the account")
+        capped = resolve(r["Properties"], defaults(PythonReservedConcurrency="50"))
+        if str(capped.get("ReservedConcurrentExecutions")) != "50":
+            problems.append(f"{name} ignores PythonReservedConcurrency: python.execute cannot be capped")
 
 # -- VPC: subnets need security groups; ENI rights only inside a VPC.
 if not any("VpcSubnetIds" in json.dumps(r.get("RuleCondition"))

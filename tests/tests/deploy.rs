@@ -194,7 +194,14 @@ fn each_template_rule_fails_a_template_that_breaks_it() {
             "template.yaml",
             "      ReservedConcurrentExecutions: !If [ReservePythonConcurrency, !Ref PythonReservedConcurrency, !Ref AWS::NoValue]\n",
             "",
-            "PythonExecuteFunction has no reserved concurrency",
+            "PythonExecuteFunction ignores PythonReservedConcurrency: python.execute cannot be capped",
+        ),
+        // A new account's first deploy: no reservation by default.
+        (
+            "template.yaml",
+            "    # deploy there.\n    Default: 0\n",
+            "    # deploy there.\n    Default: 50\n",
+            "PythonExecuteFunction reserves 50 concurrent executions with the default parameters: a new account (quota 10, 100 kept unreserved) cannot deploy it",
         ),
         (
             "template.yaml",

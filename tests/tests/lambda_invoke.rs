@@ -13,6 +13,9 @@ use toolgate_e2e::stepfunctions::{
 };
 use toolgate_e2e::workspace;
 
+/// The JWT issuer the gateway is given: its RFC 9728 metadata names it.
+const ISSUER: &str = "https://issuer.example/pool";
+
 /// `cargo lambda watch` on a free loopback port, serving the workspace's
 /// function binaries (built with the same target dir as the tests).
 fn watch(env: &[(&str, &str)]) -> (Peer, u16) {
@@ -748,6 +751,7 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
             ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
             ("TOOLGATE_CLOUD_SSM_PREFIX", "/toolgate/clouds"),
             ("TOOLGATE_PEER_FUNCTIONS", "python-execute,ssh,cloud"),
+            ("TOOLGATE_OAUTH_ISSUER", ISSUER),
         ],
     );
     let (status, body) = http(
@@ -832,6 +836,36 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
     let mut want = names.clone();
     want.sort();
     assert_eq!(listed, want);
+    // Each with its annotations, peers' included.
+    let hints = |name: &str| {
+        body["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["annotations"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(hints("python__execute")["readOnlyHint"], false, "{body}");
+    assert_eq!(hints("ssh_run")["destructiveHint"], true, "{body}");
+    assert_eq!(hints("list_servers")["readOnlyHint"], true, "{body}");
+
+    // RFC 9728's metadata, open, names the issuer the gateway was given.
+    let mut meta = get.clone();
+    meta["rawPath"] = json!("/.well-known/oauth-protected-resource/mcp");
+    meta["routeKey"] = json!("GET /.well-known/oauth-protected-resource/mcp");
+    meta["requestContext"]["http"]["path"] = json!("/.well-known/oauth-protected-resource/mcp");
+    meta["requestContext"]["authorizer"] = Value::Null;
+    let (status, doc) = http("protected resource", invoke_value(port, "gateway", &meta));
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["authorization_servers"], json!([ISSUER]), "{doc}");
+    assert!(
+        doc["resource"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("/mcp"),
+        "{doc}"
+    );
 
     // A cloud tool's result through the gateway is the account's own MCP
     // result: its content as it sent it, and its failure as isError.
@@ -854,6 +888,26 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
     assert_eq!(
         (status, &body["result"]["isError"]),
         (200, &json!(true)),
+        "{body}"
+    );
+
+    // A misspelt argument, through the gateway to a peer, is named.
+    let mut typo = fixture("apigw_v2_mcp_call_ssh.json");
+    typo["body"] = json!(
+        r#"{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "ssh_run", "arguments": {"server_name": "web-1", "command": "true", "timeuot": 5}}}"#
+    );
+    typo["headers"]["content-length"] = json!(typo["body"].as_str().unwrap().len().to_string());
+    let (status, body) = http("typo", invoke_value(port, "gateway", &typo));
+    assert_eq!(
+        (status, &body["result"]["isError"]),
+        (200, &json!(true)),
+        "{body}"
+    );
+    let text = body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains(r#"Unknown input key \"timeuot\" (did you mean \"timeout\"?)"#),
         "{body}"
     );
 

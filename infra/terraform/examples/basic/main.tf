@@ -54,7 +54,7 @@ module "toolgate" {
   jwt_audience     = var.jwt_audience
 
   # The other inputs keep the SAM template's defaults; for example:
-  # python_reserved_concurrency = 0     # accounts with a small concurrency quota
+  # python_reserved_concurrency = 50    # a cap, once the account's quota is at least 150
   # vpc_subnet_ids              = ["subnet-..."]
   # vpc_security_group_ids      = ["sg-..."]
   #
