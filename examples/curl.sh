@@ -3,16 +3,18 @@
 #   TOOLGATE_TOKEN=... ./curl.sh
 set -euo pipefail
 base=${TOOLGATE_BASE:-http://127.0.0.1:8080}
+# The header, when there is a token (an empty array trips macOS's bash 3.2
+# under set -u, hence the form below).
 auth=()
-[ -n "${TOOLGATE_TOKEN:-}" ] && auth=(-H "Authorization: Bearer $TOOLGATE_TOKEN")
+if [ -n "${TOOLGATE_TOKEN:-}" ]; then auth=(-H "Authorization: Bearer $TOOLGATE_TOKEN"); fi
 
-curl -sf "${auth[@]}" "$base/tools?format=openai" | head -c 200; echo
-curl -sf "${auth[@]}" "$base/tools/python.execute" \
+curl -sf ${auth[@]+"${auth[@]}"} "$base/tools?format=openai" | cut -c1-200
+curl -sf ${auth[@]+"${auth[@]}"} "$base/tools/python.execute" \
   -H 'Content-Type: application/json' \
   -d '{"code": "result = sum(n * n for n in range(5))"}'
 echo
 # A misspelt argument is an error naming it, never ignored (HTTP 400).
-curl -s "${auth[@]}" "$base/tools/python.execute" \
+curl -s ${auth[@]+"${auth[@]}"} "$base/tools/python.execute" \
   -H 'Content-Type: application/json' \
   -d '{"code": "1", "sesion": "new"}'
 echo

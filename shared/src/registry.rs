@@ -9,7 +9,8 @@ use crate::tool::Tool;
 
 /// Function-calling formats accept only `^[a-zA-Z0-9_-]{1,64}$`, so a dot in a
 /// canonical name is exported as `__` (`python.execute` → `python__execute`).
-/// This is the one mapping used everywhere; MCP keeps the canonical name.
+/// This is the one mapping used everywhere (`/mcp` too, unless set to
+/// canonical names: [`McpNames`]).
 pub fn exported_name(canonical: &str) -> String {
     canonical.replace('.', "__")
 }
@@ -95,13 +96,26 @@ impl Registry {
         self.sources.push(source);
     }
 
-    /// Every tool served now: the fixed ones, then each source's.
+    /// Every tool served now: the fixed ones, then each source's, less a
+    /// source's tool named as a fixed one (either name): calls reach the
+    /// fixed tool, so listing both would show one name twice.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut all = self.tools.clone();
         for s in &self.sources {
-            all.extend(s.tools());
+            all.extend(
+                s.tools()
+                    .into_iter()
+                    .filter(|t| !self.shadowed(&t.spec().name)),
+            );
         }
         all
+    }
+
+    /// Whether a fixed tool answers to `name`, canonical or exported.
+    fn shadowed(&self, name: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|t| t.spec().name == name || exported_name(&t.spec().name) == name)
     }
 
     /// The largest request body any tool here takes.
@@ -116,7 +130,11 @@ impl Registry {
     pub fn own_tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut all = self.tools.clone();
         for s in self.sources.iter().filter(|s| !s.is_remote()) {
-            all.extend(s.tools());
+            all.extend(
+                s.tools()
+                    .into_iter()
+                    .filter(|t| !self.shadowed(&t.spec().name)),
+            );
         }
         all
     }
@@ -134,5 +152,51 @@ impl Registry {
             .iter()
             .find_map(|s| s.resolve(name))
             .unwrap_or_else(|| Err(ToolError::unknown_tool(name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolSpec;
+    use crate::tool::testing::Echo;
+
+    fn tool(name: &str) -> Arc<dyn Tool> {
+        Arc::new(Echo(ToolSpec {
+            name: name.into(),
+            ..Default::default()
+        }))
+    }
+
+    struct Source(Vec<Arc<dyn Tool>>);
+
+    impl ToolSource for Source {
+        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            self.0.clone()
+        }
+        fn resolve(&self, name: &str) -> Option<Result<Arc<dyn Tool>, ToolError>> {
+            self.0
+                .iter()
+                .find(|t| t.spec().name == name)
+                .map(|t| Ok(t.clone()))
+        }
+    }
+
+    #[test]
+    fn a_source_tool_named_as_a_fixed_one_is_not_listed_twice() {
+        let mut r = Registry::new();
+        r.add(tool("python.execute")).unwrap();
+        r.add_source(Arc::new(Source(vec![
+            tool("python__execute"),
+            tool("python__other"),
+        ])));
+        let names: Vec<String> = r.tools().iter().map(|t| t.spec().name.clone()).collect();
+        assert_eq!(names, ["python.execute", "python__other"]);
+        assert_eq!(r.own_tools().len(), 2);
+        // Calls reach the fixed tool.
+        assert_eq!(
+            r.get("python__execute").unwrap().spec().name,
+            "python.execute"
+        );
     }
 }

@@ -25,7 +25,9 @@ WEATHER = f"{ACCOUNT}__get-structured-content"
 # Text, an image, and bytes that are neither: every client must take them.
 FILES_CODE = (
     "open('report.json', 'w').write('{}')\n"
-    "open('pic.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(8))\n"
+    "import base64\n"
+    # A real 1x1 PNG: what a model provider takes as an image.
+    "open('pic.png', 'wb').write(base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='))\n"
     "open('blob.bin', 'wb').write(bytes(range(256)))\n"
     "result = 42"
 )

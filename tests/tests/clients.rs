@@ -155,14 +155,17 @@ fn every_example_runs() {
         "did you mean \\\"session\\\"",
     );
 
-    // Claude Desktop's config starts `toolgate mcp-stdio` as it says.
+    // Claude Desktop's config runs `toolgate … mcp-stdio` (through WSL).
     let desktop: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(examples.join("claude_desktop_config.json")).unwrap(),
     )
     .unwrap();
-    let entry = &desktop["mcpServers"]["toolgate"];
-    assert_eq!(entry["command"], "toolgate");
-    assert_eq!(entry["args"], serde_json::json!(["mcp-stdio"]));
+    let args = &desktop["mcpServers"]["toolgate"]["args"];
+    assert_eq!(
+        args.as_array().and_then(|a| a.last()),
+        Some(&serde_json::json!("mcp-stdio"))
+    );
+    assert!(args.to_string().contains("/toolgate\""), "{args}");
     // VS Code's is the HTTP endpoint with a prompted token.
     let vscode: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(examples.join("vscode_mcp.json")).unwrap())

@@ -200,7 +200,7 @@ async fn mcp_gives_returned_files_as_embedded_resources() {
     let client = ().serve(transport).await.unwrap();
     let mut call = CallToolRequestParams::new("python__execute");
     call.arguments = json!({
-        "code": "open('out/r port.txt', 'w').write(open('out/in.txt').read().upper())\nopen('b.bin', 'wb').write(b'\\xff\\x00')\nopen('pic.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(8))",
+        "code": "open('out/r port.txt', 'w').write(open('out/in.txt').read().upper())\nopen('b.bin', 'wb').write(b'\\xff\\x00')\nimport base64\nopen('pic.png', 'wb').write(base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='))",
         "files": {"out/in.txt": "hello"}
     })
     .as_object()
@@ -221,7 +221,10 @@ async fn mcp_gives_returned_files_as_embedded_resources() {
     assert_eq!(resources[0]["resource"]["mimeType"], "text/plain");
     assert_eq!(resources[1]["resource"]["uri"], "file:///pic.png");
     assert_eq!(resources[1]["resource"]["mimeType"], "image/png");
-    assert_eq!(resources[1]["resource"]["blob"], "iVBORw0KGgoAAAAAAAAAAA==");
+    assert_eq!(
+        resources[1]["resource"]["blob"],
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    );
     let files = &r.structured_content.unwrap()["files"];
     assert_eq!(files["out/r port.txt"], "HELLO");
     assert_eq!(files["b.bin"]["base64"], "/wA=");

@@ -223,6 +223,13 @@ async fn mcp_stdio(cfg: Config) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fatal(&e),
     };
+    if app.clarify().is_some() && cfg.clarify.public_url.is_none() {
+        tracing::warn!(
+            "no TOOLGATE_PUBLIC_URL: clarify's answer links point at this machine's default address, \
+             where nothing listens unless `toolgate serve` runs on the same data folder; people can \
+             answer with `toolgate clarifications answer`"
+        );
+    }
     let registry = std::sync::Arc::new(app.registry.clone());
     let outcome = serve_stdio(registry).await;
     app.shutdown().await;

@@ -396,7 +396,7 @@ fn hints(a: &rmcp::model::ToolAnnotations) -> crate::tool::Hints {
 /// (`/mcp` lists that one).
 fn result_schema(own: Option<&rmcp::model::JsonObject>) -> Value {
     let structured = own.map_or_else(|| json!({"type": "object"}), |o| Value::Object(o.clone()));
-    json!({
+    let mut wrapper = json!({
         "type": "object",
         "description": "The MCP server's CallToolResult, passed through; isError marks the tool's own failure",
         "properties": {
@@ -405,7 +405,15 @@ fn result_schema(own: Option<&rmcp::model::JsonObject>) -> Value {
             "isError": {"type": "boolean"}
         },
         "required": ["content"]
-    })
+    });
+    // The account's `$ref`s ("#/$defs/X") point at its schema's root, which
+    // is now the wrapper's: its definitions go there too.
+    for defs in ["$defs", "definitions"] {
+        if let Some(d) = own.and_then(|o| o.get(defs)) {
+            wrapper[defs] = d.clone();
+        }
+    }
+    wrapper
 }
 
 /// One account's tool as this runtime serves it, under its exported name; calls
@@ -605,5 +613,23 @@ impl Tool for ProxyTool {
         } else {
             Box::pin(self.forward(args))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accounts_definitions_sit_where_its_refs_point() {
+        let own = json!({
+            "type": "object",
+            "properties": {"w": {"$ref": "#/$defs/Weather"}},
+            "$defs": {"Weather": {"type": "object"}}
+        });
+        let wrapped = result_schema(own.as_object());
+        assert_eq!(wrapped["$defs"], own["$defs"]);
+        assert_eq!(wrapped["properties"]["structuredContent"], own);
+        assert!(result_schema(None).get("$defs").is_none());
     }
 }

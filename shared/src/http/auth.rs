@@ -64,7 +64,7 @@ pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: 
             return if runtime_caller {
                 refuse(ErrorCode::Forbidden, CALLER_ON_APPROVALS)
             } else {
-                refuse(ErrorCode::Unauthorized, SIGN_IN_AS_APPROVER)
+                challenged(&state, &req, SIGN_IN_AS_APPROVER, false)
             };
         }
         (Route::Tool, Bearer::Approver(_)) => {

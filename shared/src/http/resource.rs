@@ -92,13 +92,17 @@ pub async fn metadata(State(state): State<AppState>, req: Request) -> Response {
         return crate::error::ToolError::invalid_input("The request names no usable Host")
             .into_response();
     };
-    Json(json!({
-        "resource": format!("{base}{suffix}"),
-        "resource_name": "Toolgate",
-        "authorization_servers": [issuer],
-        "bearer_methods_supported": ["header"],
-    }))
-    .into_response()
+    // Built from the request's Host: never kept by a cache for others.
+    (
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(json!({
+            "resource": format!("{base}{suffix}"),
+            "resource_name": "Toolgate",
+            "authorization_servers": [issuer],
+            "bearer_methods_supported": ["header"],
+        })),
+    )
+        .into_response()
 }
 
 #[cfg(test)]

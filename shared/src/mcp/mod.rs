@@ -211,16 +211,24 @@ pub fn text_type(name: &str) -> &'static str {
     }
 }
 
+/// The largest image a model provider takes (Anthropic: 5 MB) and the
+/// largest PDF (32 MB), decoded: past them a client's conversion is refused
+/// by the API, and the agent's run ends.
+const MAX_IMAGE_BYTES: usize = 5_000_000;
+const MAX_PDF_BYTES: usize = 32_000_000;
+
 /// The media type of base64 `b64`'s bytes when they start as an image a
-/// model reads or a PDF; `None` otherwise.
+/// model reads (a PNG with its header chunk, JPEG, GIF, WebP) or a PDF,
+/// within the size a provider takes; `None` otherwise.
 pub fn sniff(b64: &str) -> Option<&'static str> {
     use base64::Engine;
-    let head = b64.get(..16).unwrap_or(b64);
+    let decoded_len = b64.len() / 4 * 3;
+    let head = b64.get(..24).unwrap_or(b64);
     let head = base64::engine::general_purpose::STANDARD
         .decode(head)
         .ok()?;
     let starts = |magic: &[u8]| head.starts_with(magic);
-    if starts(b"\x89PNG\r\n\x1a\n") {
+    let image = if starts(b"\x89PNG\r\n\x1a\n") && head.get(12..16) == Some(b"IHDR") {
         Some("image/png")
     } else if starts(b"\xff\xd8\xff") {
         Some("image/jpeg")
@@ -228,10 +236,14 @@ pub fn sniff(b64: &str) -> Option<&'static str> {
         Some("image/gif")
     } else if head.len() >= 12 && starts(b"RIFF") && &head[8..12] == b"WEBP" {
         Some("image/webp")
-    } else if starts(b"%PDF-") {
-        Some("application/pdf")
     } else {
         None
+    };
+    match image {
+        Some(t) if decoded_len <= MAX_IMAGE_BYTES => Some(t),
+        Some(_) => None,
+        None if starts(b"%PDF-") && decoded_len <= MAX_PDF_BYTES => Some("application/pdf"),
+        None => None,
     }
 }
 
@@ -264,7 +276,9 @@ mod tests {
 
     #[test]
     fn files_are_embedded_with_a_type_every_client_takes() {
+        // A PNG with its header chunk; one without is not embedded.
         let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB";
+        let headless = "iVBORw0KGgoAAAAAAAAAAAAAAAAAAAAA";
         let pdf = "JVBERi0xLjcKJeLjz9MK";
         let got = resources(json!({
             "out.json": "{}",
@@ -273,6 +287,7 @@ mod tests {
             "doc.pdf": {"base64": pdf},
             "blob.bin": {"base64": "AAECAwQFBgcICQ=="},
             "fake.png": {"base64": "AAECAwQFBgcICQ=="},
+            "headless.png": {"base64": headless},
         }));
         let types: Vec<(&str, &str)> = got
             .iter()
@@ -288,6 +303,17 @@ mod tests {
             ],
             "bytes that are neither an image nor a PDF stay in `files` alone"
         );
+    }
+
+    #[test]
+    fn images_past_what_a_provider_takes_stay_in_files() {
+        let big_png = format!("iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB{}", "A".repeat(7_000_000));
+        assert_eq!(sniff(&big_png), None);
+        assert_eq!(sniff("iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB"), Some("image/png"));
+        let big_pdf = format!("JVBERi0xLjcKJeLjz9MK{}", "A".repeat(20_000_000));
+        assert_eq!(sniff(&big_pdf), Some("application/pdf"));
+        let huge_pdf = format!("JVBERi0xLjcKJeLjz9MK{}", "A".repeat(44_000_000));
+        assert_eq!(sniff(&huge_pdf), None);
     }
 
     #[test]

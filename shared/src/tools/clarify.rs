@@ -66,8 +66,10 @@ pub fn spec(expiry_secs: u64) -> ToolSpec {
             },
             "required": ["status", "id", "question", "options", "answer_url", "expires_at"]
         }),
-        // It asks a person and changes nothing.
-        hints: crate::tool::Hints::read_only(true),
+        // It keeps a question (a quota counts it) and tells people: not
+        // read-only, so clients ask before they let it run; nothing it
+        // does destroys anything.
+        hints: crate::tool::Hints::writes(false, false, true),
         mcp_result: false,
     }
 }
