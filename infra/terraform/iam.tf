@@ -16,9 +16,16 @@ data "aws_iam_policy_document" "lambda_assume" {
 resource "aws_iam_role" "function" {
   for_each = local.functions
 
-  name               = "${local.function_names[each.key]}-role"
+  # IAM is global: a prefix, so that a second region, or SAM beside
+  # Terraform, never meets a name this stack holds (38: IAM's limit).
+  name_prefix        = substr("${local.function_names[each.key]}-", 0, 38)
   assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
   tags               = var.tags
+
+  # A new name is a new role: the function moves to it before the old goes.
+  lifecycle {
+    create_before_destroy = true
+  }
 }
 
 # ---------------------------------------------------------------- every function: its log group
@@ -72,7 +79,7 @@ locals {
     cloud = var.cloud_ssm_prefix
     ssh   = var.ssh_ssm_prefix
   }
-  ssm_parameter_arn = "arn:${data.aws_partition.current.partition}:ssm:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:parameter"
+  ssm_parameter_arn = "arn:${data.aws_partition.current.partition}:ssm:${local.region}:${data.aws_caller_identity.current.account_id}:parameter"
 }
 
 data "aws_iam_policy_document" "cloud_inventory" {
@@ -210,7 +217,7 @@ data "aws_iam_policy_document" "secrets" {
     condition {
       test     = "StringEquals"
       variable = "kms:ViaService"
-      values   = ["ssm.${data.aws_region.current.name}.amazonaws.com"]
+      values   = ["ssm.${local.region}.amazonaws.com"]
     }
     condition {
       test     = "StringEquals"
@@ -238,7 +245,7 @@ data "aws_iam_policy_document" "decrypt_via_ssm" {
     condition {
       test     = "StringEquals"
       variable = "kms:ViaService"
-      values   = ["ssm.${data.aws_region.current.name}.amazonaws.com"]
+      values   = ["ssm.${local.region}.amazonaws.com"]
     }
   }
 }

@@ -3,10 +3,14 @@
 # own properties, one entry per function).
 
 data "aws_partition" "current" {}
-data "aws_region" "current" {}
 data "aws_caller_identity" "current" {}
 
 locals {
+  # The region, read off an ARN: aws_region's attribute for it changed name
+  # in provider 6 (name, now deprecated, to region), and the module takes
+  # both majors.
+  region = split(":", aws_cloudwatch_log_group.function["gateway"].arn)[3]
+
   in_vpc = length(var.vpc_subnet_ids) > 0
 
   # The authorization every route takes but the open ones (api.tf).
@@ -16,7 +20,7 @@ locals {
     NONE = "NONE"
   }[var.auth_mode]
 
-  api_url = "https://${aws_apigatewayv2_api.this.id}.execute-api.${data.aws_region.current.name}.${data.aws_partition.current.dns_suffix}"
+  api_url = "https://${aws_apigatewayv2_api.this.id}.execute-api.${local.region}.${data.aws_partition.current.dns_suffix}"
 
   # Each function: the zip scripts/build-lambda makes
   # (<lambda_build_dir>/<name>/bootstrap.zip), its memory and timeout, and

@@ -88,12 +88,12 @@ variable "python_reserved_concurrency" {
 }
 
 variable "python_memory_mb" {
-  description = "Address-space limit of each sandboxed script."
+  description = "Address-space limit of each sandboxed script; at most 768, so that a script running out of it gets MemoryError inside the function's 1024 MB (the server and the warm sandbox take the rest) instead of ending the whole environment."
   type        = number
   default     = 256
   validation {
-    condition     = var.python_memory_mb >= 64 && var.python_memory_mb <= 4096
-    error_message = "python_memory_mb must be 64 to 4096."
+    condition     = var.python_memory_mb >= 64 && var.python_memory_mb <= 768
+    error_message = "python_memory_mb must be 64 to 768 (the python-execute function has 1024 MB)."
   }
 }
 

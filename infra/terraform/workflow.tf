@@ -22,9 +22,13 @@ data "aws_iam_policy_document" "workflow_assume" {
 }
 
 resource "aws_iam_role" "workflow" {
-  name               = "${var.name}-clarify-then-run-role"
+  name_prefix        = substr("${var.name}-clarify-then-run-", 0, 38)
   assume_role_policy = data.aws_iam_policy_document.workflow_assume.json
   tags               = var.tags
+
+  lifecycle {
+    create_before_destroy = true
+  }
 }
 
 data "aws_iam_policy_document" "workflow" {

@@ -1,7 +1,10 @@
 //! What one Lambda function sends another, and what a direct invocation
-//! carries: the envelope `{"tool", "arguments", "scope", "caller"}`, the
+//! carries: the envelope `{"tool", "arguments", "scope", "caller",
+//! "deadline"}`, the
 //! control payloads, and a function error's `errorType` for each error
 //! code. One home for both ends: `lambda` decodes, `peers` encodes.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
@@ -13,7 +16,7 @@ pub const DESCRIBE: &str = "describe";
 /// `ClarifyFunction` `Events`) expires what is due.
 pub const SWEEP: &str = "sweep";
 
-const KEYS: [&str; 4] = ["tool", "arguments", "scope", "caller"];
+const KEYS: [&str; 5] = ["tool", "arguments", "scope", "caller", "deadline"];
 
 /// One call, as a direct invocation carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +29,10 @@ pub struct Envelope {
     pub servers: Option<Vec<String>>,
     /// Who called, as the forwarding function saw it.
     pub caller: Option<String>,
+    /// When the caller stops waiting (API Gateway's limit, through the
+    /// gateway function), in ms since the Unix epoch: functions share no
+    /// clock but the wall's.
+    pub deadline_ms: Option<u64>,
 }
 
 impl Envelope {
@@ -39,7 +46,15 @@ impl Envelope {
         if let Some(caller) = &self.caller {
             payload["caller"] = json!(caller);
         }
+        if let Some(ms) = self.deadline_ms {
+            payload["deadline"] = json!(ms);
+        }
         payload
+    }
+
+    /// The deadline as this process's `Instant` (a past one is now).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline_ms.map(instant_at)
     }
 
     /// A payload as a call: the envelope, or, for a function with one tool
@@ -55,6 +70,7 @@ impl Envelope {
                     arguments: payload,
                     servers: None,
                     caller: None,
+                    deadline_ms: None,
                 }),
                 _ => Err(ToolError::invalid_input(format!(
                     "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
@@ -89,13 +105,42 @@ impl Envelope {
             Some(Value::String(c)) => Some(c),
             Some(_) => return Err(ToolError::invalid_input("\"caller\" must be a string")),
         };
+        let deadline_ms = match o.remove("deadline") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_u64().ok_or_else(|| {
+                ToolError::invalid_input(
+                    "\"deadline\" must be a time in milliseconds since the Unix epoch (an integer)",
+                )
+            })?),
+        };
         Ok(Self {
             tool,
             arguments,
             servers,
             caller,
+            deadline_ms,
         })
     }
+}
+
+/// `at` (ms since the Unix epoch) as an `Instant`: now plus what is left,
+/// at most a day (no call runs longer).
+pub fn instant_at(at: u64) -> Instant {
+    const DAY: Duration = Duration::from_secs(86_400);
+    let left = UNIX_EPOCH
+        .checked_add(Duration::from_millis(at))
+        .map_or(DAY, |t| {
+            t.duration_since(SystemTime::now())
+                .unwrap_or(Duration::ZERO)
+        });
+    Instant::now() + left.min(DAY)
+}
+
+/// `at` as ms since the Unix epoch ([`instant_at`]'s inverse).
+pub fn epoch_ms(at: Instant) -> u64 {
+    let wall = SystemTime::now() + at.saturating_duration_since(Instant::now());
+    wall.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// `{"servers": ["a", "b"]}`: the servers this invocation may use.
@@ -152,11 +197,28 @@ mod tests {
             arguments: json!({"command": "uptime"}),
             servers: Some(vec!["web-1".into()]),
             caller: Some("agent-7f3a".into()),
+            deadline_ms: Some(1_800_000_000_000),
         };
         assert_eq!(
             Envelope::decode(e.encode(), &["list_servers", "ssh_run"]).unwrap(),
             e
         );
+    }
+
+    #[test]
+    fn a_deadline_is_a_wall_clock_time() {
+        let at = Instant::now() + Duration::from_secs(20);
+        let back = instant_at(epoch_ms(at));
+        let off = back.max(at) - back.min(at);
+        assert!(off < Duration::from_millis(50), "{off:?}");
+        // Past: now; past the calendar's end: a day; never a panic.
+        assert!(instant_at(0) <= Instant::now());
+        assert!(instant_at(u64::MAX) <= Instant::now() + Duration::from_secs(86_400));
+        for bad in [json!(-1), json!(1.5), json!("soon")] {
+            let payload = json!({"tool": "ssh_run", "arguments": {}, "deadline": bad});
+            let e = Envelope::decode(payload, &["ssh_run"]).unwrap_err();
+            assert!(e.message.contains("\"deadline\" must be"), "{}", e.message);
+        }
     }
 
     #[test]

@@ -154,6 +154,11 @@ impl Function {
             }
         };
         let mut ctx = ctx.clone();
+        // The forwarding function's caller stops waiting then: the tools
+        // answer before it (a timeout, with what ran so far).
+        if let Some(d) = call.deadline() {
+            ctx.deadline = Some(ctx.deadline.map_or(d, |own| own.min(d)));
+        }
         if call.servers.is_some() {
             ctx.servers = call.servers;
         }
@@ -247,6 +252,25 @@ fn drop_stage(request: &mut LambdaRequest) {
 /// API Gateway answers 503 to the client when an integration takes longer
 /// than this, whatever the function's own timeout; Function URLs do not.
 const API_GATEWAY_LIMIT: Duration = Duration::from_secs(30);
+/// Kept back from API Gateway's limit for the answer's way back to it.
+const REPLY_MARGIN: Duration = Duration::from_secs(1);
+
+/// When API Gateway stops waiting for a request it took at `received` (ms
+/// since the epoch, its `timeEpoch`): a cold start and init count too. A
+/// time from the future (clocks differ) counts from now, and so does one
+/// older than the limit itself (a stored test event: API Gateway would no
+/// longer be waiting).
+fn api_gateway_deadline(received: Option<i64>) -> Instant {
+    let limit = API_GATEWAY_LIMIT - REPLY_MARGIN;
+    let now = crate::envelope::epoch_ms(Instant::now());
+    let limit_ms = limit.as_millis() as u64;
+    match received.and_then(|r| u64::try_from(r).ok()) {
+        Some(r) if r.saturating_add(limit_ms) > now => {
+            crate::envelope::instant_at(r.min(now) + limit_ms)
+        }
+        _ => Instant::now() + limit,
+    }
+}
 
 /// Puts the invocation's deadline and the authorizer's identity where the
 /// router's tool handler finds them, and the identity as an approver when
@@ -262,12 +286,13 @@ async fn call_context(
         Some(RequestContext::ApiGatewayV2(c)) => c
             .domain_name
             .as_deref()
-            .is_none_or(|d| !d.contains(".lambda-url.")),
-        Some(RequestContext::ApiGatewayV1(_)) => true,
-        _ => false,
+            .is_none_or(|d| !d.contains(".lambda-url."))
+            .then_some(c.time_epoch),
+        Some(RequestContext::ApiGatewayV1(c)) => Some(c.request_time_epoch),
+        _ => None,
     };
-    if via_api_gateway {
-        let gateway = Instant::now() + API_GATEWAY_LIMIT;
+    if let Some(received) = via_api_gateway {
+        let gateway = api_gateway_deadline(Some(received));
         deadline = Some(deadline.map_or(gateway, |d| d.min(gateway)));
     }
     let authorizer = request_context.and_then(RequestContext::authorizer);
@@ -465,6 +490,82 @@ mod tests {
         assert_eq!(status, 403);
         let (status, _) = answer(&f, event("/approvals", json!(null))).await;
         assert_eq!(status, 401);
+    }
+
+    /// A tool answering how long its call may still run, in ms.
+    struct TimeLeft(crate::tool::ToolSpec);
+
+    impl crate::tool::Tool for TimeLeft {
+        fn spec(&self) -> &crate::tool::ToolSpec {
+            &self.0
+        }
+        fn call<'a>(&'a self, _: Value, ctx: &'a CallContext) -> crate::tool::ToolFuture<'a> {
+            let left = ctx
+                .deadline
+                .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64);
+            Box::pin(async move { Ok(json!({ "left_ms": left })) })
+        }
+    }
+
+    fn time_left_function() -> Function {
+        let mut tools = Toolset::new();
+        tools
+            .registry
+            .add(Arc::new(TimeLeft(crate::tool::ToolSpec {
+                name: "time_left".into(),
+                ..Default::default()
+            })))
+            .unwrap();
+        Function::new(&tools)
+    }
+
+    fn near(got: &Value, want_ms: u64) -> bool {
+        got.as_u64()
+            .is_some_and(|g| g <= want_ms && g + 1_500 >= want_ms)
+    }
+
+    #[tokio::test]
+    async fn a_forwarded_calls_deadline_is_kept() {
+        let f = time_left_function();
+        let at = crate::envelope::epoch_ms(Instant::now() + Duration::from_secs(7));
+        let payload = json!({"tool": "time_left", "arguments": {}, "deadline": at});
+        let got = f.direct(payload, &CallContext::default()).await.unwrap();
+        assert!(near(&got["left_ms"], 7_000), "{got}");
+        // The function's own, sooner deadline wins.
+        let ctx = CallContext {
+            deadline: Some(Instant::now() + Duration::from_secs(3)),
+            ..Default::default()
+        };
+        let payload = json!({"tool": "time_left", "arguments": {}, "deadline": at});
+        let got = f.direct(payload, &ctx).await.unwrap();
+        assert!(near(&got["left_ms"], 3_000), "{got}");
+    }
+
+    #[tokio::test]
+    async fn api_gateways_limit_counts_from_when_it_took_the_request() {
+        let f = time_left_function();
+        let mut e: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/lambda/apigw_v2_call.json"
+        ))
+        .unwrap();
+        e["rawPath"] = json!("/tools/time_left");
+        e["requestContext"]["http"]["path"] = json!("/tools/time_left");
+        e["body"] = json!("{}");
+        e["isBase64Encoded"] = json!(false);
+        e["headers"]["content-length"] = json!("2");
+        let now = crate::envelope::epoch_ms(Instant::now());
+        // Taken 10 s ago (a cold start): 29 - 10 s left. From the future,
+        // or a stored event's old time: 29 s from now.
+        for (received, left) in [
+            (now - 10_000, 19_000),
+            (now + 60_000, 29_000),
+            (now - 3_600_000, 29_000),
+        ] {
+            e["requestContext"]["timeEpoch"] = json!(received);
+            let (status, body) = answer(&f, e.clone()).await;
+            assert_eq!(status, 200, "{body}");
+            assert!(near(&body["left_ms"], left), "{received}: {body}");
+        }
     }
 
     #[test]

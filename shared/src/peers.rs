@@ -20,6 +20,13 @@ use crate::registry::{ToolSource, exported_name};
 use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+/// How long the first listing may hold the function's start: Lambda gives
+/// init 10 s, and a peer that cannot answer soon (a cold start, ssh in a
+/// VPC without a route to SSM, an account that is down) must not take them.
+/// Whatever is still being listed then finishes in the background.
+const FIRST_LISTING_BOUND: Duration = Duration::from_secs(4);
+/// A peer's state until its first listing ends.
+const NOT_LISTED_YET: &str = "not listed yet: its first listing is still running";
 
 /// Sibling functions' tools, as one [`ToolSource`].
 pub struct PeerTools {
@@ -47,6 +54,10 @@ struct RemoteTool {
     function: String,
     client: aws_sdk_lambda::Client,
 }
+
+/// Kept back from the caller's deadline when forwarding a call: the
+/// answer's way back through the Invoke API and this function.
+const FORWARD_MARGIN: Duration = Duration::from_millis(500);
 
 fn unavailable(function: &str, why: impl std::fmt::Display) -> ToolError {
     ToolError::new(
@@ -108,14 +119,32 @@ impl Tool for RemoteTool {
                     crate::tools::clarify::TASK_TOKEN_DIRECT_ONLY,
                 ));
             }
+            // The function answers before the caller stops waiting, with
+            // time left for its answer's way back through this one.
             let payload = Envelope {
                 tool: self.spec.name.clone(),
                 arguments: args,
                 servers: ctx.servers.clone(),
                 caller: ctx.caller.clone(),
+                deadline_ms: ctx
+                    .deadline
+                    .map(|d| crate::envelope::epoch_ms(d.checked_sub(FORWARD_MARGIN).unwrap_or(d))),
             }
             .encode();
-            invoke(&self.client, &self.function, &payload).await
+            let call = invoke(&self.client, &self.function, &payload);
+            let Some(deadline) = ctx.deadline else {
+                return call.await;
+            };
+            // One that cannot (its cold start took the time): the caller
+            // hears why, in the contract's shape, before it gives up.
+            tokio::time::timeout_at(deadline.into(), call)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(unavailable(
+                        &self.function,
+                        "it did not answer before the caller's deadline (API Gateway's 30 s)",
+                    ))
+                })
         })
     }
 }
@@ -154,10 +183,18 @@ impl Peer {
 }
 
 impl PeerTools {
-    /// Lists every peer now, concurrently (during Lambda's init phase).
+    /// Lists every peer now, concurrently (during Lambda's init phase), for
+    /// at most [`FIRST_LISTING_BOUND`].
     pub async fn start(functions: &[String], ttl: Duration) -> Self {
         let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let client = aws_sdk_lambda::Client::new(&conf);
+        Self::start_with(aws_sdk_lambda::Client::new(&conf), functions, ttl).await
+    }
+
+    async fn start_with(
+        client: aws_sdk_lambda::Client,
+        functions: &[String],
+        ttl: Duration,
+    ) -> Self {
         let peers: Vec<Arc<Peer>> = functions
             .iter()
             .map(|f| {
@@ -165,18 +202,36 @@ impl PeerTools {
                     function: f.clone(),
                     client: client.clone(),
                     ttl,
-                    listing: RwLock::default(),
-                    refreshing: AtomicBool::new(false),
+                    listing: RwLock::new(Listing {
+                        error: Some(NOT_LISTED_YET.into()),
+                        ..Listing::default()
+                    }),
+                    // The first listing is running: no second one beside it.
+                    refreshing: AtomicBool::new(true),
                 })
             })
             .collect();
         let mut tasks = Vec::new();
         for p in &peers {
             let p = p.clone();
-            tasks.push(tokio::spawn(async move { p.refresh().await }));
+            tasks.push(tokio::spawn(async move {
+                p.refresh().await;
+                p.refreshing.store(false, Ordering::Release);
+            }));
         }
-        for t in tasks {
-            let _ = t.await;
+        let all = async {
+            for t in tasks {
+                let _ = t.await;
+            }
+        };
+        if tokio::time::timeout(FIRST_LISTING_BOUND, all)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                bound_s = FIRST_LISTING_BOUND.as_secs(),
+                "peer functions still being listed: they join when they answer"
+            );
         }
         Self {
             peers,
@@ -245,5 +300,52 @@ impl ToolSource for PeerTools {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Lambda client whose Invoke endpoint takes connections and never
+    /// answers: a peer that cannot answer during init.
+    async fn silent_endpoint() -> (aws_sdk_lambda::Client, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((s, _)) = listener.accept().await {
+                open.push(s);
+            }
+        });
+        let conf = aws_sdk_lambda::Config::builder()
+            .behavior_version(aws_sdk_lambda::config::BehaviorVersion::latest())
+            .region(aws_sdk_lambda::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_lambda::config::Credentials::new(
+                "testing", "testing", None, None, "test",
+            ))
+            .endpoint_url(format!("http://{addr}"))
+            .build();
+        (aws_sdk_lambda::Client::from_conf(conf), held)
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_does_not_answer_holds_the_start_only_so_long() {
+        let (client, held) = silent_endpoint().await;
+        let started = Instant::now();
+        let peers = PeerTools::start_with(client, &["ssh".into()], Duration::from_secs(300)).await;
+        let took = started.elapsed();
+        assert!(
+            took >= FIRST_LISTING_BOUND && took < FIRST_LISTING_BOUND + Duration::from_secs(2),
+            "{took:?}"
+        );
+        assert_eq!(
+            peers.health()["functions"]["ssh"],
+            json!({"ok": false, "tools": 0, "error": NOT_LISTED_YET})
+        );
+        // Its listing goes on: no second one starts beside it.
+        assert!(peers.tools().is_empty());
+        assert!(peers.peers[0].refreshing.load(Ordering::Acquire));
+        held.abort();
     }
 }

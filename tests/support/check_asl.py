@@ -397,6 +397,47 @@ def _no_dup_pairs(problems: list[str]):
     return hook
 
 
+def check(text: str, sm_type: str = "STANDARD") -> tuple[list[str], list[str]]:
+    """The problems and warnings of definition `text`: steps 1-3 above."""
+    chk = Checker()
+
+    # 1. JSON
+    dup: list[str] = []
+    try:
+        doc = json.loads(text, object_pairs_hook=_no_dup_pairs(dup))
+    except json.JSONDecodeError as exc:
+        return [f"not valid JSON: {exc}"], []
+    chk.problems.extend(dup)
+    if not isinstance(doc, dict):
+        return ["the definition must be a JSON object"], []
+
+    # 2. LocalStack parse / preprocess / static analysis
+    try:
+        localstack_check(text, sm_type)
+    except ASLSyntaxError as exc:
+        for e in exc.errors:
+            chk.problem("LocalStack ASL grammar", e)
+    except Exception as whole_exc:  # noqa: BLE001 - any exception means refused
+        found = False
+        states = doc.get("States") if isinstance(doc.get("States"), dict) else {}
+        for name, st in states.items():
+            one = {"StartAt": name, "States": {name: st}}
+            if "QueryLanguage" in doc:
+                one["QueryLanguage"] = doc["QueryLanguage"]
+            try:
+                localstack_check(json.dumps(one, indent=2), sm_type)
+            except Exception as exc:  # noqa: BLE001
+                found = True
+                chk.problem(f"$.States.{name}", "LocalStack refuses: " + describe(exc))
+        if not found:
+            chk.problem("$", "LocalStack refuses: " + describe(whole_exc))
+
+    # 3. structure, paths, intrinsic shape
+    qlang = doc.get("QueryLanguage", "JSONPath")
+    chk.scope("$", doc, qlang)
+    return chk.problems, chk.warnings
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="check_asl.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("definition")
@@ -422,49 +463,11 @@ def main(argv: list[str]) -> int:
         text = re.sub(r"\$\{([A-Za-z0-9_]+)\}", lambda m: DUMMY_ARN.format(m.group(1)), text)
 
     file = args.definition
-    chk = Checker()
-
-    # 1. JSON
-    dup: list[str] = []
-    try:
-        doc = json.loads(text, object_pairs_hook=_no_dup_pairs(dup))
-    except json.JSONDecodeError as exc:
-        print(f"{PROG}: {file}: not valid JSON: {exc}", file=sys.stderr)
-        return 1
-    chk.problems.extend(dup)
-    if not isinstance(doc, dict):
-        print(f"{PROG}: {file}: the definition must be a JSON object", file=sys.stderr)
-        return 1
-
-    # 2. LocalStack parse / preprocess / static analysis
-    try:
-        localstack_check(text, args.type)
-    except ASLSyntaxError as exc:
-        for e in exc.errors:
-            chk.problem("LocalStack ASL grammar", e)
-    except Exception as whole_exc:  # noqa: BLE001 - any exception means refused
-        found = False
-        states = doc.get("States") if isinstance(doc.get("States"), dict) else {}
-        for name, st in states.items():
-            one = {"StartAt": name, "States": {name: st}}
-            if "QueryLanguage" in doc:
-                one["QueryLanguage"] = doc["QueryLanguage"]
-            try:
-                localstack_check(json.dumps(one, indent=2), args.type)
-            except Exception as exc:  # noqa: BLE001
-                found = True
-                chk.problem(f"$.States.{name}", "LocalStack refuses: " + describe(exc))
-        if not found:
-            chk.problem("$", "LocalStack refuses: " + describe(whole_exc))
-
-    # 3. structure, paths, intrinsic shape
-    qlang = doc.get("QueryLanguage", "JSONPath")
-    chk.scope("$", doc, qlang)
-
-    for w in chk.warnings:
+    found, warnings = check(text, args.type)
+    for w in warnings:
         print(f"{PROG}: {file}: warning: {w}", file=sys.stderr)
-    problems = chk.problems + (chk.warnings if args.strict else [])
-    for p in chk.problems:
+    problems = found + (warnings if args.strict else [])
+    for p in found:
         print(f"{PROG}: {file}: {p}", file=sys.stderr)
     if problems:
         print(f"{PROG}: {file}: {len(problems)} problem(s)", file=sys.stderr)

@@ -464,7 +464,7 @@ class Sam:
 DATA = {
     "data.aws_partition.current.partition": "{partition}",
     "data.aws_partition.current.dns_suffix": "{url_suffix}",
-    "data.aws_region.current.name": "{region}",
+    "local.region": "{region}",
     "data.aws_caller_identity.current.account_id": "{account}",
     "var.name": "{name}",
 }

@@ -670,6 +670,8 @@ fn the_stack_deploys_into_moto_cloudformation() {
         "ApproversJwtGroup=tool gate",
         "JwtAudience=agent-1, agent-2",
         "ApproversJwtAudience=people-web,",
+        // More than the function's 1024 MB can hold beside the server.
+        "PythonMemoryMB=1024",
     ] {
         let (ok, report) = deploy_into_moto(&endpoint, &["AuthMode=IAM", bad]);
         let name = bad.split('=').next().unwrap();

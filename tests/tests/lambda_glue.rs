@@ -213,7 +213,7 @@ async fn api_gateway_caps_the_timeout_at_its_30_s_limit_but_function_urls_do_not
         body["stderr"]
             .as_str()
             .unwrap()
-            .contains("timeout lowered to 29s"),
+            .contains("timeout lowered to 28s"),
         "{body}"
     );
     let (_, _, body) = http_parts(&long(via_url).await.unwrap());

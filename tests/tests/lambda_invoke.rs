@@ -752,6 +752,7 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
             ("TOOLGATE_CLOUD_SSM_PREFIX", "/toolgate/clouds"),
             ("TOOLGATE_PEER_FUNCTIONS", "python-execute,ssh,cloud"),
             ("TOOLGATE_OAUTH_ISSUER", ISSUER),
+            ("TOOLGATE_PYTHON_TIMEOUT", "40"),
         ],
     );
     let (status, body) = http(
@@ -791,6 +792,57 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
         .find(|l| l.contains("toolgate::audit") && l.contains("mcp through the gateway"))
         .unwrap_or_else(|| panic!("no audit line:\n{logs}"));
     assert!(audit.contains("\"caller\":\"agent-7f3a\""), "{audit}");
+
+    // A 40 s script and a 40 s command through /mcp answer timed_out, with
+    // what they printed, before API Gateway's 30 s: counted from when it
+    // took the request (5 s ago here, a cold start), the deadline carried
+    // from the gateway to the function that runs the call.
+    for (tool, arguments, printed) in [
+        (
+            "python__execute",
+            // Its 40 s is the function's (TOOLGATE_PYTHON_TIMEOUT below).
+            json!({"code": "print('started', flush=True)\nwhile True: pass"}),
+            "started",
+        ),
+        (
+            "ssh_run",
+            json!({"server_name": "box", "command": "echo started; sleep 40", "timeout": 40, "intent": "a long command"}),
+            "started",
+        ),
+    ] {
+        let mut e = fixture("apigw_v2_mcp_call_ssh.json");
+        e["body"] = json!(
+            json!({
+                "jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}
+            })
+            .to_string()
+        );
+        e["headers"]["content-length"] = json!(e["body"].as_str().unwrap().len().to_string());
+        let received = std::time::SystemTime::now() - Duration::from_secs(5);
+        let epoch = received.duration_since(std::time::UNIX_EPOCH).unwrap();
+        e["requestContext"]["timeEpoch"] = json!(epoch.as_millis() as u64);
+        let (status, body) = http(tool, invoke_value(port, "gateway", &e));
+        let took = received.elapsed().unwrap();
+        assert!(
+            took < Duration::from_secs(30),
+            "{tool}: answered after {took:?}"
+        );
+        assert_eq!(status, 200, "{tool}: {body}");
+        let out = &body["result"]["structuredContent"];
+        assert_eq!(out["timed_out"], true, "{tool}: {body}\n{}", watch.logs());
+        assert!(
+            out["stdout"].as_str().unwrap_or_default().contains(printed),
+            "{tool}: {body}"
+        );
+        assert!(
+            out["stderr"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("to fit the runtime's remaining time]"),
+            "{tool}: {body}"
+        );
+    }
 
     let mut get = fixture("apigw_v2_list_tools.json");
     get["rawPath"] = json!("/healthz");

@@ -11,6 +11,9 @@ use crate::truncate::OwnedHeadTail;
 pub const KILL_AFTER_SECS: u64 = 2;
 /// Local slack past the remote deadline before we stop waiting.
 const LOCAL_SLACK: Duration = Duration::from_secs(1);
+/// How long past its timeout a command may still hold the call: the
+/// remote KILL, then the local slack. A runtime deadline keeps it back.
+pub const STOP_SLACK: Duration = Duration::from_secs(KILL_AFTER_SECS).saturating_add(LOCAL_SLACK);
 /// How long a flooding command has to die after TERM before we close.
 const FLOOD_DRAIN: Duration = Duration::from_secs(5);
 

@@ -268,7 +268,11 @@ impl SshRun {
         let receipt = self.gate(input, &server, ctx).await?;
         let asked = Duration::from_secs(input.timeout);
         let capped = asked.min(self.ssh.settings.max_timeout);
-        let (timeout, lowered) = effective_timeout(capped, ctx.deadline, Instant::now());
+        // A command that ignores its TERM holds the call STOP_SLACK longer.
+        let deadline = ctx
+            .deadline
+            .map(|d| d.checked_sub(crate::ssh::exec::STOP_SLACK).unwrap_or(d));
+        let (timeout, lowered) = effective_timeout(capped, deadline, Instant::now());
         let started = Instant::now();
         let (out, reused) = self
             .ssh
