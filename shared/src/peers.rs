@@ -335,8 +335,9 @@ mod tests {
         let started = Instant::now();
         let peers = PeerTools::start_with(client, &["ssh".into()], Duration::from_secs(300)).await;
         let took = started.elapsed();
+        // Well inside Lambda's 10 s of init, with room for the rest of it.
         assert!(
-            took >= FIRST_LISTING_BOUND && took < FIRST_LISTING_BOUND + Duration::from_secs(2),
+            took >= FIRST_LISTING_BOUND && took < Duration::from_secs(6),
             "{took:?}"
         );
         assert_eq!(

@@ -806,7 +806,9 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
         ),
         (
             "ssh_run",
-            json!({"server_name": "box", "command": "echo started; sleep 40", "timeout": 40, "intent": "a long command"}),
+            // It ignores TERM: the remote KILL's 2 s and the local 1 s of
+            // slack must fit too.
+            json!({"server_name": "box", "command": "trap '' TERM; echo started; sleep 40", "timeout": 40, "intent": "a long command"}),
             "started",
         ),
     ] {
