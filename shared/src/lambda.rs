@@ -28,6 +28,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::http::Approver;
 use crate::invoke::{Transport, invoke, log};
 use crate::registry::Registry;
+use crate::response_limit::{LAMBDA_RESPONSE_BYTES, fit_answer};
 use crate::tool::CallContext;
 use crate::toolset::Toolset;
 
@@ -94,6 +95,7 @@ impl Function {
         }
         let ctx = CallContext {
             deadline: deadline(&context),
+            response_limit: Some(LAMBDA_RESPONSE_BYTES),
             ..Default::default()
         };
         self.direct(payload, &ctx).await.map_err(|e| diagnostic(&e))
@@ -166,7 +168,11 @@ impl Function {
             ctx.caller = call.caller;
         }
         let args = |_| std::future::ready(Ok(call.arguments));
-        invoke(&self.registry, Transport::Lambda, &call.tool, args, &ctx).await
+        let mut out = invoke(&self.registry, Transport::Lambda, &call.tool, args, &ctx).await?;
+        if let Some(limit) = ctx.response_limit {
+            fit_answer(&mut out, limit, &crate::response_limit::json_len)?;
+        }
+        Ok(out)
     }
 }
 
@@ -330,6 +336,7 @@ async fn call_context(
         caller,
         servers,
         transport: None,
+        response_limit: Some(LAMBDA_RESPONSE_BYTES),
     });
     next.run(req).await
 }
@@ -508,15 +515,113 @@ mod tests {
     }
 
     fn time_left_function() -> Function {
+        function_with(Arc::new(TimeLeft(crate::tool::ToolSpec {
+            name: "time_left".into(),
+            ..Default::default()
+        })))
+    }
+
+    fn function_with(tool: Arc<dyn crate::tool::Tool>) -> Function {
         let mut tools = Toolset::new();
-        tools
-            .registry
-            .add(Arc::new(TimeLeft(crate::tool::ToolSpec {
-                name: "time_left".into(),
-                ..Default::default()
-            })))
-            .unwrap();
+        tools.registry.add(tool).unwrap();
         Function::new(&tools)
+    }
+
+    /// A tool answering as python.execute does, with 4.5 MB and 1 MB of
+    /// returned files (6.7 MB as base64: past Lambda's 6 MB).
+    struct BigFiles(crate::tool::ToolSpec);
+
+    impl crate::tool::Tool for BigFiles {
+        fn spec(&self) -> &crate::tool::ToolSpec {
+            &self.0
+        }
+        fn call<'a>(&'a self, _: Value, _: &'a CallContext) -> crate::tool::ToolFuture<'a> {
+            Box::pin(async move {
+                Ok(json!({
+                    "stdout": "made two files\n", "stderr": "", "exit_code": 0, "timed_out": false,
+                    "files": {
+                        "big.bin": {"base64": "A".repeat(6_000_000)},
+                        "small.bin": {"base64": "B".repeat(1_400_000)},
+                        "note.txt": "a \"quoted\" line\n",
+                    }
+                }))
+            })
+        }
+    }
+
+    fn big_files_function() -> Function {
+        function_with(Arc::new(BigFiles(crate::tool::ToolSpec {
+            name: "big_files".into(),
+            ..Default::default()
+        })))
+    }
+
+    /// The files kept and the note, whatever the route.
+    fn left_out_big_only(out: &Value) {
+        let files = out["files"].as_object().unwrap();
+        assert!(!files.contains_key("big.bin"), "{}", out["stderr"]);
+        assert!(files.contains_key("small.bin") && files.contains_key("note.txt"));
+        assert!(
+            out["stderr"]
+                .as_str()
+                .unwrap()
+                .starts_with("[file \"big.bin\" (4500000 bytes) not returned: the answer would pass this runtime's response limit of"),
+            "{}",
+            out["stderr"]
+        );
+    }
+
+    #[tokio::test]
+    async fn answers_past_lambdas_6_mb_leave_files_out_on_every_route() {
+        let f = big_files_function();
+        // Direct.
+        let out = f
+            .handle(LambdaEvent::new(
+                json!({"tool": "big_files", "arguments": {}}),
+                Context::default(),
+            ))
+            .await
+            .unwrap();
+        left_out_big_only(&out);
+        // POST /tools/{name}: the whole response, as API Gateway takes it.
+        let mut e: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/lambda/apigw_v2_call.json"
+        ))
+        .unwrap();
+        e["rawPath"] = json!("/tools/big_files");
+        e["requestContext"]["http"]["path"] = json!("/tools/big_files");
+        e["body"] = json!("{}");
+        e["isBase64Encoded"] = json!(false);
+        e["headers"]["content-length"] = json!("2");
+        let r = f
+            .handle(LambdaEvent::new(e, Context::default()))
+            .await
+            .unwrap();
+        let whole = r.to_string().len();
+        assert!(whole <= 6 * 1024 * 1024, "{whole}");
+        assert_eq!(r["statusCode"], 200);
+        left_out_big_only(&serde_json::from_str(r["body"].as_str().unwrap()).unwrap());
+        // /mcp: the result as text, as structured content and its files as
+        // resources, all inside API Gateway's body.
+        let mut e: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/lambda/apigw_v2_mcp_call_ssh.json"
+        ))
+        .unwrap();
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "big_files", "arguments": {}}})
+        .to_string();
+        e["headers"]["content-length"] = json!(call.len().to_string());
+        e["body"] = json!(call);
+        let r = f
+            .handle(LambdaEvent::new(e, Context::default()))
+            .await
+            .unwrap();
+        let whole = r.to_string().len();
+        assert!(whole <= 6 * 1024 * 1024, "{whole}");
+        let body: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+        let result = &body["result"];
+        assert_eq!(result["isError"], false, "{}", result["content"][0]);
+        left_out_big_only(&result["structuredContent"]);
     }
 
     fn near(got: &Value, want_ms: u64) -> bool {

@@ -29,6 +29,7 @@ pub mod outcome;
 #[cfg(all(feature = "aws", feature = "lambda"))]
 pub mod peers;
 pub mod registry;
+pub mod response_limit;
 #[cfg(feature = "python-vm")]
 pub mod sandbox;
 pub mod scope;

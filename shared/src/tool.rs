@@ -204,6 +204,10 @@ pub struct CallContext {
     /// that did not come through it (a tool may then refuse what only one
     /// transport may ask for, as clarify's `task_token`).
     pub transport: Option<Transport>,
+    /// The most bytes the answer may take as the runtime sends it (Lambda:
+    /// [`crate::response_limit::LAMBDA_RESPONSE_BYTES`]); the transports
+    /// fit it in ([`crate::response_limit::fit`]).
+    pub response_limit: Option<usize>,
 }
 
 /// What carried a call, for its log line.

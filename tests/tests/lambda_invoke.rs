@@ -755,18 +755,34 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
             ("TOOLGATE_PYTHON_TIMEOUT", "40"),
         ],
     );
-    let (status, body) = http(
-        "apigw_v2_list_tools.json",
-        invoke(port, "gateway", "apigw_v2_list_tools.json"),
-    );
-    assert_eq!(status, 200, "{body}\n{}", watch.logs());
+    // A peer whose first listing outlasts the gateway's start (cargo lambda
+    // watch starts each function on its first call) joins when it answers.
+    let wanted = ["python__execute", "list_servers", "ssh_run", "ref__echo"];
+    let listed = || {
+        let (status, body) = http(
+            "apigw_v2_list_tools.json",
+            invoke(port, "gateway", "apigw_v2_list_tools.json"),
+        );
+        assert_eq!(status, 200, "{body}\n{}", watch.logs());
+        body
+    };
+    let mut body = listed();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !wanted
+        .iter()
+        .all(|w| body.to_string().contains(&format!("\"{w}\"")))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(500));
+        body = listed();
+    }
     let names: Vec<&str> = body["tools"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    for want in ["python__execute", "list_servers", "ssh_run", "ref__echo"] {
+    for want in wanted {
         assert!(
             names.contains(&want),
             "{want} missing from {names:?}\n{}",
@@ -843,6 +859,56 @@ fn gateway_lists_every_function_and_forwards_mcp_calls() {
                 .unwrap_or_default()
                 .contains("to fit the runtime's remaining time]"),
             "{tool}: {body}"
+        );
+    }
+
+    // A script's 5 MB file is past Lambda's 6 MB response once in base64:
+    // it is left out and named, the small one kept, on the function's own
+    // route and through the gateway's /mcp.
+    let code = "open('big.bin', 'wb').write(bytes(range(256)) * 20480)\nopen('small.txt', 'w').write('kept')";
+    let mut direct = fixture("apigw_v2_call.json");
+    let body = json!({"code": code}).to_string();
+    direct["headers"]["content-length"] = json!(body.len().to_string());
+    direct["body"] = json!(body);
+    let mut via_mcp = fixture("apigw_v2_mcp_call_ssh.json");
+    via_mcp["body"] = json!(
+        json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "python__execute", "arguments": {"code": code}}
+        })
+        .to_string()
+    );
+    via_mcp["headers"]["content-length"] =
+        json!(via_mcp["body"].as_str().unwrap().len().to_string());
+    for (route, function, event) in [
+        ("POST /tools/python.execute", "python-execute", direct),
+        ("/mcp", "gateway", via_mcp),
+    ] {
+        let whole = match invoke_value(port, function, &event) {
+            Outcome::Returned(v) => v,
+            Outcome::Failed(e) => panic!("{route}: {e}\n{}", watch.logs()),
+        };
+        let size = whole.to_string().len();
+        assert!(size <= 6 * 1024 * 1024, "{route}: {size} bytes");
+        let (status, body) = http(route, Outcome::Returned(whole));
+        assert_eq!(status, 200, "{route}: {body}");
+        let out = if route == "/mcp" {
+            body["result"]["structuredContent"].clone()
+        } else {
+            body
+        };
+        assert_eq!(
+            out["files"],
+            json!({"small.txt": "kept"}),
+            "{route}: {}",
+            out["stderr"]
+        );
+        assert!(
+            out["stderr"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("[file \"big.bin\" (5242880 bytes) not returned: the answer would pass this runtime's response limit"),
+            "{route}: {out}"
         );
     }
 

@@ -196,7 +196,18 @@ async fn call_tool(
 ) -> Response {
     let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
     let args = |limit| read_json_body(&headers, body, limit);
-    match invoke(&state.registry, Transport::Http, &name, args, &ctx).await {
+    let outcome = invoke(&state.registry, Transport::Http, &name, args, &ctx)
+        .await
+        .and_then(|mut v| {
+            // The answer travels as a JSON string (API Gateway's body).
+            if let Some(limit) = ctx.response_limit {
+                crate::response_limit::fit_answer(&mut v, limit, &|v| {
+                    crate::response_limit::string_literal_len(&v.to_string())
+                })?;
+            }
+            Ok(v)
+        });
+    match outcome {
         Ok(v) => (StatusCode::OK, Json(v)).into_response(),
         Err(e) => e.into_response(),
     }

@@ -116,7 +116,13 @@ pub async fn call_tool(
             ));
         }
         Ok(v) if passthrough => match serde_json::from_value::<CallToolResult>(v) {
-            Ok(r) => r,
+            Ok(r) => match ctx.response_limit.map(|limit| (rendered_len(&r), limit)) {
+                Some((size, limit)) if size > limit => {
+                    let e = crate::response_limit::too_large(size, limit);
+                    CallToolResult::error(vec![ContentBlock::text(e.body().to_string())])
+                }
+                _ => r,
+            },
             Err(e) => CallToolResult::error(vec![ContentBlock::text(
                 ToolError::new(
                     ErrorCode::UpstreamUnavailable,
@@ -126,13 +132,23 @@ pub async fn call_tool(
                 .to_string(),
             )]),
         },
-        Ok(v) => {
-            let text = serde_json::to_string(&v).unwrap_or_default();
-            let mut blocks = vec![ContentBlock::text(text)];
-            blocks.extend(file_resources(&v));
-            let mut r = CallToolResult::success(blocks);
-            r.structured_content = Some(v);
-            r
+        Ok(mut v) => {
+            // The result as text, its files as resources, and as itself.
+            let build = |v: &Value| {
+                let text = serde_json::to_string(v).unwrap_or_default();
+                let mut blocks = vec![ContentBlock::text(text)];
+                blocks.extend(file_resources(v));
+                let mut r = CallToolResult::success(blocks);
+                r.structured_content = Some(v.clone());
+                r
+            };
+            let fitted = ctx.response_limit.map_or(Ok(()), |limit| {
+                crate::response_limit::fit_answer(&mut v, limit, &|v| rendered_len(&build(v)))
+            });
+            match fitted {
+                Ok(()) => build(&v),
+                Err(e) => CallToolResult::error(vec![ContentBlock::text(e.body().to_string())]),
+            }
         }
         // A failing tool is an MCP tool error (isError), not a protocol
         // error. The error body goes in the text only: structured content
@@ -140,6 +156,15 @@ pub async fn call_tool(
         Err(e) => CallToolResult::error(vec![ContentBlock::text(e.body().to_string())]),
     }
     .into())
+}
+
+/// What `r` takes in the runtime's answer: its JSON inside another JSON
+/// string (API Gateway's body); the JSON-RPC envelope is in the limit's
+/// margin.
+fn rendered_len(r: &CallToolResult) -> usize {
+    serde_json::to_string(r).map_or(usize::MAX, |s| {
+        crate::response_limit::string_literal_len(&s)
+    })
 }
 
 /// Whether `v` as compact JSON is longer than `limit` bytes; counted
