@@ -258,6 +258,8 @@ fn drop_stage(request: &mut LambdaRequest) {
 /// API Gateway answers 503 to the client when an integration takes longer
 /// than this, whatever the function's own timeout; Function URLs do not.
 const API_GATEWAY_LIMIT: Duration = Duration::from_secs(30);
+/// A REST API's (v1) default integration timeout.
+const REST_API_LIMIT: Duration = Duration::from_secs(29);
 /// Kept back from API Gateway's limit for the answer's way back to it.
 const REPLY_MARGIN: Duration = Duration::from_secs(1);
 
@@ -266,8 +268,8 @@ const REPLY_MARGIN: Duration = Duration::from_secs(1);
 /// time from the future (clocks differ) counts from now, and so does one
 /// older than the limit itself (a stored test event: API Gateway would no
 /// longer be waiting).
-fn api_gateway_deadline(received: Option<i64>) -> Instant {
-    let limit = API_GATEWAY_LIMIT - REPLY_MARGIN;
+fn api_gateway_deadline(received: Option<i64>, limit: Duration) -> Instant {
+    let limit = limit - REPLY_MARGIN;
     let now = crate::envelope::epoch_ms(Instant::now());
     let limit_ms = limit.as_millis() as u64;
     match received.and_then(|r| u64::try_from(r).ok()) {
@@ -293,12 +295,12 @@ async fn call_context(
             .domain_name
             .as_deref()
             .is_none_or(|d| !d.contains(".lambda-url."))
-            .then_some(c.time_epoch),
-        Some(RequestContext::ApiGatewayV1(c)) => Some(c.request_time_epoch),
+            .then_some((c.time_epoch, API_GATEWAY_LIMIT)),
+        Some(RequestContext::ApiGatewayV1(c)) => Some((c.request_time_epoch, REST_API_LIMIT)),
         _ => None,
     };
-    if let Some(received) = via_api_gateway {
-        let gateway = api_gateway_deadline(Some(received));
+    if let Some((received, limit)) = via_api_gateway {
+        let gateway = api_gateway_deadline(Some(received), limit);
         deadline = Some(deadline.map_or(gateway, |d| d.min(gateway)));
     }
     let authorizer = request_context.and_then(RequestContext::authorizer);

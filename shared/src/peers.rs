@@ -28,6 +28,8 @@ const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 const FIRST_LISTING_BOUND: Duration = Duration::from_secs(7);
 /// A peer's state until its first listing ends.
 const NOT_LISTED_YET: &str = "not listed yet: its first listing is still running";
+/// How long one listing may take before it counts as failed.
+const LISTING_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Sibling functions' tools, as one [`ToolSource`].
 pub struct PeerTools {
@@ -138,7 +140,12 @@ impl Tool for RemoteTool {
             };
             // One that cannot (its cold start took the time): the caller
             // hears why, in the contract's shape, before it gives up.
-            tokio::time::timeout_at(deadline.into(), call)
+            // Before this function's own end: Lambda stops it at its
+            // deadline, and the caller would hear nothing.
+            let answer_by = deadline
+                .checked_sub(crate::tool::DEADLINE_MARGIN)
+                .unwrap_or(deadline);
+            tokio::time::timeout_at(answer_by.into(), call)
                 .await
                 .unwrap_or_else(|_| {
                     Err(unavailable(
@@ -152,12 +159,24 @@ impl Tool for RemoteTool {
 
 impl Peer {
     async fn refresh(&self) {
-        let outcome = invoke(&self.client, &self.function, &json!({"toolgate": DESCRIBE}))
-            .await
-            .and_then(|v| {
-                serde_json::from_value::<Vec<ToolSpec>>(v["tools"].clone())
-                    .map_err(|e| unavailable(&self.function, format!("unreadable tool list: {e}")))
-            });
+        let describe = json!({"toolgate": DESCRIBE});
+        // The SDK waits for an answer without end: a listing that hangs
+        // (a peer whose init hangs, a dead connection) fails and is retried.
+        let outcome = tokio::time::timeout(
+            LISTING_TIMEOUT,
+            invoke(&self.client, &self.function, &describe),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(unavailable(
+                &self.function,
+                "its listing did not answer within 30 s",
+            ))
+        })
+        .and_then(|v| {
+            serde_json::from_value::<Vec<ToolSpec>>(v["tools"].clone())
+                .map_err(|e| unavailable(&self.function, format!("unreadable tool list: {e}")))
+        });
         let mut l = self.listing.write().unwrap_or_else(|p| p.into_inner());
         match outcome {
             Ok(specs) => {
