@@ -501,6 +501,20 @@ mod tests {
         assert_eq!(status, 401);
     }
 
+    /// API Gateway's event for `POST /tools/{name}` with `{}` as its body.
+    fn post_tool_event(name: &str) -> Value {
+        let mut e: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/lambda/apigw_v2_call.json"
+        ))
+        .unwrap();
+        e["rawPath"] = json!(format!("/tools/{name}"));
+        e["requestContext"]["http"]["path"] = json!(format!("/tools/{name}"));
+        e["body"] = json!("{}");
+        e["isBase64Encoded"] = json!(false);
+        e["headers"]["content-length"] = json!("2");
+        e
+    }
+
     /// A tool answering how long its call may still run, in ms.
     struct TimeLeft(crate::tool::ToolSpec);
 
@@ -586,15 +600,7 @@ mod tests {
             .unwrap();
         left_out_big_only(&out);
         // POST /tools/{name}: the whole response, as API Gateway takes it.
-        let mut e: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/lambda/apigw_v2_call.json"
-        ))
-        .unwrap();
-        e["rawPath"] = json!("/tools/big_files");
-        e["requestContext"]["http"]["path"] = json!("/tools/big_files");
-        e["body"] = json!("{}");
-        e["isBase64Encoded"] = json!(false);
-        e["headers"]["content-length"] = json!("2");
+        let e = post_tool_event("big_files");
         let r = f
             .handle(LambdaEvent::new(e, Context::default()))
             .await
@@ -651,15 +657,7 @@ mod tests {
     #[tokio::test]
     async fn api_gateways_limit_counts_from_when_it_took_the_request() {
         let f = time_left_function();
-        let mut e: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/lambda/apigw_v2_call.json"
-        ))
-        .unwrap();
-        e["rawPath"] = json!("/tools/time_left");
-        e["requestContext"]["http"]["path"] = json!("/tools/time_left");
-        e["body"] = json!("{}");
-        e["isBase64Encoded"] = json!(false);
-        e["headers"]["content-length"] = json!("2");
+        let mut e = post_tool_event("time_left");
         let now = crate::envelope::epoch_ms(Instant::now());
         // Taken 10 s ago (a cold start): 29 - 10 s left. From the future,
         // or a stored event's old time: 29 s from now.
