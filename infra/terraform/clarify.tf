@@ -60,6 +60,10 @@ resource "aws_dynamodb_table" "clarify" {
     enabled = true
   }
 
+  # As the template's DeletionPolicy: Retain, destroy leaves the table
+  # unless protect_tables is false.
+  deletion_protection_enabled = var.protect_tables
+
   tags = var.tags
   #checkov:skip=CKV_AWS_119:Encrypted at rest with an AWS-owned key unless a customer key is given; the SAM template makes the same choice, and a key of our own would be one more key to manage.
 }

@@ -217,7 +217,7 @@ data "aws_iam_policy_document" "secrets" {
     condition {
       test     = "StringEquals"
       variable = "kms:ViaService"
-      values   = ["ssm.${local.region}.amazonaws.com"]
+      values   = ["ssm.${local.region}.${data.aws_partition.current.dns_suffix}"]
     }
     condition {
       test     = "StringEquals"
@@ -245,7 +245,7 @@ data "aws_iam_policy_document" "decrypt_via_ssm" {
     condition {
       test     = "StringEquals"
       variable = "kms:ViaService"
-      values   = ["ssm.${local.region}.amazonaws.com"]
+      values   = ["ssm.${local.region}.${data.aws_partition.current.dns_suffix}"]
     }
   }
 }

@@ -307,6 +307,12 @@ variable "approvals_link_holder" {
   }
 }
 
+variable "protect_tables" {
+  description = "Deletion protection on the sessions and clarify tables (the approvals record), as the SAM template retains them: destroy then stops at the tables until this is false."
+  type        = bool
+  default     = true
+}
+
 variable "tags" {
   description = "Tags for every resource that takes them."
   type        = map(string)

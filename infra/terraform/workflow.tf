@@ -70,6 +70,7 @@ resource "aws_sfn_state_machine" "clarify_then_run" {
   type     = "STANDARD"
   role_arn = aws_iam_role.workflow.arn
   definition = templatefile("${path.module}/../statemachines/clarify-then-run.asl.json", {
+    Partition                = data.aws_partition.current.partition
     ClarifyFunctionArn       = aws_lambda_function.this["clarify"].arn
     PythonExecuteFunctionArn = aws_lambda_function.this["python-execute"].arn
     SshFunctionArn           = aws_lambda_function.this["ssh"].arn

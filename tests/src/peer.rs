@@ -255,6 +255,11 @@ pub fn everything_on(port: u16, preloads: &[&str]) -> Peer {
 
 /// moto server (PyPI `moto[server]`) on a free loopback port; returns its URL.
 pub fn moto() -> (Peer, String) {
+    moto_with(&[])
+}
+
+/// [`moto`] with `env` (moto_serial.py's `TOOLGATE_MOTO_*` settings).
+pub fn moto_with(env: &[(&str, &str)]) -> (Peer, String) {
     let port = free_port();
     // One request at a time, as DynamoDB applies each conditional write
     // atomically (moto's backends take no lock; see moto_serial.py).
@@ -264,7 +269,8 @@ pub fn moto() -> (Peer, String) {
         Command::new(tools_dir().join("aws/bin/python"))
             .arg(support)
             .args(["-H", "127.0.0.1", "-p"])
-            .arg(port.to_string()),
+            .arg(port.to_string())
+            .envs(env.iter().copied()),
     );
     peer.wait_for_port(port, Duration::from_secs(60));
     (peer, format!("http://127.0.0.1:{port}"))

@@ -17,8 +17,13 @@ makes), a stand-in for AWS's own validator; the second from moto's model.
 Nor does it keep a function's LoggingConfig, which the provider reads back
 (without it every plan after the first would change every function): kept
 here as given.
+
+With TOOLGATE_MOTO_LAMBDA_ENDPOINT set (`cargo lambda watch`'s Invoke
+API), a state machine moto executes invokes its Lambda tasks there: the
+real functions, which moto's own Lambda would need Docker to run.
 """
 
+import os
 import sys
 import threading
 
@@ -112,6 +117,60 @@ def _lambda_update_config(self, updates):
 LambdaFunction.__init__ = _lambda_init
 LambdaFunction.get_configuration = _lambda_get_config
 LambdaFunction.update_configuration = _lambda_update_config
+
+
+class _WatchInvoke:
+    """Lambda's Invoke at `cargo lambda watch`, as the Step Functions
+    interpreter calls it. The watch answers a function error with a 500 and
+    the error's JSON; Lambda answers 200 with X-Amz-Function-Error, which
+    is what the interpreter reads: translated here."""
+
+    def __init__(self, endpoint):
+        self.endpoint = endpoint.rstrip("/")
+
+    def invoke(self, FunctionName, Payload=b"{}", **_):
+        import io
+        import json
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
+        url = "%s/2015-03-31/functions/%s/invocations" % (
+            self.endpoint,
+            urllib.parse.quote(FunctionName, safe=""),
+        )
+        request = urllib.request.Request(url, data=Payload, method="POST")
+        answer = {"StatusCode": 200, "ExecutedVersion": "$LATEST"}
+        try:
+            with urllib.request.urlopen(request, timeout=900) as r:
+                body = r.read()
+        except urllib.error.HTTPError as e:
+            body = e.read()
+            try:
+                json.loads(body)["errorType"]
+            except Exception:
+                raise e from None
+            answer["FunctionError"] = "Unhandled"
+        answer["Payload"] = io.BytesIO(body)
+        return answer
+
+
+def _lambda_tasks_at(endpoint):
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    moto_client_for = boto_client.boto_client_for
+
+    def client_for(region, service, state_credentials=None):
+        if service != "lambda":
+            return moto_client_for(region, service, state_credentials)
+        return _WatchInvoke(endpoint)
+
+    lambda_eval_utils.boto_client_for = client_for
+
+
+if os.environ.get("TOOLGATE_MOTO_LAMBDA_ENDPOINT"):
+    _lambda_tasks_at(os.environ["TOOLGATE_MOTO_LAMBDA_ENDPOINT"])
 
 from moto.server import main  # noqa: E402  (after the patch)
 

@@ -953,8 +953,11 @@ class Terraform:
         }
         m["parameters"] = {}
         for name, v in self.variables.items():
-            if name in ("name", "lambda_build_dir", "tags"):
-                continue  # what SAM finds itself (stack name, built code) or adds (tags)
+            if name in ("name", "lambda_build_dir", "tags", "protect_tables"):
+                # What SAM finds itself (stack name, built code) or adds
+                # (tags); the template retains its tables by DeletionPolicy,
+                # which takes no parameter.
+                continue
             m["parameters"][name] = v.get("default")
         m["outputs"] = sorted(self.outputs)
         return m

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use toolgate_e2e::launch::Launch;
-use toolgate_e2e::peer::{everything, tools_dir};
+use toolgate_e2e::peer::{Peer, everything, free_port, tools_dir};
 use toolgate_e2e::{Server, support, temp_file};
 
 const TOKEN: &str = "client-libraries-token-0123456789";
@@ -171,4 +171,76 @@ fn every_example_runs() {
         serde_json::from_str(&std::fs::read_to_string(examples.join("vscode_mcp.json")).unwrap())
             .unwrap();
     assert_eq!(vscode["servers"]["toolgate"]["type"], "http");
+}
+
+/// examples/oauth_client_credentials.py against `toolgate serve`, whose
+/// callers are the tokens a stand-in token endpoint hands out
+/// (support/token_endpoint.py: no Cognito can run here). The first token it
+/// hands out is one the server does not take (as if revoked), so the
+/// example's retry after a 401 fetches the next; tokens last 3 s and the
+/// example pauses 4 s between its calls, so the second call renews first.
+#[test]
+fn an_agents_oauth_token_is_renewed_before_it_expires_and_after_a_401() {
+    let (id, secret) = ("agent-1", "secret-of-agent-1-0123456789");
+    let tokens = [
+        "revoked-token-0000000000000000",
+        "first-token-aaaaaaaaaaaaaaaaaaaa",
+        "second-token-bbbbbbbbbbbbbbbbbbb",
+    ];
+    let port = free_port();
+    let mut endpoint = Peer::spawn(
+        "token endpoint",
+        std::process::Command::new(tools_dir().join("clients/bin/python"))
+            .arg(support("token_endpoint.py"))
+            .args([&port.to_string(), id, secret, "3"])
+            .args(tokens),
+    );
+    endpoint.wait_for_port(port, Duration::from_secs(30));
+    let cfg = temp_file(
+        "toolgate-oauth",
+        &format!(
+            "[[server.tokens]]\nname = \"agent-first\"\ntoken = \"{}\"\n\n\
+             [[server.tokens]]\nname = \"agent-second\"\ntoken = \"{}\"\n",
+            tokens[1], tokens[2]
+        ),
+    );
+    let s = Server::start_with_args(&[], &["--config", cfg.0.to_str().unwrap()]);
+    let token_url = format!("http://127.0.0.1:{port}/oauth2/token");
+    let url = format!("http://{}/mcp", s.addr);
+    let out = Launch::new(tools_dir().join("clients/bin/python"))
+        .arg(toolgate_e2e::workspace().join("examples/oauth_client_credentials.py"))
+        .envs(&[
+            ("TOOLGATE_URL", url.as_str()),
+            ("TOOLGATE_TOKEN_URL", &token_url),
+            ("TOOLGATE_CLIENT_ID", id),
+            ("TOOLGATE_CLIENT_SECRET", secret),
+            ("TOOLGATE_SCOPE", "toolgate/tools"),
+            ("TOOLGATE_EXAMPLE_PAUSE", "4"),
+        ])
+        .within(Duration::from_secs(120))
+        .output();
+    let text = said(&out);
+    assert!(
+        out.status.success() && text.contains("first call: 42") && text.contains("second call: 48"),
+        "{text}"
+    );
+    let requests: Vec<serde_json::Value> = endpoint
+        .logs()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let issued: Vec<&str> = requests
+        .iter()
+        .map(|r| r["issued"].as_str().unwrap_or("(refused)"))
+        .collect();
+    // A slow machine may renew once more within a call: the last token
+    // again, never an error.
+    assert!(
+        issued.len() >= 3 && issued[..3] == tokens && issued[3..].iter().all(|t| *t == tokens[2]),
+        "{requests:?}\n{text}"
+    );
+    assert!(
+        requests.iter().all(|r| r["scope"] == "toolgate/tools"),
+        "{requests:?}"
+    );
 }

@@ -403,8 +403,8 @@ fn each_template_rule_fails_a_template_that_breaks_it() {
         ),
         (
             asl,
-            "\"ResultSelector\": { \"output.$\": \"$.Payload\" }",
-            "\"ResultSelector\": { \"output.$\": \"$.Payload\", \"server.$\": \"$.Payload.result\" }",
+            "\"ResultSelector\": {\n        \"output.$\": \"$.Payload\"\n",
+            "\"ResultSelector\": {\n        \"output.$\": \"$.Payload\", \"server.$\": \"$.Payload.result\"\n",
             "CheckAnswer: ResultSelector reads $.Payload.result",
         ),
     ];
@@ -495,6 +495,123 @@ fn the_worker_builds_for_deploy_as_a_normal_user() {
         "the machine still had sshd or chromium: {log}"
     );
     assert!(log.contains("built for deploy as toolgate-build"), "{log}");
+}
+
+/// `sam deploy --guided` in a pseudo-terminal (support/sam_guided.py) on
+/// a copy of template.yaml (`edit` applied to it) whose functions' code is
+/// a placeholder (SAM zips each CodeUri folder; the code is not what is
+/// tested here), answered with `answers` and Enter everywhere else.
+fn guided_deploy(endpoint: &str, answers: &Value, edit: (&str, &str)) -> (Value, String) {
+    let dir = broken_copy("template.yaml", edit.0, edit.1);
+    let template = std::fs::read_to_string(dir.join("template.yaml")).unwrap();
+    for code in template
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("CodeUri: "))
+    {
+        std::fs::create_dir_all(dir.join(code)).unwrap();
+        std::fs::write(dir.join(code).join("placeholder"), "not the function").unwrap();
+    }
+    let out = Command::new(tools_dir().join("aws/bin/python"))
+        .arg(support("sam_guided.py"))
+        .arg(answers.to_string())
+        .arg("--")
+        .arg(tools_dir().join("aws/bin/sam"))
+        .args(["deploy", "--guided"])
+        .current_dir(&dir)
+        .env_clear()
+        .env("PATH", toolgate_e2e::peer::tools_path())
+        .env("HOME", &dir)
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .envs(toolgate_e2e::stepfunctions::AWS)
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env("SAM_CLI_TELEMETRY", "0")
+        .output()
+        .expect("run sam_guided.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let saved = std::fs::read_to_string(dir.join("samconfig.toml")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    (report, saved)
+}
+
+/// `sam deploy --guided` itself, answered as docs/deploy-aws.md says: the
+/// stack name it names, the issuer and audience step 1 prints, and Enter
+/// (the default) for every other prompt. SAM must get past every prompt to
+/// "Initiating deployment" and save those answers in samconfig.toml, and
+/// the docs must name every parameter it asks for. A parameter SAM cannot
+/// take empty (no default: click asks again, as it did for the NoEcho
+/// secrets once) fails the run, as the control shows. moto stands in for
+/// AWS: SAM's managed bucket stack is made beforehand (moto's copy of it
+/// has no Outputs, so SAM would refuse it), and the change set then fails
+/// in moto (it cannot read the template back from S3 by URL), past what
+/// this test checks; the_stack_deploys_into_moto_cloudformation creates
+/// the stack itself.
+#[test]
+fn the_guided_deploy_takes_the_answers_the_docs_give() {
+    let docs = std::fs::read_to_string(workspace().join("docs/deploy-aws.md")).unwrap();
+    let stack = docs
+        .lines()
+        .find(|l| l.starts_with("sam deploy --guided"))
+        .and_then(|l| l.split("answer ").nth(1))
+        .and_then(|rest| {
+            rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+                .next()
+        })
+        .expect("docs/deploy-aws.md: `sam deploy --guided  # … (answer <stack name> …)`")
+        .to_owned();
+    let (_moto, endpoint) = moto();
+    boto(
+        &endpoint,
+        "boto3.client('cloudformation', **kw).create_stack(StackName='aws-sam-cli-managed-default', TemplateBody=json.dumps({'Resources': {'SamCliSourceBucket': {'Type': 'AWS::S3::Bucket'}}, 'Outputs': {'SourceBucket': {'Value': {'Ref': 'SamCliSourceBucket'}}}}), Tags=[{'Key': 'ManagedStackSource', 'Value': 'AwsSamCli'}])",
+        &[],
+    );
+    let issuer = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_AbCdEf123";
+    let answers = json!({
+        "Stack Name": stack,
+        "Parameter JwtIssuer": issuer,
+        "Parameter JwtAudience": "1example23456789",
+    });
+    let (report, saved) =
+        guided_deploy(&endpoint, &answers, ("\nParameters:\n", "\nParameters:\n"));
+    assert!(
+        report["asked_again"].is_null() && report["reached"] == true,
+        "{report:#}"
+    );
+    let prompts = report["prompts"].as_array().unwrap();
+    assert!(prompts.len() > 30, "{report:#}");
+    for p in prompts {
+        if let Some(name) = p[0].as_str().unwrap().strip_prefix("Parameter ") {
+            assert!(
+                docs.contains(&format!("`{name}`")),
+                "SAM asks for {name}, which docs/deploy-aws.md does not name"
+            );
+        }
+    }
+    for want in [
+        format!("stack_name = \"{stack}\""),
+        format!("JwtIssuer=\\\"{issuer}\\\""),
+        "JwtAudience=\\\"1example23456789\\\"".to_owned(),
+    ] {
+        assert!(
+            saved.contains(&want),
+            "{want} not in samconfig.toml:\n{saved}"
+        );
+    }
+
+    // The control: a parameter with no default, as the NoEcho secrets were.
+    let (report, _) = guided_deploy(
+        &endpoint,
+        &answers,
+        (
+            "\nParameters:\n",
+            "\nParameters:\n  WebhookSecret:\n    Type: String\n    NoEcho: true\n",
+        ),
+    );
+    assert_eq!(
+        report["asked_again"], "Parameter WebhookSecret",
+        "{report:#}"
+    );
 }
 
 /// Creates template.yaml's stack in moto's CloudFormation
@@ -873,7 +990,7 @@ const ASL: &str = "infra/statemachines/clarify-then-run.asl.json";
 
 /// The workflow with the template's ARNs in place, as AWS receives it.
 fn substituted(definition: &str) -> String {
-    let mut text = definition.to_owned();
+    let mut text = definition.replace("${Partition}", "aws");
     for name in [
         "ClarifyFunctionArn",
         "PythonExecuteFunctionArn",
@@ -948,6 +1065,50 @@ fn the_workflow_passes_two_asl_parsers() {
             results[parser].1
         );
     }
+}
+
+/// Every error the workflow catches is one the functions fail with (the
+/// error codes' `errorType`s, clarify's task failures) or one Step
+/// Functions or Lambda's integration raises: a misspelt name catches
+/// nothing, and the run would end on the error instead.
+#[test]
+fn the_workflow_catches_errors_the_functions_raise() {
+    use toolgate_shared::error::ErrorCode;
+    let definition: Value =
+        serde_json::from_str(&std::fs::read_to_string(workspace().join(ASL)).unwrap()).unwrap();
+    let raised: Vec<&str> = ErrorCode::ALL
+        .into_iter()
+        .map(toolgate_shared::envelope::error_type)
+        .chain([
+            toolgate_shared::clarify::callback::EXPIRED,
+            toolgate_shared::clarify::callback::CANCELLED,
+        ])
+        .collect();
+    let platform = [
+        "States.ALL",
+        "States.Timeout",
+        "States.TaskFailed",
+        "Lambda.TooManyRequestsException",
+        "Lambda.ServiceException",
+        "Lambda.AWSLambdaException",
+        "Lambda.SdkClientException",
+    ];
+    let mut seen = 0;
+    for (name, state) in definition["States"].as_object().unwrap() {
+        for handler in ["Catch", "Retry"] {
+            for rule in state[handler].as_array().into_iter().flatten() {
+                for error in rule["ErrorEquals"].as_array().unwrap() {
+                    let error = error.as_str().unwrap();
+                    seen += 1;
+                    assert!(
+                        raised.contains(&error) || platform.contains(&error),
+                        "{name} {handler}es {error:?}, which nothing raises (raised: {raised:?})"
+                    );
+                }
+            }
+        }
+    }
+    assert!(seen > 10, "the workflow handles {seen} errors");
 }
 
 /// CheckAnswer's script, as Step Functions builds it (States.Format with

@@ -590,6 +590,17 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
     );
 }
 
+/// Puts the server `name` (its inventory document `doc`, and sshd's client
+/// key) into moto's SSM under `/toolgate/servers`.
+fn put_server(endpoint: &str, sshd: &toolgate_e2e::sshd::Sshd, name: &str, doc: &str) {
+    let key = std::fs::read_to_string(sshd.client_key_path()).unwrap();
+    boto(
+        endpoint,
+        "c = boto3.client('ssm', **kw); c.put_parameter(Name='/toolgate/servers/' + sys.argv[2], Type='String', Value=sys.argv[3]); c.put_parameter(Name='/toolgate/servers/' + sys.argv[2] + '/private-key', Type='SecureString', Value=sys.argv[4])",
+        &[name, doc, &key],
+    );
+}
+
 #[test]
 fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     let sshd = toolgate_e2e::sshd::Sshd::start();
@@ -600,19 +611,10 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
         "policy": {"approve": ["^mkdir "]}
     })
     .to_string();
-    let key = std::fs::read_to_string(sshd.client_key_path()).unwrap();
     // Approvals live in clarify's table (the template gives the ssh
     // function its name), and are decided through the clarify function.
     boto(&endpoint, CLARIFY_TABLE, &[]);
-    run_ok(
-        Command::new(tools_dir().join("aws/bin/python"))
-            .arg("-c")
-            .arg("import boto3, sys; c = boto3.client('ssm', endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id='testing', aws_secret_access_key='testing'); c.put_parameter(Name='/toolgate/servers/box', Type='String', Value=sys.argv[2]); c.put_parameter(Name='/toolgate/servers/box/private-key', Type='SecureString', Value=sys.argv[3])")
-            .arg(&endpoint)
-            .arg(&doc)
-            .arg(&key),
-        "put the server into moto's SSM",
-    );
+    put_server(&endpoint, &sshd, "box", &doc);
     let (watch, port) = watch(&[
         ("AWS_ENDPOINT_URL", &endpoint),
         ("AWS_ACCESS_KEY_ID", "testing"),
@@ -712,6 +714,226 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
             ("\"outcome\":\"forbidden\"", "already been used"),
         ],
     );
+}
+
+/// The example workflow's definition with the function names `cargo lambda
+/// watch` serves (a Task's FunctionName may be a name) and the partition.
+fn example_workflow() -> String {
+    let text =
+        std::fs::read_to_string(workspace().join("infra/statemachines/clarify-then-run.asl.json"))
+            .unwrap()
+            .replace("${Partition}", "aws")
+            .replace("${ClarifyFunctionArn}", "clarify")
+            .replace("${PythonExecuteFunctionArn}", "python-execute")
+            .replace("${SshFunctionArn}", "ssh");
+    assert!(
+        !text.contains("${"),
+        "a substitution is not covered: {text}"
+    );
+    text
+}
+
+/// The id of the first pending item in clarify's table that is the
+/// workflow's question (it holds a task token) or, with `token` false, an
+/// approval; waits up to 30 s for one.
+fn pending(endpoint: &str, token: bool) -> String {
+    boto(
+        endpoint,
+        r#"
+ddb = boto3.client('dynamodb', **kw)
+for _ in range(150):
+    items = ddb.scan(TableName='clarifications')['Items']
+    hits = [i['id']['S'] for i in items if i['status']['S'] == 'pending' and ('task_token' in i) == (sys.argv[2] == 'token')]
+    if hits:
+        print(hits[0]); break
+    time.sleep(0.2)
+else:
+    sys.exit('nothing pending with ' + sys.argv[2])
+"#,
+        &[if token { "token" } else { "approval" }],
+    )
+    .trim()
+    .to_owned()
+}
+
+/// Polls the execution until it leaves RUNNING (up to `within`); returns
+/// status, output (parsed), error and cause.
+fn execution_ends(endpoint: &str, execution: &str, within: Duration) -> Value {
+    let out = boto(
+        endpoint,
+        r#"
+sfn = boto3.client('stepfunctions', **kw)
+end = time.time() + float(sys.argv[3])
+while True:
+    d = sfn.describe_execution(executionArn=sys.argv[2])
+    if d['status'] != 'RUNNING' or time.time() > end:
+        break
+    time.sleep(0.2)
+print(json.dumps({"status": d['status'], "output": json.loads(d.get('output') or 'null'), "error": d.get('error'), "cause": d.get('cause')}))
+"#,
+        &[execution, &within.as_secs().to_string()],
+    );
+    serde_json::from_str(out.trim()).unwrap()
+}
+
+/// infra/statemachines/clarify-then-run.asl.json as Step Functions runs
+/// it: moto executes the state machine (its ASL interpreter is
+/// LocalStack's), each Lambda task invokes the real function under `cargo
+/// lambda watch` (moto_serial.py sends them there), clarify completes the
+/// task token in moto when the person answers, and ssh_run reaches a real
+/// sshd. The paths a new user meets: optional input left out, a command the
+/// server's policy gates (caught, approved, run), a command that fails, a
+/// rejected approval, an answer that is not a server, and bad input.
+#[test]
+fn the_example_workflow_runs_in_step_functions_end_to_end() {
+    let sshd = toolgate_e2e::sshd::Sshd::start();
+    let watch_port = free_port();
+    let lambda = format!("http://127.0.0.1:{watch_port}");
+    let (_moto, endpoint) =
+        toolgate_e2e::peer::moto_with(&[("TOOLGATE_MOTO_LAMBDA_ENDPOINT", &lambda)]);
+    execute_state_machines(&endpoint);
+    boto(&endpoint, CLARIFY_TABLE, &[]);
+    // The default command (`uptime && df -h /`) waits for an approver here.
+    let doc = json!({
+        "host": "127.0.0.1", "port": sshd.port, "username": sshd.user,
+        "host_key": sshd.host_key_line(), "policy": {"approve": ["^uptime"]}
+    })
+    .to_string();
+    put_server(&endpoint, &sshd, "web-1", &doc);
+    let (watch, port) = watch_on(
+        watch_port,
+        &[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+            ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+            ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
+            ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "1"),
+            ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
+            ("TOOLGATE_APPROVERS_JWT_GROUP", APPROVERS_GROUP),
+        ],
+    );
+    let machine = boto(
+        &endpoint,
+        "print(boto3.client('stepfunctions', **kw).create_state_machine(name='clarify-then-run', definition=sys.argv[2], roleArn='arn:aws:iam::123456789012:role/sfn')['stateMachineArn'])",
+        &[&example_workflow()],
+    )
+    .trim()
+    .to_owned();
+    let start = |input: Value| -> String {
+        boto(
+            &endpoint,
+            "print(boto3.client('stepfunctions', **kw).start_execution(stateMachineArn=sys.argv[2], name=str(__import__('uuid').uuid4()), input=sys.argv[3])['executionArn'])",
+            &[&machine, &input.to_string()],
+        )
+        .trim()
+        .to_owned()
+    };
+    let answer = |body: Value| {
+        let id = pending(&endpoint, true);
+        let event = answer_route_event("POST", &id, Some(&body.to_string()));
+        let (status, body) = http("the person answers", invoke_value(port, "clarify", &event));
+        assert_eq!(status, 200, "{body}\n{}", watch.logs());
+    };
+    let ends = |execution: &str| execution_ends(&endpoint, execution, Duration::from_secs(60));
+
+    // No options, the default command: the policy gates it, the workflow
+    // catches ApprovalRequired, finds the id, waits, and runs once approved.
+    let run = start(json!({"question": "Which server?", "approval_poll_seconds": 1}));
+    answer(json!({"answer": " web-1\n"}));
+    let approval = pending(&endpoint, false);
+    approve(&watch, port, &approval);
+    let done = ends(&run);
+    assert_eq!(done["status"], "SUCCEEDED", "{done:#}\n{}", watch.logs());
+    let output = &done["output"];
+    assert_eq!(
+        output["found"]["output"]["result"],
+        json!(approval),
+        "{output:#}"
+    );
+    assert_eq!(output["ssh"]["output"]["exit_code"], 0, "{output:#}");
+    assert_eq!(
+        output["ssh"]["output"]["approval"],
+        json!(approval),
+        "{output:#}"
+    );
+    assert!(
+        output["ssh"]["output"]["stdout"]
+            .as_str()
+            .is_some_and(|o| o.contains("load average")),
+        "{output:#}"
+    );
+
+    // A command that fails ends the run FAILED, with what it printed.
+    let run = start(json!({
+        "question": "Which server?", "options": ["web-1", "web-2"],
+        "command": "echo disk full >&2; exit 3"
+    }));
+    answer(json!({"choice": 0}));
+    let failed = ends(&run);
+    assert_eq!(
+        (failed["status"].as_str(), failed["error"].as_str()),
+        (Some("FAILED"), Some("Toolgate.CommandFailed")),
+        "{failed:#}\n{}",
+        watch.logs()
+    );
+    let cause: Value = serde_json::from_str(failed["cause"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (cause["exit_code"].clone(), cause["stderr"].clone()),
+        (json!(3), json!("disk full\n")),
+        "{cause:#}"
+    );
+
+    // A rejected approval ends the wait: Forbidden, caught as Refused.
+    let run = start(json!({"question": "Which server?", "approval_poll_seconds": 1}));
+    answer(json!({"answer": "web-1"}));
+    let approval = pending(&endpoint, false);
+    let (status, body) = http(
+        "the approver rejects",
+        invoke_value(port, "clarify", &decision_event(&approval, "reject", None)),
+    );
+    assert_eq!(
+        (status, body["status"].clone()),
+        (200, json!("rejected")),
+        "{body}"
+    );
+    let refused = ends(&run);
+    assert_eq!(
+        (refused["status"].as_str(), refused["error"].as_str()),
+        (Some("FAILED"), Some("Toolgate.Refused")),
+        "{refused:#}\n{}",
+        watch.logs()
+    );
+    assert!(
+        refused["cause"]
+            .as_str()
+            .is_some_and(|c| c.contains("was not approved")),
+        "{refused:#}"
+    );
+
+    // An answer that is not a server name stops before any command.
+    let run = start(json!({"question": "Which server?"}));
+    answer(json!({"answer": "web-1; rm -rf /"}));
+    let stopped = ends(&run);
+    assert_eq!(stopped["error"], "Toolgate.NotAServer", "{stopped:#}");
+
+    // Input the workflow cannot use fails at once, in its own words (never
+    // States.Runtime, which no Catch takes).
+    for input in [
+        json!({}),
+        json!({"question": 7}),
+        json!({"question": "Which server?", "approval_poll_seconds": "soon"}),
+        json!({"question": "Which server?", "approval_poll_seconds": 0}),
+        json!({"question": "Which server?", "command": ["uptime"]}),
+    ] {
+        let bad = ends(&start(input.clone()));
+        assert_eq!(
+            (bad["status"].as_str(), bad["error"].as_str()),
+            (Some("FAILED"), Some("Toolgate.InvalidInput")),
+            "{input}: {bad:#}"
+        );
+    }
 }
 
 #[test]
@@ -1433,8 +1655,9 @@ fn python_sessions_live_in_dynamodb_across_instances() {
 /// On AWS a webhook's key is an SSM SecureString that the environment names
 /// (`TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER`), never the key itself: the
 /// clarify function reads it once at init and signs with it, which the
-/// receiver checks with the same key. A parameter that is missing, or kept
-/// as plain text, stops init with the parameter's name and no value.
+/// receiver checks with the same key. A parameter that is missing, kept as
+/// plain text or too short leaves the channel off, named in the log and in
+/// each clarification's `notified`, and the function working.
 #[test]
 fn clarify_function_signs_webhooks_with_its_secret_from_ssm() {
     let (_moto, endpoint) = moto();
@@ -1484,33 +1707,54 @@ fn clarify_function_signs_webhooks_with_its_secret_from_ssm() {
         assert!(!watch.logs().contains(secret), "{}", watch.logs());
     }
 
+    // A secret that cannot be used (nothing checks it at deploy time)
+    // leaves that channel unusable, not the function: the question is asked,
+    // its `notified` says why the webhook heard nothing, and the log names
+    // the parameter (never the value).
+    boto(
+        &endpoint,
+        put,
+        &["/toolgate/short-secret", "SecureString", "too-short"],
+    );
     for (parameter, why) in [
         ("/toolgate/no-such-secret", "it does not exist"),
         ("/toolgate/plain-secret", "is not a SecureString"),
+        ("/toolgate/short-secret", "must be at least 16 characters"),
     ] {
         let (watch, port) = start(parameter);
-        let answer = match invoke_value(port, "clarify", &json!({"question": "Ship it?"})) {
-            Outcome::Failed(e) => e,
-            Outcome::Returned(v) => v.to_string(),
-        };
-        // cargo lambda wraps the message in a box: read it unwrapped.
-        let squeeze = |s: &str| -> String {
-            s.chars()
-                .filter(|c| !c.is_whitespace() && *c != '│')
-                .collect()
-        };
-        let flat = squeeze(&answer);
+        let asked = returned(&watch, port, "clarify", &json!({"question": "Ship it?"}));
+        let id = asked["id"].as_str().unwrap();
+        let (status, body) = http(
+            "read",
+            invoke_value(
+                port,
+                "clarify",
+                &clarification_event("GET", id, "", "", None),
+            ),
+        );
+        let failed = body["notified"]["webhook"]["created"]
+            .as_str()
+            .unwrap_or_default();
         assert!(
-            answer.contains("InitError")
-                && flat.contains(parameter)
-                && flat.contains(&squeeze(why)),
-            "{answer}\n{}",
+            status == 200
+                && failed.starts_with("error: not set up:")
+                && failed.contains(parameter)
+                && failed.contains(why),
+            "{parameter}: {body:#}\n{}",
             watch.logs()
         );
-        assert!(
-            !answer.contains(secret) && !watch.logs().contains(secret),
-            "{answer}\n{}",
-            watch.logs()
-        );
+        let logged = lines_with(
+            &watch.logs(),
+            &[
+                "\"level\":\"ERROR\"",
+                "notification channel not set up",
+                parameter,
+                why,
+            ],
+        )
+        .len();
+        assert_eq!(logged, 1, "{parameter}: {}", watch.logs());
+        assert!(!watch.logs().contains(secret), "{}", watch.logs());
+        assert!(!watch.logs().contains("too-short"), "{}", watch.logs());
     }
 }

@@ -554,7 +554,8 @@ fn moto_override(endpoint: &str) -> String {
     format!(
         "provider \"aws\" {{\n  access_key = \"testing\"\n  secret_key = \"testing\"\n  \
          skip_credentials_validation = true\n  skip_metadata_api_check = true\n  \
-         endpoints {{\n{endpoints}  }}\n}}\n"
+         endpoints {{\n{endpoints}  }}\n}}\n\
+         module \"toolgate\" {{\n  protect_tables = false\n}}\n"
     )
 }
 

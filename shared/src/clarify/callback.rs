@@ -7,6 +7,11 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
+/// The error a waiting task fails with when its clarification expires.
+pub const EXPIRED: &str = "Clarify.Expired";
+/// The error a waiting task fails with when its clarification is cancelled.
+pub const CANCELLED: &str = "Clarify.Cancelled";
+
 /// What a [`TaskCallback`] returns: done, or why the callback did not land.
 pub type CallbackFuture<'a> = Pin<Box<dyn Future<Output = Result<(), CallbackError>> + Send + 'a>>;
 

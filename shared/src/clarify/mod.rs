@@ -606,7 +606,7 @@ impl Clarify {
             Status::Expired => {
                 cb.failure(
                     token,
-                    "Clarify.Expired",
+                    callback::EXPIRED,
                     &format!("clarification {} expired unanswered", c.id),
                 )
                 .await
@@ -614,7 +614,7 @@ impl Clarify {
             Status::Cancelled => {
                 cb.failure(
                     token,
-                    "Clarify.Cancelled",
+                    callback::CANCELLED,
                     &format!("clarification {} was cancelled", c.id),
                 )
                 .await

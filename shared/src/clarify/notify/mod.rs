@@ -171,11 +171,33 @@ pub fn tokio_spawn() -> Spawn {
     })
 }
 
+/// A channel that could not be set up (its secret in SSM missing,
+/// unreadable, a plain `String` or too short; a Slack URL that is not one).
+/// Nothing checks those at deploy time, and the tools of every function
+/// that notifies (clarify, ssh, cloud) must not stop over it: the channel
+/// stays in place, and each event it should hear of is recorded on the
+/// clarification as failed, with why.
+struct Unusable {
+    listener: Listener,
+    why: String,
+}
+
+impl Channel for Unusable {
+    fn listener(&self) -> &Listener {
+        &self.listener
+    }
+
+    fn send<'a>(&'a self, _: Event, _: &'a Value) -> Sent<'a> {
+        Box::pin(std::future::ready(Err(format!("not set up: {}", self.why))))
+    }
+}
+
 /// The channels `config` sets up, posting with `post` (reqwest natively, the
 /// Worker's fetch); deliveries run as `spawn` says ([`Spawn`]). Secrets kept
-/// in SSM are read now, once: one that cannot be read stops the start with
-/// an error naming its parameter. `slack_interactive` puts Approve / Reject
-/// buttons on approvals' Slack messages (listed Slack users may decide).
+/// in SSM are read now, once: a channel whose secret cannot be used is
+/// logged as an error naming its parameter (never the value) and stays
+/// [`Unusable`]. `slack_interactive` puts Approve / Reject buttons on
+/// approvals' Slack messages (listed Slack users may decide).
 pub async fn from_config(
     config: &[crate::config::NotifyChannel],
     post: Arc<dyn post::Post>,
@@ -190,46 +212,45 @@ pub async fn from_config(
             name: c.name.clone(),
             events: c.events.clone(),
         };
-        let bad = |e: String| format!("notification channel {}: {e}", c.name);
         let to = |url: String| post::Target {
             url,
             post: post.clone(),
             nap: nap.clone(),
         };
-        channels.push(match &c.kind {
-            NotifyKind::Webhook { url, secret } => {
-                let value = secret.reveal().await.map_err(bad)?;
-                if value.chars().count() < NotifyKind::MIN_SECRET_CHARS {
-                    return Err(bad(format!(
-                        "the secret ({}) must be at least {} characters",
-                        secret.source(),
-                        NotifyKind::MIN_SECRET_CHARS
-                    )));
+        let usable: Result<Arc<dyn Channel>, String> = match &c.kind {
+            NotifyKind::Webhook { url, secret } => match secret.reveal().await {
+                Ok(value) if value.chars().count() >= NotifyKind::MIN_SECRET_CHARS => {
+                    Ok(Arc::new(webhook::Webhook {
+                        listener: listener.clone(),
+                        to: to(url.clone()),
+                        secret: value,
+                    }))
                 }
-                Arc::new(webhook::Webhook {
-                    listener,
-                    to: to(url.clone()),
-                    secret: value,
-                })
-            }
-            NotifyKind::Slack { url } => {
-                let value = url.reveal().await.map_err(bad)?;
-                if !value.starts_with("https://") && !value.starts_with("http://") {
-                    return Err(bad(format!(
-                        "the Slack webhook ({}) must be an http(s):// URL",
-                        url.source()
-                    )));
+                Ok(_) => Err(format!(
+                    "the secret ({}) must be at least {} characters",
+                    secret.source(),
+                    NotifyKind::MIN_SECRET_CHARS
+                )),
+                Err(e) => Err(e),
+            },
+            NotifyKind::Slack { url } => match url.reveal().await {
+                Ok(value) if value.starts_with("https://") || value.starts_with("http://") => {
+                    Ok(Arc::new(slack::Slack {
+                        listener: listener.clone(),
+                        to: to(value),
+                        interactive: slack_interactive,
+                    }))
                 }
-                Arc::new(slack::Slack {
-                    listener,
-                    to: to(value),
-                    interactive: slack_interactive,
-                })
-            }
+                Ok(_) => Err(format!(
+                    "the Slack webhook ({}) must be an http(s):// URL",
+                    url.source()
+                )),
+                Err(e) => Err(e),
+            },
             #[cfg(feature = "aws")]
-            NotifyKind::Sns { topic_arn } => {
-                Arc::new(sns::Sns::from_env(listener, topic_arn.clone()).await)
-            }
+            NotifyKind::Sns { topic_arn } => Ok(Arc::new(
+                sns::Sns::from_env(listener.clone(), topic_arn.clone()).await,
+            )),
             #[cfg(not(feature = "aws"))]
             NotifyKind::Sns { .. } => {
                 return Err(format!(
@@ -237,7 +258,15 @@ pub async fn from_config(
                     listener.name
                 ));
             }
-        });
+        };
+        channels.push(usable.unwrap_or_else(|why| {
+            tracing::error!(
+                channel = %c.name,
+                error = %why,
+                "notification channel not set up: its events are recorded as failed; the tools run on"
+            );
+            Arc::new(Unusable { listener, why })
+        }));
     }
     Ok(Notifier::new(channels, spawn))
 }
