@@ -50,7 +50,8 @@ pub struct Wrangler {
     log: PathBuf,
 }
 
-/// What to start: the dispatcher (top level) or `[env.sandbox]`.
+/// What to start: the dispatcher (`wrangler.toml`) or the sandbox
+/// (`wrangler.sandbox.toml`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Role {
     Dispatcher,
@@ -101,7 +102,7 @@ impl Wrangler {
             .stderr(Stdio::piped())
             .process_group(0);
         if role == Role::Sandbox {
-            cmd.args(["--env", "sandbox"]);
+            cmd.args(["--config", "wrangler.sandbox.toml"]);
         }
         for (k, v) in vars {
             cmd.arg("--var").arg(format!("{k}:{v}"));

@@ -102,7 +102,7 @@ cd "$repo"
 # The user makes the Worker's artifacts (Wizer, worker-build, the bundle).
 as_user find functions/worker/build -mindepth 1 -delete
 echo "== as $(as_user id -un) (uid $uid): sshd $([ -x /usr/sbin/sshd ] && echo present || echo absent), chromium $([ -x /usr/bin/chromium ] && echo present || echo absent)"
-as_user "$wrangler" deploy --dry-run --env sandbox --outdir "$scratch/home/out-sandbox"
+as_user "$wrangler" deploy --dry-run --config wrangler.sandbox.toml --outdir "$scratch/home/out-sandbox"
 as_user "$wrangler" deploy --dry-run --outdir "$scratch/home/out-dispatcher"
 for f in functions/worker/build/sandbox.wasm functions/worker/build/worker/shim.mjs; do
   [ "$(stat -c %u "$f")" = "$uid" ] || { echo "$f was not made by $user" >&2; exit 1; }

@@ -293,6 +293,14 @@ tables = [r for r in resources.values() if r["Type"] == "AWS::DynamoDB::Table"]
 if not any(g["IndexName"] == facts["expiring_index"] for t in tables for g in t["Properties"].get("GlobalSecondaryIndexes", [])):
     problems.append(f"no table has the index {facts['expiring_index']} that the sweep queries")
 
+# -- Tables outlive the stack: the clarify table is the approvals record, and
+# a replacement (a changed key) must not drop either table's items.
+for name, r in resources.items():
+    if r["Type"] == "AWS::DynamoDB::Table":
+        for policy in ("DeletionPolicy", "UpdateReplacePolicy"):
+            if r.get(policy) != "Retain":
+                problems.append(f"{name} has {policy} {r.get(policy, 'Delete (the default)')}: a table must be Retain")
+
 # -- Scan: only the clarify function may, and only its table (the
 # approvers' lists read it whole); the sweep queries its index.
 def allow_statements(node):

@@ -390,6 +390,12 @@ fn each_template_rule_fails_a_template_that_breaks_it() {
             "CloudRole (CloudFunction, policy approvals) may write the clarify table with ReturnValues ALL_OLD or ALL_NEW",
         ),
         (
+            "template.yaml",
+            "(who approved what).\n    DeletionPolicy: Retain\n",
+            "(who approved what).\n",
+            "ClarifyTable has DeletionPolicy Delete (the default): a table must be Retain",
+        ),
+        (
             asl,
             "      \"TimeoutSeconds\": 2595600,\n",
             "      \"TimeoutSeconds\": 86400,\n      \"HeartbeatSeconds\": 86400,\n",
