@@ -2,11 +2,10 @@
 //! Toolgate's shared crate: the tool contracts, the sandbox, and the HTTP
 //! router that every runtime serves.
 
-/// The modules every sandbox allows, and those none may. A file of its own,
-/// free of dependencies and of inner docs, because the Worker sandbox's build
-/// script includes it.
-pub mod allowlist;
 pub mod approvals;
+// The contract types live below every crate (crates/core); the old paths
+// (`toolgate_shared::error`, `crate::files`, …) stay.
+pub use toolgate_core::{allowlist, error, files, outcome, truncate, walls};
 pub mod clarify;
 pub mod clock;
 pub mod cloud;
@@ -15,8 +14,6 @@ pub mod config;
 mod dynamo;
 #[cfg(feature = "lambda")]
 pub mod envelope;
-pub mod error;
-pub mod files;
 pub mod http;
 pub mod invoke;
 #[cfg(feature = "lambda")]
@@ -25,7 +22,6 @@ pub mod logging;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod openapi;
-pub mod outcome;
 #[cfg(all(feature = "aws", feature = "lambda"))]
 pub mod peers;
 pub mod registry;
@@ -44,5 +40,3 @@ pub mod tool;
 pub mod tools;
 #[cfg(feature = "native")]
 pub mod toolset;
-pub mod truncate;
-pub mod walls;

@@ -71,7 +71,7 @@ impl Toolset {
     /// Lambda init, or before the local server binds).
     #[cfg(feature = "python")]
     pub async fn with_python(self, cfg: &Config) -> Result<Self, String> {
-        let sandbox_cfg = SandboxConfig::for_python(&cfg.python).map_err(|e| e.to_string())?;
+        let sandbox_cfg = cfg.python.sandbox_config().map_err(|e| e.to_string())?;
         self.with_python_sandbox(cfg, sandbox_cfg).await
     }
 

@@ -62,7 +62,6 @@ pub fn http_parts(resp: &Value) -> (u64, Value, Value) {
 /// own ([`fresh_data_dir`]): never one shared by tests, runs or users.
 pub fn python_function(env: &dyn Fn(&str) -> Option<String>) -> Function {
     use toolgate_shared::config::Config;
-    use toolgate_shared::sandbox::SandboxConfig;
     use toolgate_shared::toolset::Toolset;
     let named = env("TOOLGATE_DATA_DIR").is_some() || env("XDG_DATA_HOME").is_some();
     let data = (!named).then(fresh_data_dir);
@@ -71,7 +70,7 @@ pub fn python_function(env: &dyn Fn(&str) -> Option<String>) -> Function {
         _ => env(key),
     };
     let cfg = Config::from_parts("", "(test)", &env).expect("config");
-    let mut sandbox = SandboxConfig::for_python(&cfg.python).expect("sandbox config");
+    let mut sandbox = cfg.python.sandbox_config().expect("sandbox config");
     sandbox.exe = crate::toolgate_bin();
     // Sync for the tests' helpers: the build awaits nothing but the session
     // store's opening, and spawns no task, so a runtime of its own on a

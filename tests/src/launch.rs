@@ -179,7 +179,7 @@ impl Launch {
 
     /// Spawns it; `sink_lines` copies its stderr to the log sink as it
     /// comes (a process that keeps running), else [`Launch::output`] copies
-    /// it once, as `logsink::output` does.
+    /// it once, as `captured::output` does.
     fn start(mut self, sink_lines: bool) -> Started {
         for pair in self.shown.windows(2) {
             if pair[0] == "--token" {
@@ -256,7 +256,7 @@ impl Launch {
             stderr,
         };
         if let Some(what) = &s.what {
-            logsink::record_finished(s.group.0.id(), what, &out);
+            crate::captured::record_finished(s.group.0.id(), what, &out);
         }
         let said = || {
             format!(

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub mod browser;
+pub mod captured;
 pub mod conformance;
 pub mod escapes;
 pub mod exhaustion;

@@ -30,9 +30,9 @@ pub fn tools_path() -> String {
 }
 
 /// Runs a third-party tool; fails the test, with its output, unless it succeeds.
-/// (A Toolgate command's stderr is copied for the log scan, [`crate::logsink::output`].)
+/// (A Toolgate command's stderr is copied for the log scan, [`crate::captured::output`].)
 pub fn run_ok(cmd: &mut Command, what: &str) -> String {
-    let out = crate::logsink::output(cmd).unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let out = crate::captured::output(cmd).unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),

@@ -22,7 +22,7 @@ fn workspace() -> PathBuf {
 /// the workspace; it must exit cleanly.
 fn in_process(extra: &[&str]) -> Value {
     let root = workspace();
-    let out = toolgate_e2e::logsink::output(
+    let out = toolgate_e2e::captured::output(
         Command::new(bench_bin())
             .current_dir(&root)
             .args(["--in-process", "--n", "1"])
@@ -87,7 +87,7 @@ fn a_missing_or_malformed_corpus_is_refused_with_its_name() {
         (PathBuf::from("/nonexistent/corpus.json"), "No such file"),
         (scratch.clone(), "no \"cases\" array"),
     ] {
-        let out = toolgate_e2e::logsink::output(
+        let out = toolgate_e2e::captured::output(
             Command::new(bench_bin())
                 .args(["--in-process", "--corpus"])
                 .arg(&path),
@@ -106,7 +106,7 @@ fn a_missing_or_malformed_corpus_is_refused_with_its_name() {
 #[test]
 fn a_pause_that_is_not_a_whole_number_of_ms_from_1_is_refused() {
     for gap in ["0", "-5", "soon", "10001"] {
-        let out = toolgate_e2e::logsink::output(
+        let out = toolgate_e2e::captured::output(
             Command::new(bench_bin()).args(["--in-process", &format!("--gap-ms={gap}")]),
         )
         .expect("run toolgate-bench");

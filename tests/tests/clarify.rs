@@ -416,7 +416,7 @@ boto3.client('dynamodb', **kw).create_table(TableName='clarifications', KeySchem
     let out = child.wait_with_output().expect("the child's output");
     // Its stderr is the function's log (the harness captures the test's
     // own output and prints it on stdout): into the suite's log scan.
-    toolgate_e2e::logsink::record_finished(pid, "clarify-function", &out);
+    toolgate_e2e::captured::record_finished(pid, "clarify-function", &out);
     let (report, logs) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

@@ -1,6 +1,7 @@
-//! The shared crate's modules import each other without cycles: each file
-//! has one job, and a module that two others need is a leaf they both
-//! import (`http::body`, `envelope`, `outcome`), not one of them.
+//! Each crate's modules import each other without cycles: each file has one
+//! job, and a module that two others need is a leaf they both import
+//! (`http::body`, `envelope`, `outcome`), not one of them. Between crates
+//! Cargo forbids a cycle itself.
 //!
 //! Edges are the `crate::a::b` paths a file names outside its unit tests,
 //! resolved to the longest module that exists. Declaring a child module
@@ -133,13 +134,56 @@ fn graph_of(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
+/// Every crate of the workspace (the folders holding a `Cargo.toml` and a
+/// `src`), with the least number of modules the walk must find in each.
+const CRATES: [(&str, usize); 13] = [
+    ("crates/core", 7),
+    ("crates/pyvm", 12),
+    ("crates/sandbox", 25),
+    ("shared", 40),
+    ("functions/local", 2),
+    ("functions/python-execute", 1),
+    ("functions/cloud", 1),
+    ("functions/ssh", 1),
+    ("functions/gateway", 1),
+    ("functions/clarify", 1),
+    ("functions/worker", 3),
+    ("functions/worker/sandbox", 3),
+    ("tests", 10),
+];
+
 #[test]
-fn the_shared_crate_has_no_import_cycles() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src");
-    let graph = graph_of(&root);
-    assert!(graph.len() > 40, "the walk found {} modules", graph.len());
-    let found = cycles(&graph);
-    assert!(found.is_empty(), "modules on a cycle: {found:?}");
+fn no_crate_has_an_import_cycle() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (krate, least) in CRATES {
+        let graph = graph_of(&workspace.join(krate).join("src"));
+        assert!(
+            graph.len() >= least,
+            "{krate}: the walk found {} modules",
+            graph.len()
+        );
+        let found = cycles(&graph);
+        assert!(found.is_empty(), "{krate}: modules on a cycle: {found:?}");
+    }
+    // Every crate is walked: a new one must be added above.
+    let manifest = std::fs::read_to_string(workspace.join("Cargo.toml")).unwrap();
+    for (krate, _) in CRATES {
+        assert!(
+            manifest.contains(&format!("\"{krate}\"")),
+            "{krate} is not a member"
+        );
+    }
+    let members = manifest
+        .split("members = [")
+        .nth(1)
+        .and_then(|m| m.split(']').next())
+        .unwrap();
+    for member in members.split(',').map(|m| m.trim().trim_matches('"')) {
+        assert!(
+            CRATES.iter().any(|(k, _)| *k == member),
+            "the member {member} is not walked"
+        );
+    }
 }
 
 /// The check itself finds a cycle when there is one.

@@ -1,4 +1,4 @@
-//! The module wall (`shared/src/sandbox/module_wall.rs`): a script reaches
+//! The module wall (`crates/pyvm/src/module_wall.rs`): a script reaches
 //! no module outside the sandbox's module set, by any route, and the set
 //! holds none of the modules that only test or break the interpreter.
 

@@ -1,7 +1,7 @@
 //! Freezes the part of the stdlib that the allowlist needs: the allowlisted
 //! modules and, transitively, every stdlib module their source imports
 //! (including imports inside functions, which run lazily), as
-//! `shared/src/sandbox/imports.rs` computes it; the native sandbox allows
+//! `crates/pyvm/src/imports.rs` computes it; the native sandbox allows
 //! exactly the same set. The whole frozen stdlib is over the Workers size
 //! limit; this is about half.
 //!
@@ -13,28 +13,28 @@ use std::path::{Path, PathBuf};
 // Included whole; the build uses part of each.
 #[allow(dead_code)]
 mod allowlist {
-    include!("../../../shared/src/allowlist.rs");
+    include!("../../../crates/core/src/allowlist.rs");
 }
 #[allow(dead_code)]
 mod imports {
-    include!("../../../shared/src/sandbox/imports.rs");
+    include!("../../../crates/pyvm/src/imports.rs");
 }
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=../../../shared/src/allowlist.rs");
-    println!("cargo:rerun-if-changed=../../../shared/src/sandbox/imports.rs");
-    println!("cargo:rerun-if-changed=../../../shared/python");
+    println!("cargo:rerun-if-changed=../../../crates/core/src/allowlist.rs");
+    println!("cargo:rerun-if-changed=../../../crates/pyvm/src/imports.rs");
+    println!("cargo:rerun-if-changed=../../../crates/pyvm/python");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     let target = out.join("stdlib.bin");
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("wasm32") {
         std::fs::write(&target, []).expect("write stdlib.bin");
         return;
     }
-    // With Toolgate's own versions of some modules (shared/python).
+    // With Toolgate's own versions of some modules (crates/pyvm/python).
     let lib = imports::read_lib_with_overrides(
         Path::new(rustpython_pylib::LIB_PATH),
-        Path::new("../../../shared/python"),
+        Path::new("../../../crates/pyvm/python"),
     )
     .expect("read the stdlib");
     let graph: BTreeMap<&str, Vec<&str>> = lib

@@ -1,23 +1,15 @@
-//! Errors as responses: the contract's `{"error": {...}}` with its status.
+//! Errors as responses: the contract's `{"error": {...}}` with its status
+//! (`ToolError`'s `IntoResponse` is toolgate-core's, feature `axum`).
 
 use axum::{
-    Json,
     body::to_bytes,
     extract::Request,
-    http::{StatusCode, header},
+    http::header,
     middleware::Next,
     response::{IntoResponse, Response},
 };
 
 use crate::error::{ErrorCode, ToolError};
-
-impl IntoResponse for ToolError {
-    fn into_response(self) -> Response {
-        let status =
-            StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, Json(self.body())).into_response()
-    }
-}
 
 /// Every error outside `/mcp` is the contract's JSON, including rejections
 /// that axum's extractors produce as plain text (a malformed query string or

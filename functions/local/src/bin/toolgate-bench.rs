@@ -19,7 +19,7 @@ use clap::Parser;
 
 use serde_json::json;
 use toolgate_shared::config::PythonConfig;
-use toolgate_shared::sandbox::{Sandbox, SandboxConfig, alloc::SandboxAlloc};
+use toolgate_shared::sandbox::{Sandbox, alloc::SandboxAlloc};
 
 mod common;
 mod in_process;
@@ -231,7 +231,7 @@ fn main() {
     rt.block_on(async {
         let cfg = PythonConfig::default();
         let started = Instant::now();
-        let sandbox = Sandbox::start(SandboxConfig::for_python(&cfg).unwrap()).unwrap();
+        let sandbox = Sandbox::start(cfg.sandbox_config().unwrap()).unwrap();
         let warm_ms = started.elapsed().as_secs_f64() * 1e3;
         if sessions {
             println!("{}", sessions_bench(&sandbox, n, gap_apart).await);

@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rustpython_vm::frozen::FrozenLib;
-use toolgate_shared::allowlist::DEFAULT_MODULES;
-use toolgate_shared::outcome::{ExecOutput, memory_note, parse_result, timeout_note};
-use toolgate_shared::sandbox::vm::{Session, Stream, WarmVm};
-use toolgate_shared::truncate::OwnedHeadTail;
+use toolgate_core::allowlist::DEFAULT_MODULES;
+use toolgate_core::outcome::{ExecOutput, memory_note, parse_result, timeout_note};
+use toolgate_core::truncate::OwnedHeadTail;
+use toolgate_pyvm::vm::{Session, Stream, WarmVm};
 
 use crate::{RunRequest, budget, clock, host};
 
@@ -184,7 +184,7 @@ fn to_json(out: &ExecOutput) -> String {
     if let (Ok(serde_json::Value::Object(o)), Some(state)) = (&mut v, &out.state) {
         o.insert(
             "session_state".into(),
-            toolgate_shared::files::encode(state).into(),
+            toolgate_core::files::encode(state).into(),
         );
     }
     v.and_then(|v| serde_json::to_string(&v))
@@ -234,10 +234,10 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         vm.reseed();
         vm.vary_layout();
         budget::limit_growth(req.memory_mb);
-        let files = toolgate_shared::files::from_wire(req.files, u64::MAX).unwrap_or_default();
+        let files = toolgate_core::files::from_wire(req.files, u64::MAX).unwrap_or_default();
         let saved = req
             .session
-            .map(|s| toolgate_shared::files::decode(&s).unwrap_or_default());
+            .map(|s| toolgate_core::files::decode(&s).unwrap_or_default());
         let session = saved.as_deref().map(|state| Session {
             state,
             cap: req.state_cap,
@@ -255,7 +255,7 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
     budget::lift();
     let mut out = output(outcome.exit_code, outcome.result_json);
     if !outcome.files.is_empty() {
-        out.files = Some(toolgate_shared::files::to_json(&outcome.files));
+        out.files = Some(toolgate_core::files::to_json(&outcome.files));
     }
     out.state = outcome.state;
     hand_out(to_json(&out))

@@ -12,7 +12,7 @@
 //! - `budget`: the allocator that enforces the memory limit;
 //! - `clock`: `time` for a host whose clock only moves between requests.
 //!
-//! The VM runner itself is `toolgate_shared::sandbox::vm`, the same code the
+//! The VM runner itself is `toolgate_pyvm::vm`, the same code the
 //! native sandbox runs.
 
 #[cfg(target_arch = "wasm32")]

@@ -1,0 +1,248 @@
+//! One call's protocol with its child: wait for the seal, cap the CPU, send
+//! the script, then take the report, or stop the script at the deadline.
+
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use nix::sys::socket::{MsgFlags, recv, send};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::sync::oneshot;
+
+use super::death::Death;
+use super::handle::Child;
+use crate::error::SandboxError;
+use crate::outbuf;
+use crate::proto::{self, ChildReport};
+use toolgate_core::outcome::{ExecOutput, parse_result};
+use toolgate_pyvm::vm::Stream;
+
+/// How long a spare may take to say it is sealed.
+const SEAL_WAIT: Duration = super::CHILD_WAIT;
+/// How long the in-VM stop may take before SIGKILL. A bytecode boundary
+/// comes within microseconds and the answer is one write, so this bounds
+/// only what a native built-in (regex, big-int arithmetic, `sum(range(…))`)
+/// spends past the deadline; it also absorbs a busy host's scheduling delay.
+const STOP_GRACE: Duration = Duration::from_millis(20);
+/// After a kill, how long to wait for the exit status before giving up.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// What a call's child may use and send back.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// A script's memory cap, in MiB (named in the out-of-memory note).
+    pub memory_mb: u64,
+    /// The files it may return, in bytes in all.
+    pub files_cap: u64,
+    /// The session state it may return, in bytes.
+    pub state_cap: u64,
+}
+
+/// Runs the script framed in `frame` in `child`. `Err(ZygoteGone)` when the
+/// child was killed with its zygote rather than by the script: the caller
+/// runs it again elsewhere. Other errors mean the script never started.
+pub(super) async fn drive(
+    child: &Child,
+    frame: &[u8],
+    timeout: Duration,
+    exit_rx: oneshot::Receiver<i32>,
+    limits: Limits,
+) -> Result<ExecOutput, SandboxError> {
+    let memory_mb = limits.memory_mb;
+    let dup = child.sock.try_clone().map_err(SandboxError::Child)?;
+    let std_sock = std::os::unix::net::UnixStream::from(dup);
+    std_sock
+        .set_nonblocking(true)
+        .map_err(SandboxError::Child)?;
+    let mut sock = UnixStream::from_std(std_sock).map_err(SandboxError::Child)?;
+    // The spare says when it is sealed (a fresh one may still be warming
+    // up); only then does it get the call's CPU cap and the script. A spare
+    // that died fails here, and the caller takes another. A spare that
+    // waited said so long ago, and its socket takes the frame whole: both
+    // are tried at once, without waiting on the reactor (a thread wake-up
+    // each).
+    let fd = child.sock.as_raw_fd();
+    let mut sealed = [0u8; 1];
+    if recv(fd, &mut sealed, MsgFlags::MSG_DONTWAIT) != Ok(1) {
+        match tokio::time::timeout(SEAL_WAIT, sock.read_exact(&mut sealed)).await {
+            Ok(Ok(_)) => {}
+            _ => return Err(SandboxError::NotSealed),
+        }
+    }
+    if sealed[0] != proto::SEALED {
+        return Err(SandboxError::NotSealed);
+    }
+    crate::rlimit::limit_cpu(child.pid, timeout.as_secs().max(1))?;
+    let sent = send(fd, frame, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL).unwrap_or(0);
+    if let Err(e) = sock.write_all(&frame[sent..]).await {
+        // Never started: a dead spare. The caller takes another.
+        return Err(SandboxError::Child(e));
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let report = tokio::select! {
+        r = read_report(&mut sock, proto::max_report(limits.files_cap), limits.state_cap) => Some(r),
+        _ = tokio::time::sleep_until(deadline) => None,
+    };
+
+    let mut out = ExecOutput {
+        stdout: String::new(),
+        stderr: String::new(),
+        exit_code: 0,
+        timed_out: false,
+        result: None,
+        files: None,
+        child_us: 0,
+        state: None,
+        session: None,
+    };
+    // The child is not trusted: a report it sends must be well formed, and
+    // its result must be the contract's JSON; anything else is the script's
+    // failure, never the server's.
+    let death = match report {
+        Some(Ok((
+            ChildReport::Done {
+                exit_code,
+                result,
+                files,
+                child_us,
+                state: _,
+            },
+            state,
+        ))) => match (
+            result.as_deref().map(parse_result).transpose(),
+            toolgate_core::files::from_wire(files, limits.files_cap),
+        ) {
+            (Ok(result), Ok(files)) => {
+                tracing::debug!(child_us, "child finished");
+                out.child_us = child_us;
+                out.exit_code = exit_code;
+                out.result = result;
+                out.files = (!files.is_empty()).then(|| toolgate_core::files::to_json(&files));
+                out.state = state;
+                None
+            }
+            (Err(why), _) => Some(Death::invalid_report(&format!("its result {why}"))),
+            (_, Err(why)) => Some(Death::invalid_report(&format!("its files: {why}"))),
+        },
+        Some(Ok((other, _))) => Some(Death::from_report(other, memory_mb)),
+        Some(Err(NoReport::Invalid(why))) => Some(Death::invalid_report(&why)),
+        None => {
+            stop_at_deadline(&mut sock, timeout).await;
+            child.kill();
+            let _ = tokio::time::timeout(REAP_WAIT, exit_rx).await;
+            Some(Death::timed_out(timeout))
+        }
+        Some(Err(NoReport::Closed)) => {
+            // The child died without a report: ask the zygote why.
+            let mut gone = child.zygote_gone.clone();
+            let status = tokio::select! {
+                s = tokio::time::timeout(REAP_WAIT, exit_rx) => s.ok().and_then(Result::ok),
+                _ = gone.wait_for(|g| *g) => None,
+            };
+            if status.is_none() && *child.zygote_gone.borrow() {
+                // Killed with its zygote, not by the script: the caller runs
+                // the script again in a child of the new zygote (a script
+                // reaches nothing outside, so running it twice changes
+                // nothing but the time).
+                return Err(SandboxError::ZygoteGone);
+            }
+            Some(Death::from_status(status, timeout, memory_mb))
+        }
+    };
+    out.stdout = outbuf::read(&child.out, Stream::Stdout).map_err(SandboxError::Child)?;
+    out.stderr = outbuf::read(&child.out, Stream::Stderr).map_err(SandboxError::Child)?;
+    if let Some(d) = death {
+        out.exit_code = d.exit_code;
+        out.timed_out = d.timed_out;
+        out.add_note(&d.note);
+    }
+    Ok(out)
+}
+
+/// The deadline's first stage: the in-VM stop. The child's watchdog stops
+/// the interpreter at its next bytecode boundary, which answers at once; a
+/// native built-in reaches no boundary, and the caller's SIGKILL follows
+/// after [`STOP_GRACE`]. Logs how the script ended.
+async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) {
+    let sent = Instant::now();
+    let stop = if sock.write_all(&[proto::STOP]).await.is_err() {
+        "killed"
+    } else {
+        match tokio::time::timeout(STOP_GRACE, read_report(sock, proto::max_report(0), 0)).await {
+            Ok(Ok((ChildReport::Stopped, _))) => "in_vm",
+            // It finished as the deadline passed; still a timeout.
+            Ok(Ok(_)) => "finished_at_deadline",
+            Ok(Err(_)) | Err(_) => "killed",
+        }
+    };
+    tracing::info!(
+        stop,
+        stop_us = sent.elapsed().as_micros() as u64,
+        timeout_s = timeout.as_secs(),
+        "script stopped at its deadline"
+    );
+}
+
+/// What a child sent instead of a report.
+enum NoReport {
+    /// The socket closed before a report began: the child died.
+    Closed,
+    /// Bytes that are not a report: too long, cut short, not JSON, not UTF-8,
+    /// not one of the kinds.
+    Invalid(String),
+}
+
+/// `proto::read_frame`'s format, read without blocking the runtime and
+/// bounded by `max` (`proto::max_report`) instead of the request's limit;
+/// with a session's state after it when the report says one follows, at
+/// most `state_cap` bytes.
+async fn read_report(
+    sock: &mut UnixStream,
+    max: usize,
+    state_cap: u64,
+) -> Result<(ChildReport, Option<Vec<u8>>), NoReport> {
+    let body = read_frame(sock, max, true).await?;
+    let report: ChildReport = serde_json::from_slice(&body)
+        .map_err(|e| NoReport::Invalid(format!("not a report: {e}")))?;
+    let state = match report {
+        ChildReport::Done { state: true, .. } => {
+            let cap = usize::try_from(state_cap).unwrap_or(usize::MAX);
+            let state = read_frame(sock, cap, false).await.map_err(|e| match e {
+                NoReport::Invalid(why) => NoReport::Invalid(format!("its session state: {why}")),
+                closed => closed,
+            })?;
+            Some(state)
+        }
+        _ => None,
+    };
+    Ok((report, state))
+}
+
+/// One frame of at most `max` bytes. `first`: the socket closing before it
+/// begins is the child's death, not a report cut short.
+async fn read_frame(sock: &mut UnixStream, max: usize, first: bool) -> Result<Vec<u8>, NoReport> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < len.len() {
+        match sock.read(&mut len[got..]).await {
+            Ok(0) if got == 0 && first => return Err(NoReport::Closed),
+            Ok(0) => return Err(NoReport::Invalid("a report cut short".into())),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) if got == 0 && first => return Err(NoReport::Closed),
+            Err(e) => return Err(NoReport::Invalid(format!("a report cut short: {e}"))),
+        }
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > max {
+        return Err(NoReport::Invalid(format!(
+            "a report of {len} bytes, over the limit of {max}"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    if sock.read_exact(&mut body).await.is_err() {
+        return Err(NoReport::Invalid("a report cut short".into()));
+    }
+    Ok(body)
+}

@@ -1,0 +1,250 @@
+//! The server's side of the sandbox: it keeps warm children forked ahead
+//! of calls (the `supervisor` relays them from the zygote, and replaces the
+//! zygote when it is due: `recycle`, `generation`), runs one script per
+//! child (`call`), and says how a call that did not finish ended (`death`).
+
+mod call;
+mod clock;
+mod death;
+mod generation;
+mod handle;
+mod recycle;
+mod supervisor;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+pub use super::admission::ANONYMOUS;
+use super::admission::Admission;
+use super::error::SandboxError;
+use super::proto::{self, ChildRequest, Walls};
+use super::zygote::ZygoteConfig;
+use clock::CallClock;
+use generation::Claim;
+use handle::Child;
+pub use recycle::Recycle;
+use supervisor::Shared;
+use toolgate_core::files::Files;
+use toolgate_core::outcome::ExecOutput;
+
+/// How the server runs the sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// The binary to re-execute as the zygote (normally the current one).
+    pub exe: PathBuf,
+    /// What the zygote is started with.
+    pub zygote: ZygoteConfig,
+    /// Warm children kept forked ahead of calls (at least one).
+    pub spare_children: usize,
+    /// Scripts that may run at once; more wait their turn.
+    pub max_concurrency: usize,
+    /// Scripts one caller may run at once (the rest stay open to others).
+    pub max_per_caller: usize,
+    /// When the zygote is replaced by a fresh one.
+    pub recycle: Recycle,
+}
+
+/// A handle on the running sandbox; dropping it stops the zygote and with it
+/// every child.
+pub struct Sandbox {
+    shared: Arc<Shared>,
+    spares: tokio::sync::Mutex<mpsc::Receiver<Child>>,
+    admission: Admission,
+    calls: CallClock,
+    limits: call::Limits,
+}
+
+/// How long a call waits for a warm child (and a child to seal itself).
+const CHILD_WAIT: Duration = Duration::from_secs(10);
+/// While a call waits for a child this long, it asks the zygote for another.
+const SPAWN_NUDGE: Duration = Duration::from_secs(1);
+
+impl Sandbox {
+    /// Starts the zygote and waits until it is warm. A configured module that
+    /// cannot be imported, or seccomp required but refused, fails here.
+    pub fn start(cfg: SandboxConfig) -> Result<Self, SandboxError> {
+        let shared = Arc::new(Shared::new());
+        let (tx, rx) = mpsc::channel(256);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let s = shared.clone();
+        let limits = call::Limits {
+            memory_mb: cfg.zygote.memory_mb,
+            files_cap: cfg.zygote.files_cap,
+            state_cap: cfg.zygote.state_cap,
+        };
+        let admission = Admission::new(cfg.max_concurrency, cfg.max_per_caller);
+        std::thread::Builder::new()
+            .name("sandbox-supervisor".into())
+            .spawn(move || supervisor::supervise(cfg, s, tx, ready_tx))
+            .map_err(|e| SandboxError::SpawnZygote {
+                exe: "supervisor thread".into(),
+                source: e,
+            })?;
+        ready_rx.recv().map_err(|_| SandboxError::ZygoteGone)??;
+        Ok(Self {
+            shared,
+            spares: tokio::sync::Mutex::new(rx),
+            admission,
+            calls: CallClock::default(),
+            limits,
+        })
+    }
+
+    /// The walls active around each call.
+    pub fn walls(&self) -> Option<Walls> {
+        self.shared.walls.read().expect("walls lock").clone()
+    }
+
+    async fn take_child(&self) -> Result<Child, SandboxError> {
+        let mut rx = self.spares.lock().await;
+        let deadline = tokio::time::Instant::now() + CHILD_WAIT;
+        loop {
+            // Wait in short slices and ask for a child at each: a spawn can be
+            // lost (a fork that failed, a zygote that died), and the pool
+            // must never shrink to nothing with no fork pending.
+            let slice = (tokio::time::Instant::now() + SPAWN_NUDGE).min(deadline);
+            match tokio::time::timeout_at(slice, rx.recv()).await {
+                // A spare that died (killed from outside) or whose zygote
+                // died (it will die too) is skipped and replaced; one whose
+                // zygote retired is skipped (its successor's stock stands
+                // in for it).
+                Ok(Some(c)) => match c.claim() {
+                    Claim::Taken => return Ok(c),
+                    Claim::Retired => {}
+                    Claim::Dead => c.replace(&self.shared, true),
+                },
+                Ok(None) => return Err(SandboxError::ZygoteGone),
+                Err(_) if tokio::time::Instant::now() >= deadline => {
+                    return Err(SandboxError::NoChild(CHILD_WAIT.as_secs()));
+                }
+                Err(_) => self.shared.request_spawn(true),
+            }
+        }
+    }
+
+    /// Runs `code` in a fresh child, killed when `timeout` passes, for a
+    /// caller nobody identified.
+    pub async fn execute(&self, code: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
+        self.execute_for(ANONYMOUS, code, &Files::new(), None, timeout)
+            .await
+    }
+
+    /// Runs `code` with `files` to open, for `caller`, within that caller's
+    /// share of the sandbox.
+    pub async fn execute_for(
+        &self,
+        caller: &str,
+        code: &str,
+        files: &Files,
+        session: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<ExecOutput, SandboxError> {
+        let _place = self
+            .admission
+            .enter(caller)
+            .await
+            .ok_or(SandboxError::ZygoteGone)?;
+        let body = serde_json::to_vec(&ChildRequest {
+            code: code.to_owned(),
+            files: toolgate_core::files::to_wire(files),
+            session: session.is_some(),
+        })
+        .map_err(|e| SandboxError::Child(e.into()))?;
+        let tail = session.map_or(0, |s| s.len() + 4);
+        let mut frame = Vec::with_capacity(body.len() + 4 + tail);
+        proto::write_frame(&mut frame, &body).map_err(SandboxError::Child)?;
+        if let Some(state) = session {
+            proto::write_frame(&mut frame, state).map_err(SandboxError::Child)?;
+        }
+
+        let call = self.calls.call_started();
+        // A spare may have died with an earlier zygote; try a few.
+        let mut last_err = None;
+        for _ in 0..3 {
+            let child = self.take_child().await?;
+            match self
+                .run_child(child, &frame, timeout, call.back_to_back)
+                .await
+            {
+                Ok(out) => return Ok(out),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or(SandboxError::ZygoteGone))
+    }
+
+    async fn run_child(
+        &self,
+        child: Child,
+        frame: &[u8],
+        timeout: Duration,
+        back_to_back: bool,
+    ) -> Result<ExecOutput, SandboxError> {
+        let (exit_tx, exit_rx) = oneshot::channel();
+        self.shared
+            .exits
+            .lock()
+            .expect("exits lock")
+            .insert(child.pid, exit_tx);
+        // Built before the call, so that a call whose caller is gone (its
+        // future dropped midway) still ends its child and replaces it.
+        let used = Used {
+            child,
+            shared: self.shared.clone(),
+            back_to_back,
+        };
+        let result = call::drive(&used.child, frame, timeout, exit_rx, self.limits).await;
+        // The answer does not wait for the child's end (~0.05 ms of
+        // syscalls): a task ends it while the answer goes out.
+        tokio::spawn(async move { drop(used) });
+        result
+    }
+}
+
+/// A child that has had its call: dropping it ends the child and asks the
+/// zygote for a replacement.
+struct Used {
+    child: Child,
+    shared: Arc<Shared>,
+    back_to_back: bool,
+}
+
+impl Drop for Used {
+    fn drop(&mut self) {
+        self.child.lower_priority();
+        self.child.kill();
+        // Only this call's entry, whose receiver went with the call: by now
+        // the pid may be reaped and reused by another call's child.
+        let mut exits = self.shared.exits.lock().expect("exits lock");
+        if exits.get(&self.child.pid).is_some_and(|tx| tx.is_closed()) {
+            exits.remove(&self.child.pid);
+        }
+        drop(exits);
+        // Replace the child only now: forking while the script runs would
+        // compete with it for the CPU. Other spares cover concurrent calls.
+        self.child.replace(&self.shared, !self.back_to_back);
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        // Killing the zygotes ends their children through PDEATHSIG, and
+        // each relay's read with EOF, after which it reaps its zygote.
+        self.shared.kill_zygotes();
+    }
+}
+
+impl SandboxConfig {
+    /// The running binary, which the sandbox re-executes as its zygote.
+    pub fn current_exe() -> Result<PathBuf, SandboxError> {
+        std::env::current_exe().map_err(|e| SandboxError::SpawnZygote {
+            exe: "current executable".into(),
+            source: e,
+        })
+    }
+}
