@@ -56,13 +56,19 @@ fn invoke(port: u16, function: &str, fixture: &str) -> Outcome {
 /// Invokes with a payload built by the test (through a file: an argument
 /// is capped at 128 KiB).
 fn invoke_value(port: u16, function: &str, payload: &Value) -> Outcome {
+    toolgate_e2e::issued::record_request_json(payload);
+    invoke_text(port, function, &payload.to_string())
+}
+
+/// Invokes with `payload` exactly as written (serde_json's `Value` would
+/// sort an object's keys).
+fn invoke_text(port: u16, function: &str, payload: &str) -> Outcome {
     let file = std::env::temp_dir().join(format!(
         "toolgate-event-{}-{:?}.json",
         std::process::id(),
         std::thread::current().id()
     ));
-    std::fs::write(&file, payload.to_string()).unwrap();
-    toolgate_e2e::issued::record_request_json(payload);
+    std::fs::write(&file, payload).unwrap();
     let outcome = invoke_with(
         port,
         function,
@@ -570,7 +576,12 @@ fn cloud_function_reads_ssm_and_proxies_a_direct_call() {
         Outcome::Failed(e) => refused(&e, "anothercommand"),
         Outcome::Returned(v) => panic!("changed arguments must be refused, got {v}"),
     }
-    match sum(json!({"toolgate_approval": id, "b": 40, "a": 2})) {
+    // The approved arguments in another order, sent as written.
+    let reordered = format!(
+        r#"{{"tool": "ref__get-sum", "arguments": {{"b": 40, "toolgate_approval": "{id}", "a": 2}}}}"#
+    );
+    assert!(reordered.find("\"b\"") < reordered.find("\"a\""));
+    match invoke_text(port, "cloud", &reordered) {
         Outcome::Returned(v) => assert!(v.to_string().contains("42"), "{v}"),
         Outcome::Failed(e) => panic!("the approved call failed: {e}\n{}", watch.logs()),
     }
