@@ -103,21 +103,80 @@ pub fn write_frame(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
     w.write_all(body)
 }
 
-/// Reads one frame as [`write_frame`] writes it; one longer than [`MAX_FRAME`]
-/// is an error, left unread.
-pub fn read_frame(r: &mut impl Read) -> io::Result<Vec<u8>> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len)?;
-    let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "frame too large",
-        ));
+/// Why a frame could not be read: one set of errors on both sides of the
+/// socket (the child reads with [`read_frame`], the server with
+/// `pool::call`'s async reader over [`body_len`] and [`more`]).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// The socket closed (or failed) before the frame began.
+    #[error("closed before it began")]
+    Closed,
+    /// The socket closed (or failed) inside the frame.
+    #[error("cut short")]
+    Truncated,
+    /// The header announced more than the reader takes; the body is left
+    /// unread.
+    #[error("of {len} bytes, over the limit of {max}")]
+    TooLarge {
+        /// What the header announced.
+        len: usize,
+        /// What the reader takes.
+        max: usize,
+    },
+}
+
+/// The body length a frame's header announces, refused past `max`.
+pub fn body_len(header: [u8; 4], max: usize) -> Result<usize, FrameError> {
+    let len = u32::from_le_bytes(header) as usize;
+    if len > max {
+        return Err(FrameError::TooLarge { len, max });
     }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body)?;
+    Ok(len)
+}
+
+/// What one read of `n` bytes means, `got` bytes into the frame: `Ok(None)`
+/// to read again (an interrupted read), `Ok(Some(n))` bytes read, or why the
+/// frame ends there. Both readers feed their reads through it.
+pub fn more(read: io::Result<usize>, got: usize) -> Result<Option<usize>, FrameError> {
+    let ended = || {
+        if got == 0 {
+            FrameError::Closed
+        } else {
+            FrameError::Truncated
+        }
+    };
+    match read {
+        Ok(0) => Err(ended()),
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(None),
+        Err(_) => Err(ended()),
+    }
+}
+
+/// Fills `buf` from `r`; `at` is how far into the frame `buf` starts.
+fn fill(r: &mut impl Read, buf: &mut [u8], at: usize) -> Result<(), FrameError> {
+    let mut got = 0;
+    while got < buf.len() {
+        if let Some(n) = more(r.read(&mut buf[got..]), at + got)? {
+            got += n;
+        }
+    }
+    Ok(())
+}
+
+/// Reads one frame as [`write_frame`] writes it, of at most `max` bytes
+/// (a longer one is refused unread).
+pub fn read_frame_within(r: &mut impl Read, max: usize) -> Result<Vec<u8>, FrameError> {
+    let mut header = [0u8; 4];
+    fill(r, &mut header, 0)?;
+    let mut body = vec![0u8; body_len(header, max)?];
+    fill(r, &mut body, header.len())?;
     Ok(body)
+}
+
+/// [`read_frame_within`] [`MAX_FRAME`].
+pub fn read_frame(r: &mut impl Read) -> Result<Vec<u8>, FrameError> {
+    read_frame_within(r, MAX_FRAME)
 }
 
 #[cfg(test)]
@@ -148,5 +207,37 @@ mod tests {
         assert!(r.is_empty(), "the length prefix covers the whole frame");
         let report: ChildReport = serde_json::from_slice(&body).unwrap();
         assert_eq!(report, ChildReport::Stopped);
+    }
+
+    /// Every way a frame can end early or be refused, the same errors
+    /// whatever the reader.
+    #[test]
+    fn a_frame_ends_as_closed_cut_short_or_too_large() {
+        let mut whole = Vec::new();
+        write_frame(&mut whole, b"hello").unwrap();
+        let read = |bytes: &[u8], max: usize| read_frame_within(&mut &bytes[..], max);
+        assert_eq!(read(&whole, 16), Ok(b"hello".to_vec()));
+        assert_eq!(read(&[], 16), Err(FrameError::Closed));
+        assert_eq!(read(&whole[..2], 16), Err(FrameError::Truncated));
+        assert_eq!(read(&whole[..6], 16), Err(FrameError::Truncated));
+        assert_eq!(
+            read(&whole, 4),
+            Err(FrameError::TooLarge { len: 5, max: 4 })
+        );
+        assert_eq!(
+            FrameError::TooLarge { len: 5, max: 4 }.to_string(),
+            "of 5 bytes, over the limit of 4"
+        );
+        // An interrupted read is read again, whatever the reader.
+        assert_eq!(more(Err(io::ErrorKind::Interrupted.into()), 0), Ok(None));
+        assert_eq!(more(Err(io::ErrorKind::Interrupted.into()), 3), Ok(None));
+        assert_eq!(
+            more(Err(io::ErrorKind::BrokenPipe.into()), 0),
+            Err(FrameError::Closed)
+        );
+        assert_eq!(
+            more(Err(io::ErrorKind::BrokenPipe.into()), 3),
+            Err(FrameError::Truncated)
+        );
     }
 }

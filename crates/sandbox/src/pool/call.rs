@@ -14,7 +14,7 @@ use super::death::Death;
 use super::handle::Child;
 use crate::error::SandboxError;
 use crate::outbuf;
-use crate::proto::{self, ChildReport};
+use crate::proto::{self, ChildReport, FrameError};
 use toolgate_core::outcome::{ExecOutput, parse_result};
 use toolgate_pyvm::vm::Stream;
 
@@ -202,15 +202,24 @@ async fn read_report(
     max: usize,
     state_cap: u64,
 ) -> Result<(ChildReport, Option<Vec<u8>>), NoReport> {
-    let body = read_frame(sock, max, true).await?;
+    let body = read_frame(sock, max).await.map_err(|e| match e {
+        FrameError::Closed => NoReport::Closed,
+        e => NoReport::Invalid(format!("a report {e}")),
+    })?;
     let report: ChildReport = serde_json::from_slice(&body)
         .map_err(|e| NoReport::Invalid(format!("not a report: {e}")))?;
     let state = match report {
         ChildReport::Done { state: true, .. } => {
             let cap = usize::try_from(state_cap).unwrap_or(usize::MAX);
-            let state = read_frame(sock, cap, false).await.map_err(|e| match e {
-                NoReport::Invalid(why) => NoReport::Invalid(format!("its session state: {why}")),
-                closed => closed,
+            // The report promised it: a socket closed before it is a report
+            // cut short, not a child that died.
+            let state = read_frame(sock, cap).await.map_err(|e| {
+                let e = if e == FrameError::Closed {
+                    FrameError::Truncated
+                } else {
+                    e
+                };
+                NoReport::Invalid(format!("its session state: a report {e}"))
             })?;
             Some(state)
         }
@@ -219,30 +228,20 @@ async fn read_report(
     Ok((report, state))
 }
 
-/// One frame of at most `max` bytes. `first`: the socket closing before it
-/// begins is the child's death, not a report cut short.
-async fn read_frame(sock: &mut UnixStream, max: usize, first: bool) -> Result<Vec<u8>, NoReport> {
-    let mut len = [0u8; 4];
-    let mut got = 0;
-    while got < len.len() {
-        match sock.read(&mut len[got..]).await {
-            Ok(0) if got == 0 && first => return Err(NoReport::Closed),
-            Ok(0) => return Err(NoReport::Invalid("a report cut short".into())),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) if got == 0 && first => return Err(NoReport::Closed),
-            Err(e) => return Err(NoReport::Invalid(format!("a report cut short: {e}"))),
+/// One frame of at most `max` bytes, async: `proto`'s codec and errors.
+async fn read_frame(sock: &mut UnixStream, max: usize) -> Result<Vec<u8>, FrameError> {
+    async fn fill(sock: &mut UnixStream, buf: &mut [u8], at: usize) -> Result<(), FrameError> {
+        let mut got = 0;
+        while got < buf.len() {
+            if let Some(n) = proto::more(sock.read(&mut buf[got..]).await, at + got)? {
+                got += n;
+            }
         }
+        Ok(())
     }
-    let len = u32::from_le_bytes(len) as usize;
-    if len > max {
-        return Err(NoReport::Invalid(format!(
-            "a report of {len} bytes, over the limit of {max}"
-        )));
-    }
-    let mut body = vec![0u8; len];
-    if sock.read_exact(&mut body).await.is_err() {
-        return Err(NoReport::Invalid("a report cut short".into()));
-    }
+    let mut header = [0u8; 4];
+    fill(sock, &mut header, 0).await?;
+    let mut body = vec![0u8; proto::body_len(header, max)?];
+    fill(sock, &mut body, header.len()).await?;
     Ok(body)
 }
