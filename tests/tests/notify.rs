@@ -227,6 +227,36 @@ fn webhook_and_slack_hear_of_each_event_signed_once_and_after_the_answer() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `toolgate serve`'s sweep (`TOOLGATE_CLARIFY_SWEEP_SECS`): a question
+/// that expires while nobody reads it is expired by the timer, and the
+/// webhook hears `clarification.expired` with no request to the server
+/// after the question was asked.
+#[test]
+fn the_sweep_expires_an_unread_question_and_tells_the_channels() {
+    let (_rx, base) = receiver(SECRET);
+    let hook = format!("{base}/hook");
+    let s = Server::start(&[
+        ("TOOLGATE_CLARIFY_WEBHOOK_URL", &hook),
+        ("TOOLGATE_CLARIFY_WEBHOOK_SECRET", SECRET),
+        ("TOOLGATE_CLARIFY_EXPIRY_SECS", "1"),
+        ("TOOLGATE_CLARIFY_SWEEP_SECS", "1"),
+    ]);
+    let r = s.post_json("/tools/clarify", &json!({"question": "Anyone there?"}));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    // Only the receiver is polled from here on.
+    let got = wait_for(&base, "expired by the sweep", |v| {
+        events(v, &id) == ["clarification.created", "clarification.expired"]
+    });
+    let expired = got["hook"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["body"]["type"] == "clarification.expired")
+        .unwrap();
+    assert_eq!(expired["body"]["status"], "expired", "{expired:#}");
+}
+
 #[test]
 fn the_notifications_page_shows_the_receivers_verification_code() {
     let receiver = std::fs::read_to_string(support("webhook_receiver.py")).unwrap();

@@ -98,7 +98,7 @@ async fn build(cfg: &Config, serving: bool) -> Result<Toolset, String> {
         .await
         .map(|t| {
             t.with_http(cfg)
-                .sweep_every(std::time::Duration::from_secs(30))
+                .sweep_every(std::time::Duration::from_secs(cfg.clarify.sweep_secs))
         })
 }
 

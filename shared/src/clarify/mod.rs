@@ -561,24 +561,32 @@ impl Clarify {
         }
     }
 
-    /// Tells every waiting workflow what it still needs to hear: expires
-    /// the pending clarifications past their expiry (the workflow fails
-    /// with Clarify.Expired), and sends again a callback that did not land
-    /// (stores that track it). Run on a timer locally, and by a schedule on
+    /// Tells every waiting workflow and channel what it still needs to
+    /// hear: expires the pending clarifications past their expiry (a
+    /// workflow fails with Clarify.Expired, the channels hear `expired`),
+    /// and sends again a callback that did not land (stores that track it). Run on a timer locally, and by a schedule on
     /// AWS (`{"toolgate": "sweep"}`), where nothing runs between
     /// invocations.
     pub async fn sweep(&self) -> Result<Swept, String> {
-        let due = self.store.due(now_ms()).await.inspect_err(|e| {
-            tracing::error!(error = %e, "clarification sweep failed");
-        })?;
+        let now = now_ms();
+        let failed = |e: &String| tracing::error!(error = %e, "clarification sweep failed");
+        let expired = self.store.expired_pending(now).await.inspect_err(failed)?;
+        let due = self.store.due(now).await.inspect_err(failed)?;
         let mut swept = Swept::default();
-        for c in &due {
-            if c.status == Status::Pending {
+        let mut done = std::collections::HashSet::new();
+        for c in &expired {
+            if done.insert(c.id.as_str()) {
                 self.expire(c).await;
                 swept.expired += 1;
-            } else {
+            }
+        }
+        for c in &due {
+            if c.status != Status::Pending {
                 self.report(c).await;
                 swept.resent += 1;
+            } else if done.insert(c.id.as_str()) {
+                self.expire(c).await;
+                swept.expired += 1;
             }
         }
         if !due.is_empty() {

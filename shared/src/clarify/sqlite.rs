@@ -215,6 +215,14 @@ impl ClarifyStore for SqliteStore {
         }))
     }
 
+    fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
+        Box::pin(self.db.with(move |conn| {
+            let mut stmt = conn.prepare(sql::EXPIRED_ANY)?;
+            let rows = stmt.query_map(params![now], row)?;
+            rows.collect()
+        }))
+    }
+
     fn note<'a>(
         &'a self,
         id: &'a str,

@@ -54,6 +54,21 @@ pub trait ClarifyStore: Send + Sync {
     /// ones with a task token past their expiry, and (stores that track
     /// it) settled ones whose callback has not landed yet.
     fn due(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>>;
+    /// Every pending clarification past its expiry, workflow or not: what a
+    /// sweep expires, so that the channels hear `expired` of a question
+    /// nobody reads. A store without an index of every pending item (the
+    /// DynamoDB one: its sparse index holds those a workflow waits on)
+    /// lists only the pending ones [`Self::due`] lists; reads expire the
+    /// rest there.
+    fn expired_pending(&self, now: i64) -> StoreFuture<'_, Vec<Clarification>> {
+        Box::pin(async move {
+            let due = self.due(now).await?;
+            Ok(due
+                .into_iter()
+                .filter(|c| c.status == Status::Pending)
+                .collect())
+        })
+    }
     /// The workflow has been told (or can no longer be): `due` stops
     /// returning `id`. Stores that only return pending ones need nothing.
     fn reported<'a>(&'a self, _id: &'a str) -> StoreFuture<'a, ()> {
@@ -322,4 +337,9 @@ CREATE TABLE IF NOT EXISTS approvals (
     /// ?1 now.
     pub const EXPIRED_PENDING: &str = "SELECT * FROM clarifications
          WHERE status = 'pending' AND expires_at <= ?1 AND task_token IS NOT NULL";
+
+    /// ?1 now: every pending clarification past its expiry (the
+    /// `pending_by_expiry` index).
+    pub const EXPIRED_ANY: &str = "SELECT * FROM clarifications
+         WHERE status = 'pending' AND expires_at <= ?1";
 }

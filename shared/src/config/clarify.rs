@@ -31,6 +31,10 @@ pub struct ClarifyConfig {
     /// Questions all callers may have waiting
     /// (`TOOLGATE_CLARIFY_MAX_PENDING`; 0: no bound).
     pub max_pending: u64,
+    /// How often `toolgate serve` sweeps expired clarifications
+    /// (`TOOLGATE_CLARIFY_SWEEP_SECS`; on AWS the template's schedule
+    /// sweeps instead).
+    pub sweep_secs: u64,
 }
 
 impl Default for ClarifyConfig {
@@ -45,9 +49,13 @@ impl Default for ClarifyConfig {
             notify: Vec::new(),
             max_pending_per_caller: crate::clarify::DEFAULT_MAX_PENDING_PER_CALLER,
             max_pending: crate::clarify::DEFAULT_MAX_PENDING,
+            sweep_secs: DEFAULT_SWEEP_SECS,
         }
     }
 }
+
+/// How often `toolgate serve` sweeps unless told otherwise.
+pub const DEFAULT_SWEEP_SECS: u64 = 30;
 
 const DB_FILE: &str = "clarify.sqlite3";
 
@@ -60,6 +68,7 @@ pub(super) struct FileClarify {
     db: Option<String>,
     max_pending_per_caller: Option<u64>,
     max_pending: Option<u64>,
+    sweep_secs: Option<u64>,
     #[serde(default)]
     notify: Vec<super::notify::FileChannel>,
 }
@@ -81,6 +90,7 @@ impl ClarifyConfig {
             .max_pending_per_caller
             .unwrap_or(c.max_pending_per_caller);
         c.max_pending = file.max_pending.unwrap_or(c.max_pending);
+        c.sweep_secs = file.sweep_secs.unwrap_or(c.sweep_secs);
         c.public_url = file.public_url;
         if let Some(v) = file.db {
             c.db_path = match Path::new(file_path).parent() {
@@ -105,6 +115,12 @@ impl ClarifyConfig {
             &mut c.max_pending,
             "TOOLGATE_CLARIFY_MAX_PENDING",
             "a whole number (0: no limit)",
+        )?;
+        set_number(
+            env,
+            &mut c.sweep_secs,
+            "TOOLGATE_CLARIFY_SWEEP_SECS",
+            "a whole number of seconds",
         )?;
         if let Some(v) = env.text("TOOLGATE_PUBLIC_URL") {
             c.public_url = Some(v);
@@ -140,6 +156,13 @@ impl ClarifyConfig {
                 name: "public_url",
                 what: "an http(s):// URL",
                 value: u.clone(),
+            });
+        }
+        if !(1..=3600).contains(&self.sweep_secs) {
+            return Err(ConfigError::BadValue {
+                name: "clarify sweep_secs",
+                what: "between 1 and 3600",
+                value: self.sweep_secs.to_string(),
             });
         }
         if !(1..=30 * 86_400).contains(&self.expiry_secs) {

@@ -130,6 +130,21 @@ fn bad_file_and_bad_numbers_are_clear_errors() {
     let e = Config::from_parts("", "", &with_env(&[("TOOLGATE_PYTHON_MEMORY_MB", "lots")]))
         .unwrap_err();
     assert!(e.to_string().contains("TOOLGATE_PYTHON_MEMORY_MB"));
+    // The sweep's period: a number of seconds from 1 to an hour.
+    let sweep = |file: &str, env: &[(&str, &str)]| {
+        Config::from_parts(file, "f.toml", &with_env(env)).map(|c| c.clarify.sweep_secs)
+    };
+    assert_eq!(sweep("", &[]).unwrap(), 30);
+    assert_eq!(sweep("[clarify]\nsweep_secs = 5\n", &[]).unwrap(), 5);
+    let env = [("TOOLGATE_CLARIFY_SWEEP_SECS", "2")];
+    assert_eq!(sweep("[clarify]\nsweep_secs = 5\n", &env).unwrap(), 2);
+    for bad in ["0", "3601", "soon"] {
+        let e = sweep("", &[("TOOLGATE_CLARIFY_SWEEP_SECS", bad)]).unwrap_err();
+        assert!(
+            e.to_string().to_lowercase().contains("sweep_secs"),
+            "{bad}: {e}"
+        );
+    }
 }
 
 #[test]
