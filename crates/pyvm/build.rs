@@ -26,41 +26,38 @@ fn main() {
     let overrides = Path::new(env!("CARGO_MANIFEST_DIR")).join("python");
     let mut code = String::from("pub static GRAPH: &[(&str, &[&str])] = &[\n");
     let mut frozen = Vec::new();
+    let lib = imports::read_lib_with_overrides(Path::new(rustpython_pylib::LIB_PATH), &overrides)
+        .expect("read the stdlib");
+    for (name, m) in &lib {
+        let mut deps: Vec<&str> = m.imports.iter().map(String::as_str).collect();
+        deps.sort_unstable();
+        deps.dedup();
+        let _ = writeln!(code, "    ({name:?}, &{deps:?}),");
+    }
+    let freeze_all = std::env::var_os("CARGO_FEATURE_PROCESS").is_some();
+    // Everything the overlay above read (the Worker freezes its own set,
+    // in its build.rs).
+    for (name, m) in lib
+        .iter()
+        .filter(|(_, m)| freeze_all || m.file.starts_with(&overrides))
     {
-        let lib =
-            imports::read_lib_with_overrides(Path::new(rustpython_pylib::LIB_PATH), &overrides)
-                .expect("read the stdlib");
-        for (name, m) in &lib {
-            let mut deps: Vec<&str> = m.imports.iter().map(String::as_str).collect();
-            deps.sort_unstable();
-            deps.dedup();
-            let _ = writeln!(code, "    ({name:?}, &{deps:?}),");
-        }
-        let freeze_all = std::env::var_os("CARGO_FEATURE_PROCESS").is_some();
-        // Everything the overlay above read (the Worker freezes its own set,
-        // in its build.rs).
-        for (name, m) in lib
-            .iter()
-            .filter(|(_, m)| freeze_all || m.file.starts_with(&overrides))
-        {
-            let source = std::fs::read_to_string(&m.file).expect("read a module");
-            // Compiled as rustpython-pylib's py_freeze! does: the module
-            // name is the code's file name.
-            let compiled = rustpython_compiler::compile(
-                &source,
-                rustpython_compiler::Mode::Exec,
-                name,
-                rustpython_compiler::CompileOpts::default(),
-            )
-            .unwrap_or_else(|e| panic!("compiling {}: {e}", m.file.display()));
-            frozen.push((
-                name.clone(),
-                rustpython_compiler_core::frozen::FrozenModule {
-                    code: rustpython_compiler_core::frozen::FrozenCodeObject::encode(&compiled),
-                    package: m.package,
-                },
-            ));
-        }
+        let source = std::fs::read_to_string(&m.file).expect("read a module");
+        // Compiled as rustpython-pylib's py_freeze! does: the module
+        // name is the code's file name.
+        let compiled = rustpython_compiler::compile(
+            &source,
+            rustpython_compiler::Mode::Exec,
+            name,
+            rustpython_compiler::CompileOpts::default(),
+        )
+        .unwrap_or_else(|e| panic!("compiling {}: {e}", m.file.display()));
+        frozen.push((
+            name.clone(),
+            rustpython_compiler_core::frozen::FrozenModule {
+                code: rustpython_compiler_core::frozen::FrozenCodeObject::encode(&compiled),
+                package: m.package,
+            },
+        ));
     }
     code.push_str("];\n");
     std::fs::write(out_dir.join("stdlib_graph.rs"), code).expect("write the stdlib graph");

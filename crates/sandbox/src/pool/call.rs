@@ -86,15 +86,8 @@ pub(super) async fn drive(
     };
 
     let mut out = ExecOutput {
-        stdout: String::new(),
-        stderr: String::new(),
         exit_code: 0,
-        timed_out: false,
-        result: None,
-        files: None,
-        child_us: 0,
-        state: None,
-        session: None,
+        ..ExecOutput::failed()
     };
     // The child is not trusted: a report it sends must be well formed, and
     // its result must be the contract's JSON; anything else is the script's

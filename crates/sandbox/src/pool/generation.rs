@@ -172,9 +172,10 @@ impl Generation {
     }
 }
 
-/// SIGKILL to a spare: through its pidfd, else by pid (the zygote has not
-/// reaped it, as it is still live, so the pid is still the spare's).
-fn kill(pid: i32, pidfd: Option<&OwnedFd>) {
+/// SIGKILL through the pidfd when there is one, so that a recycled pid can
+/// never be hit; else by pid (the zygote has not reaped a live spare, so
+/// the pid is still the spare's).
+pub(super) fn kill(pid: i32, pidfd: Option<&OwnedFd>) {
     // SAFETY: signalling with valid integer arguments; a dead target yields
     // ESRCH, never UB.
     unsafe {

@@ -92,23 +92,6 @@ impl Child {
     /// SIGKILL, through the pidfd when there is one so that a recycled pid
     /// can never be hit.
     pub fn kill(&self) {
-        // SAFETY: signalling with valid integer arguments; a dead target
-        // yields ESRCH, never UB.
-        unsafe {
-            match &self.pidfd {
-                Some(p) => {
-                    libc::syscall(
-                        libc::SYS_pidfd_send_signal,
-                        p.as_raw_fd(),
-                        libc::SIGKILL,
-                        std::ptr::null::<libc::siginfo_t>(),
-                        0,
-                    );
-                }
-                None => {
-                    libc::kill(self.pid, libc::SIGKILL);
-                }
-            }
-        }
+        super::generation::kill(self.pid, self.pidfd.as_ref());
     }
 }

@@ -161,12 +161,7 @@ fn output(exit_code: i64, result_json: Option<String>) -> ExecOutput {
         stdout,
         stderr,
         exit_code,
-        timed_out: false,
-        result: None,
-        files: None,
-        child_us: 0,
-        state: None,
-        session: None,
+        ..ExecOutput::failed()
     };
     if let Some(r) = result_json {
         match parse_result(&r) {
