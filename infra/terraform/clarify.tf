@@ -93,7 +93,7 @@ resource "aws_cloudwatch_event_rule" "clarify_sweep" {
 resource "aws_cloudwatch_event_target" "clarify_sweep" {
   rule = aws_cloudwatch_event_rule.clarify_sweep.name
   arn  = aws_lambda_function.this["clarify"].arn
-  # The event the clarify function reads as "sweep" (shared/src/lambda.rs).
+  # The event the clarify function reads as "sweep" (crates/lambda/src/envelope.rs).
   input = "{\"toolgate\": \"sweep\"}"
 }
 

@@ -1,6 +1,6 @@
 # python.execute's sessions: a small item per session (owner, expiry,
 # lease, bytes) and its saved state and files in parts under 400 KB
-# (shared/src/sessions/dynamo.rs). `ttl` removes them a day after expiry.
+# (crates/aws/src/session_table.rs). `ttl` removes them a day after expiry.
 # The saved state is read only inside the sealed child, never here.
 
 resource "aws_dynamodb_table" "sessions" {

@@ -1,9 +1,9 @@
 //! The clock every module uses. std's `Instant` and `SystemTime` panic on
 //! wasm32-unknown-unknown; the Worker's build reads the JavaScript clock.
 
-#[cfg(not(feature = "wasm-clock"))]
+#[cfg(not(target_arch = "wasm32"))]
 pub use std::time::{Instant, SystemTime, UNIX_EPOCH};
-#[cfg(feature = "wasm-clock")]
+#[cfg(target_arch = "wasm32")]
 pub use web_time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Now, in Unix milliseconds (0 for a clock set before 1970).

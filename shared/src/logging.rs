@@ -33,7 +33,7 @@ pub fn default_filter(level: &str) -> String {
 /// message names the approval it is about (Step Functions reads the id
 /// there), and at TRACE the raw event (task tokens, approval ids).
 /// Toolgate's own line for the call says what failed, with ids as refs.
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub fn init(default_level: &str) {
     use tracing_subscriber::EnvFilter;
     use tracing_subscriber::layer::SubscriberExt;
@@ -72,7 +72,7 @@ pub fn init(default_level: &str) {
 /// `error!("{error:?}")` (layers/panic.rs): an event whose one field is
 /// the message. Its panic lines there have an `error` field and stay.
 /// The raw event is `trace!(body = …)` (layers/api_response.rs).
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 fn carries_a_payload(m: &tracing::Metadata<'_>) -> bool {
     let only_message = || m.fields().iter().map(|f| f.name()).eq(["message"]);
     match m.target() {
@@ -87,7 +87,7 @@ fn carries_a_payload(m: &tracing::Metadata<'_>) -> bool {
 
 /// The text-mode subscriber over `writer`: compact lines whose every field
 /// is [`Escaped`].
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub fn text_subscriber<W>(
     filter: tracing_subscriber::EnvFilter,
     writer: W,
@@ -268,11 +268,11 @@ mod tests {
     }
 
     /// What a text subscriber wrote.
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     #[derive(Clone, Default)]
     struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     impl std::io::Write for Capture {
         fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
             self.0.lock().unwrap().extend_from_slice(b);
@@ -283,7 +283,7 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     fn text_of(filter: &str, log: impl FnOnce()) -> String {
         let out = Capture::default();
         let w = out.clone();
@@ -295,7 +295,7 @@ mod tests {
     }
 
     /// As [`text_of`], with `extra` layered on, as `init` does.
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     fn text_of_filtered(
         filter: &str,
         extra: impl tracing_subscriber::Layer<Box<dyn tracing::Subscriber + Send + Sync>>
@@ -315,7 +315,7 @@ mod tests {
         String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
     }
 
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn text_lines_cannot_be_forged() {
         let forged = "x\ntoolgate::audit outcome=\"ran\"\r\u{1b}]0;t\u{7}\u{202e}";
@@ -337,7 +337,7 @@ mod tests {
         assert!(lines[1].contains(&format!("…[{} more characters]", (1 << 20) - FIELD_CHARS)));
     }
 
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn rmcp_debug_lines_are_never_written() {
         let filter = tracing_subscriber::filter::filter_fn(|m| !carries_a_payload(m));
@@ -353,7 +353,7 @@ mod tests {
         );
     }
 
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn libraries_speak_at_warn_by_default() {
         let text = text_of(&default_filter("info"), || {

@@ -7,17 +7,17 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::approvals::Approvals;
+use crate::backends::{Backends, MaybeBackends};
 use crate::cloud::account::ConfigAccounts;
 use crate::cloud::{CloudSettings, CloudTools};
 use crate::config::Config;
 use crate::http::{AppState, HealthFn};
 use crate::registry::Registry;
-#[cfg(feature = "python")]
-use crate::sandbox::{Sandbox, SandboxConfig};
-#[cfg(feature = "python")]
-use crate::tools::python_execute::PythonExecute;
 
-type HealthPart = Arc<dyn Fn() -> Value + Send + Sync>;
+/// What `/healthz` reports for one component.
+pub type HealthPart = Arc<dyn Fn() -> Value + Send + Sync>;
+/// Ends one component's upstream sessions.
+pub type Closer = Box<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 /// The tools one runtime serves and what `/healthz` reports about them, built
 /// up by the `with_*` methods.
@@ -38,8 +38,10 @@ pub struct Toolset {
     long_running: bool,
     /// What the protected-resource metadata says.
     resource: crate::http::resource::ProtectedResource,
-    #[cfg(feature = "ssh")]
-    ssh: Option<Arc<crate::ssh::Ssh>>,
+    /// Where tables, inventories and secrets named in the config live.
+    backends: MaybeBackends,
+    /// What ends upstream sessions (SSH connections) at shutdown.
+    closers: Vec<Closer>,
 }
 
 impl Toolset {
@@ -56,6 +58,31 @@ impl Toolset {
         self
     }
 
+    /// The cloud whose tables, inventories and secrets the configuration
+    /// may name (`TOOLGATE_*_TABLE`, `*_SSM_PREFIX`, SSM parameters).
+    pub fn with_backends(mut self, backends: Arc<dyn Backends>) -> Self {
+        self.backends = Some(backends);
+        self
+    }
+
+    /// The backends, for a tool whose `setting` names something they hold;
+    /// an error naming the setting in a build without any.
+    pub fn backends_for(&self, setting: &str) -> Result<&Arc<dyn Backends>, String> {
+        self.backends
+            .as_ref()
+            .ok_or_else(|| crate::backends::none_for(setting))
+    }
+
+    /// Adds what ends a component's upstream sessions at shutdown.
+    pub fn add_closer(&mut self, close: Closer) {
+        self.closers.push(close);
+    }
+
+    /// Adds what `/healthz` reports under `name`.
+    pub fn add_health(&mut self, name: &'static str, part: HealthPart) {
+        self.health.push((name, part));
+    }
+
     /// How the HTTP side presents the tools: `/mcp`'s names, and the
     /// protected-resource metadata (public URL, JWT issuer).
     pub fn with_http(mut self, cfg: &Config) -> Self {
@@ -67,40 +94,8 @@ impl Toolset {
         self
     }
 
-    /// python.execute, with its sandbox's warm process started now (during
-    /// Lambda init, or before the local server binds).
-    #[cfg(feature = "python")]
-    pub async fn with_python(self, cfg: &Config) -> Result<Self, String> {
-        let sandbox_cfg = cfg.python.sandbox_config().map_err(|e| e.to_string())?;
-        self.with_python_sandbox(cfg, sandbox_cfg).await
-    }
-
-    /// As [`Self::with_python`], with the sandbox's settings given (tests
-    /// point `exe` at the `toolgate` binary, whose `main` runs the zygote).
-    #[cfg(feature = "python")]
-    pub async fn with_python_sandbox(
-        mut self,
-        cfg: &Config,
-        sandbox_cfg: SandboxConfig,
-    ) -> Result<Self, String> {
-        let sandbox = Arc::new(Sandbox::start(sandbox_cfg).map_err(|e| e.to_string())?);
-        let mut tool = PythonExecute::new(&cfg.python, sandbox.clone());
-        if let Some(store) = session_store(&cfg.python).await? {
-            tool = tool.with_sessions(crate::sessions::Sessions::new(
-                store,
-                std::time::Duration::from_secs(cfg.python.session_idle_secs),
-            ));
-        }
-        self.registry.add(Arc::new(tool))?;
-        self.health.push((
-            "sandbox",
-            Arc::new(move || serde_json::json!({ "walls": sandbox.walls() })),
-        ));
-        Ok(self)
-    }
-
     /// The cloud accounts' tools, when any account is configured (`[clouds.*]`
-    /// tables, or `TOOLGATE_CLOUD_SSM_PREFIX` with the `aws` feature). Lists
+    /// tables, or `TOOLGATE_CLOUD_SSM_PREFIX` on a set with backends). Lists
     /// every account's tools now, each within the configured timeout.
     pub async fn with_cloud(mut self, cfg: &Config) -> Result<Self, String> {
         let c = &cfg.cloud;
@@ -113,17 +108,12 @@ impl Toolset {
         };
         let approvals = self.gate_approvals(cfg).await?;
         let cloud = match &c.ssm_prefix {
-            #[cfg(feature = "aws")]
             Some(prefix) => {
-                let source = crate::cloud::ssm::SsmAccounts::from_env(prefix).await;
-                CloudTools::start(&source, settings, c.approve_tools.clone(), approvals).await?
-            }
-            #[cfg(not(feature = "aws"))]
-            Some(_) => {
-                return Err(
-                    "TOOLGATE_CLOUD_SSM_PREFIX is set, but this build has no AWS support (feature `aws`)"
-                        .into(),
-                );
+                let source = self
+                    .backends_for("TOOLGATE_CLOUD_SSM_PREFIX")?
+                    .account_source(prefix)
+                    .await?;
+                CloudTools::start(&*source, settings, c.approve_tools.clone(), approvals).await?
             }
             None => {
                 CloudTools::start(
@@ -144,60 +134,6 @@ impl Toolset {
         Ok(self)
     }
 
-    /// `list_servers` and `ssh_run`, when any server is configured
-    /// (`[servers.*]` tables, or `TOOLGATE_SSH_SSM_PREFIX` with `aws`).
-    #[cfg(feature = "ssh")]
-    pub async fn with_ssh(mut self, cfg: &Config) -> Result<Self, String> {
-        use crate::ssh::inventory::{ConfigServers, Inventory, ServerSource};
-        use crate::tools::{list_servers::ListServers, ssh_run::SshRun};
-        use std::time::Duration;
-
-        let c = &cfg.ssh;
-        if !c.is_configured() {
-            return Ok(self);
-        }
-        let source: Box<dyn ServerSource> = match &c.ssm_prefix {
-            #[cfg(feature = "aws")]
-            Some(prefix) => Box::new(crate::ssh::ssm::SsmServers::from_env(prefix).await),
-            #[cfg(not(feature = "aws"))]
-            Some(_) => {
-                return Err(
-                    "TOOLGATE_SSH_SSM_PREFIX is set, but this build has no AWS support (feature `aws`)"
-                        .into(),
-                );
-            }
-            None => Box::new(ConfigServers(c.servers.clone())),
-        };
-        let inventory = Inventory::new(source, Duration::from_secs(c.ttl_secs));
-        // Read once now (Lambda init), so a broken inventory shows at start.
-        match inventory.servers().await {
-            Ok(s) => {
-                tracing::info!(source = %inventory.describe(), servers = s.len(), "SSH inventory loaded")
-            }
-            Err(e) => {
-                tracing::error!(source = %inventory.describe(), error = %e, "SSH inventory unreadable; will retry per call")
-            }
-        }
-        let ssh = Arc::new(crate::ssh::Ssh::new(
-            inventory,
-            crate::ssh::SshSettings {
-                max_timeout: Duration::from_secs(c.max_timeout_secs),
-                connect_timeout: Duration::from_secs(c.connect_timeout_secs),
-                max_output_bytes: c.max_output_bytes,
-                approve: crate::ssh::policy::Approve::compile(c.approve_preset.as_deref(), &[])?,
-                approve_tags: c.approve_tags.clone(),
-            },
-        ));
-        self.registry.add(Arc::new(ListServers::new(ssh.clone())))?;
-        let approvals = self.gate_approvals(cfg).await?;
-        self.registry
-            .add(Arc::new(SshRun::new(ssh.clone(), approvals)))?;
-        let health = ssh.clone();
-        self.health.push(("ssh", Arc::new(move || health.health())));
-        self.ssh = Some(ssh);
-        Ok(self)
-    }
-
     /// The clarify service `cfg` describes, its notifications included;
     /// `callbacks` completes Step Functions tasks.
     async fn clarify_service(
@@ -208,11 +144,10 @@ impl Toolset {
         use crate::clarify::{Clarify, ClarifyStore, TaskCallback};
         let c = &cfg.clarify;
         let store: Arc<dyn ClarifyStore> = match &c.table {
-            #[cfg(feature = "aws")]
-            Some(table) => Arc::new(crate::clarify::dynamo::DynamoStore::from_env(table).await),
-            #[cfg(not(feature = "aws"))]
-            Some(_) => {
-                return Err("TOOLGATE_CLARIFY_TABLE is set, but this build has no AWS support (feature `aws`)".into());
+            Some(table) => {
+                self.backends_for("TOOLGATE_CLARIFY_TABLE")?
+                    .clarify_store(table)
+                    .await?
             }
             None => Arc::new(
                 crate::clarify::sqlite::SqliteStore::open(&c.db_path)
@@ -220,16 +155,11 @@ impl Toolset {
             ),
         };
         let callback: Option<Arc<dyn TaskCallback>> = if callbacks {
-            #[cfg(feature = "aws")]
-            {
-                Some(Arc::new(
-                    crate::clarify::callback::StepFunctions::from_env().await,
-                ))
-            }
-            #[cfg(not(feature = "aws"))]
-            {
-                return Err("TOOLGATE_CLARIFY_STEP_FUNCTIONS needs a build with AWS support (feature `aws`)".into());
-            }
+            Some(
+                self.backends_for("TOOLGATE_CLARIFY_STEP_FUNCTIONS")?
+                    .task_callback()
+                    .await?,
+            )
         } else {
             None
         };
@@ -253,6 +183,7 @@ impl Toolset {
                 clarify.nap(),
                 spawn,
                 !cfg.approvals.slack_users.is_empty(),
+                self.backends.as_deref(),
             )
             .await?;
             tracing::info!(channels = ?notifier.names(), "clarify notifications");
@@ -298,7 +229,7 @@ impl Toolset {
     /// The approvals a gated tool waits on: those set up, or on a Lambda
     /// function with clarify's table, its own over that table; `None`
     /// where there is nowhere to keep one (a gated call is then refused).
-    async fn gate_approvals(&mut self, cfg: &Config) -> Result<Option<Arc<Approvals>>, String> {
+    pub async fn gate_approvals(&mut self, cfg: &Config) -> Result<Option<Arc<Approvals>>, String> {
         if self.approvals.is_none() && cfg.clarify.table.is_none() {
             return Ok(None);
         }
@@ -307,15 +238,15 @@ impl Toolset {
 
     /// The approvals of the machine `cfg` describes, for its operator's
     /// command line (`toolgate approvals`): no process stays to send
-    /// notifications later, so they go before each command returns.
-    pub async fn open_approvals(cfg: &Config) -> Result<Arc<Approvals>, String> {
-        let mut set = Self::new();
-        set.ensure_approvals(cfg, false).await
+    /// notifications later, so they go before each command returns. On a
+    /// set with the backends a table in `cfg` needs.
+    pub async fn open_approvals(mut self, cfg: &Config) -> Result<Arc<Approvals>, String> {
+        self.ensure_approvals(cfg, false).await
     }
 
     /// `clarify` and its answer routes, with the approvers' routes:
-    /// SQLite locally, DynamoDB with `TOOLGATE_CLARIFY_TABLE` (feature
-    /// `aws`), Step Functions callbacks when enabled. Expired
+    /// SQLite locally, the backends' table with `TOOLGATE_CLARIFY_TABLE`,
+    /// Step Functions callbacks when enabled. Expired
     /// clarifications that hold a task token are swept by `sweep_every` (a
     /// long-running server) or by a schedule (Lambda,
     /// `{"toolgate": "sweep"}`).
@@ -346,7 +277,7 @@ impl Toolset {
             return Ok(None);
         };
         let signing_secret = secret
-            .reveal()
+            .reveal(self.backends.as_deref())
             .await
             .map_err(|e| format!("the Slack app's signing secret: {e}"))?;
         if cfg.approvals.slack_users.is_empty() {
@@ -385,41 +316,12 @@ impl Toolset {
         self.clarify.as_ref()
     }
 
-    /// The tools of other Lambda functions (`TOOLGATE_PEER_FUNCTIONS`),
-    /// listed now and forwarded to through the Invoke API.
-    #[cfg(all(feature = "aws", feature = "lambda"))]
-    pub async fn with_peers(mut self, cfg: &Config) -> Result<Self, String> {
-        if cfg.peer_functions.is_empty() {
-            return Ok(self);
-        }
-        let peers = Arc::new(
-            crate::peers::PeerTools::start(
-                &cfg.peer_functions,
-                std::time::Duration::from_secs(cfg.cloud.ttl_secs),
-            )
-            .await,
-        );
-        self.registry.add_source(peers.clone());
-        self.health
-            .push(("peers", Arc::new(move || peers.health())));
-        Ok(self)
-    }
-
-    /// The specs of the tools `cfg` configures, in the order a server built
-    /// from it lists them, without starting any of them: no sandbox
+    /// The specs of the tools this crate serves that `cfg` configures (the
+    /// tool crates give their own), in the order a server lists them, without starting any of them: no sandbox
     /// process, no clarify store, no SSH connection. Cloud tools exist only
     /// on their accounts, so those are asked for their listing.
     pub async fn specs(cfg: &Config) -> Result<Vec<crate::tool::ToolSpec>, String> {
         let mut specs = Vec::new();
-        #[cfg(feature = "python")]
-        specs.push(crate::tools::python_execute::spec(&cfg.python));
-        #[cfg(feature = "ssh")]
-        if cfg.ssh.is_configured() {
-            specs.push(crate::tools::list_servers::spec());
-            specs.push(crate::tools::ssh_run::spec(std::time::Duration::from_secs(
-                cfg.ssh.max_timeout_secs,
-            )));
-        }
         specs.push(crate::tools::clarify::spec(cfg.clarify.expiry_secs));
         let cloud = Self::new().with_cloud(cfg).await?;
         specs.extend(cloud.registry.tools().iter().map(|t| t.spec().clone()));
@@ -433,9 +335,8 @@ impl Toolset {
         if let Some(c) = &self.cloud {
             c.close().await;
         }
-        #[cfg(feature = "ssh")]
-        if let Some(s) = &self.ssh {
-            s.close().await;
+        for close in &self.closers {
+            close().await;
         }
     }
 
@@ -462,29 +363,5 @@ impl Toolset {
             approvals: self.approval_routes.clone(),
             resource: Arc::new(self.resource.clone()),
         }
-    }
-}
-
-/// Where python.execute keeps sessions: `TOOLGATE_SESSIONS_TABLE` (DynamoDB),
-/// else SQLite in the data folder; none on Lambda without a table.
-#[cfg(feature = "python")]
-async fn session_store(
-    cfg: &crate::config::PythonConfig,
-) -> Result<Option<Arc<dyn crate::sessions::SessionStore>>, String> {
-    match (&cfg.session_table, &cfg.session_db) {
-        #[cfg(feature = "dynamodb")]
-        (Some(table), _) => Ok(Some(Arc::new(
-            crate::sessions::dynamo::DynamoSessions::from_env(table).await,
-        ))),
-        #[cfg(not(feature = "dynamodb"))]
-        (Some(_), _) => Err(
-            "TOOLGATE_SESSIONS_TABLE is set, but this build has no DynamoDB support (feature `dynamodb`)"
-                .into(),
-        ),
-        (None, Some(path)) => Ok(Some(Arc::new(
-            crate::sessions::sqlite::SqliteSessions::open(path)
-                .map_err(|e| format!("session store: {e}"))?,
-        ))),
-        (None, None) => Ok(None),
     }
 }

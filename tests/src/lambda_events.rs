@@ -1,4 +1,4 @@
-//! Lambda events for in-process tests of `toolgate_shared::lambda::Function`:
+//! Lambda events for in-process tests of `toolgate_lambda::Function`:
 //! the committed fixtures, an invocation context, and response parsing.
 
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lambda_http::Context;
 use lambda_http::lambda_runtime::LambdaEvent;
 use serde_json::Value;
-use toolgate_shared::lambda::Function;
+use toolgate_lambda::Function;
 
 /// A committed event from `fixtures/lambda/`.
 pub fn fixture(name: &str) -> Value {
@@ -70,7 +70,7 @@ pub fn python_function(env: &dyn Fn(&str) -> Option<String>) -> Function {
         _ => env(key),
     };
     let cfg = Config::from_parts("", "(test)", &env).expect("config");
-    let mut sandbox = cfg.python.sandbox_config().expect("sandbox config");
+    let mut sandbox = toolgate_python::sandbox_config(&cfg.python).expect("sandbox config");
     sandbox.exe = crate::toolgate_bin();
     // Sync for the tests' helpers: the build awaits nothing but the session
     // store's opening, and spawns no task, so a runtime of its own on a
@@ -80,7 +80,11 @@ pub fn python_function(env: &dyn Fn(&str) -> Option<String>) -> Function {
             tokio::runtime::Builder::new_current_thread()
                 .build()
                 .expect("runtime")
-                .block_on(Toolset::new().with_python_sandbox(&cfg, sandbox))
+                .block_on(toolgate_python::WithPython::with_python_sandbox(
+                    Toolset::new(),
+                    &cfg,
+                    sandbox,
+                ))
         })
         .join()
         .expect("build thread")

@@ -17,8 +17,8 @@ use toolgate_e2e::stepfunctions::{
     AWS, boto, execute_state_machines, finished, start_waiting_execution,
 };
 use toolgate_e2e::{Response, Server};
+use toolgate_lambda::Function;
 use toolgate_shared::config::Config;
-use toolgate_shared::lambda::Function;
 use toolgate_shared::logging::id_ref;
 use toolgate_shared::tools::clarify::TASK_TOKEN_DIRECT_ONLY;
 use toolgate_shared::toolset::Toolset;
@@ -464,7 +464,11 @@ async fn clarify_function(extra: &[(&str, &str)]) -> Function {
             .map(|(_, v)| v.to_string())
     };
     let cfg = Config::from_parts("", "(test)", &lookup).expect("config");
-    let tools = Toolset::new().with_clarify(&cfg).await.expect("clarify");
+    let tools = Toolset::new()
+        .with_backends(toolgate_aws::Aws::backends())
+        .with_clarify(&cfg)
+        .await
+        .expect("clarify");
     Function::new(&tools)
 }
 

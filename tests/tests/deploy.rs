@@ -19,7 +19,8 @@ const MARGIN_SECS: u64 = 30;
 
 /// What the code decides and template.yaml must agree with.
 fn facts() -> Value {
-    use toolgate_shared::tools::{python_execute, ssh_run};
+    use toolgate_shared::tools::python_execute;
+    use toolgate_ssh::ssh_run;
     let required = |spec: toolgate_shared::tool::ToolSpec| spec.output_schema["required"].clone();
     json!({
         "margin_secs": MARGIN_SECS,
@@ -61,8 +62,8 @@ fn facts() -> Value {
             "ssh": CHANNELS_ENV,
             "cloud": CHANNELS_ENV,
         },
-        "sweep_input": {"toolgate": toolgate_shared::lambda::SWEEP},
-        "expiring_index": toolgate_shared::clarify::dynamo::EXPIRING_INDEX,
+        "sweep_input": {"toolgate": toolgate_lambda::SWEEP},
+        "expiring_index": toolgate_aws::clarify_table::EXPIRING_INDEX,
         "required_output": {
             "PythonExecuteFunctionArn": required(python_execute::spec(&PythonConfig::default())),
             "SshFunctionArn": required(ssh_run::spec(Duration::from_secs(600))),
@@ -1084,7 +1085,7 @@ fn the_workflow_catches_errors_the_functions_raise() {
         serde_json::from_str(&std::fs::read_to_string(workspace().join(ASL)).unwrap()).unwrap();
     let raised: Vec<&str> = ErrorCode::ALL
         .into_iter()
-        .map(toolgate_shared::envelope::error_type)
+        .map(toolgate_lambda::envelope::error_type)
         .chain([
             toolgate_shared::clarify::callback::EXPIRED,
             toolgate_shared::clarify::callback::CANCELLED,

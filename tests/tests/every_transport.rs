@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use toolgate_e2e::Server;
 use toolgate_e2e::lambda_events::{fixture, http_parts, invoke, python_function};
 use toolgate_e2e::launch::Launch;
-use toolgate_shared::envelope::code_of;
-use toolgate_shared::lambda::Function;
+use toolgate_lambda::Function;
+use toolgate_lambda::envelope::code_of;
 
 /// (tool name as sent, arguments, the code every transport must answer;
 /// "ok" for a call that runs).

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolgate_e2e::lambda_events::{fixture, http_parts, invoke, python_function};
 use toolgate_e2e::timing::machine_lock;
-use toolgate_shared::lambda::Function;
+use toolgate_lambda::Function;
 
 /// Four places, a 4 s timeout, and `per_caller` places for one caller.
 fn function(per_caller: usize) -> Function {

@@ -10,7 +10,7 @@ use lambda_http::lambda_runtime::LambdaEvent;
 use serde_json::json;
 use toolgate_e2e::lambda_events::{context, fixture, http_parts, invoke, python_function};
 use toolgate_e2e::timing::machine_lock;
-use toolgate_shared::lambda::Function;
+use toolgate_lambda::Function;
 
 fn function() -> Function {
     function_with_timeout(None)

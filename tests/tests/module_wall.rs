@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 use toolgate_e2e::Server;
+use toolgate_python::sandbox::module_set;
 use toolgate_shared::allowlist::DEFAULT_MODULES;
-use toolgate_shared::sandbox::module_set;
 
 /// Modules that build arbitrary bytecode, start threads or sub-interpreters,
 /// or exist only to test CPython: reachable through the old guard, and

@@ -5,14 +5,16 @@
 use serde_json::{Value, json};
 use toolgate_e2e::lambda_events::{fixture, http_parts, invoke};
 use toolgate_e2e::sshd::Sshd;
+use toolgate_lambda::Function;
 use toolgate_shared::config::Config;
-use toolgate_shared::lambda::Function;
 use toolgate_shared::toolset::Toolset;
 
 async fn function(d: &Sshd) -> Function {
     let text = format!("{}{}", d.server_toml("box", ""), d.server_toml("db", ""));
     let cfg = Config::from_parts(&text, "(test)", &|_: &str| None).expect("config");
-    let tools = Toolset::new().with_ssh(&cfg).await.expect("ssh tools");
+    let tools = toolgate_ssh::WithSsh::with_ssh(Toolset::new(), &cfg)
+        .await
+        .expect("ssh tools");
     Function::new(&tools)
 }
 

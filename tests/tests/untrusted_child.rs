@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use toolgate_shared::sandbox::{Sandbox, SandboxConfig, ZygoteConfig};
+use toolgate_python::sandbox::{Sandbox, SandboxConfig, ZygoteConfig};
 
 const PRINTED: &str = "printed before the lie\n";
 
@@ -24,7 +24,7 @@ fn hostile_sandbox() -> Sandbox {
         spare_children: 1,
         max_concurrency: 2,
         max_per_caller: 2,
-        recycle: toolgate_shared::sandbox::Recycle::NEVER,
+        recycle: toolgate_python::sandbox::Recycle::NEVER,
     })
     .expect("start the hostile zygote")
 }

@@ -4,10 +4,8 @@
 
 use std::process::ExitCode;
 
-use toolgate_shared::{lambda, toolset::Toolset};
-
 fn main() -> ExitCode {
-    lambda::main(|cfg| async move {
+    toolgate_lambda::main(toolgate_aws::Aws::backends(), |cfg, set| async move {
         if cfg.clarify.table.is_none() {
             return Err("TOOLGATE_CLARIFY_TABLE is not set (the DynamoDB table)".into());
         }
@@ -16,6 +14,6 @@ fn main() -> ExitCode {
                 "TOOLGATE_PUBLIC_URL is not set (the API's base URL, for answer_url)".into(),
             );
         }
-        Toolset::new().with_clarify(&cfg).await
+        set.with_clarify(&cfg).await
     })
 }

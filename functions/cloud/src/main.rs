@@ -3,13 +3,11 @@
 
 use std::process::ExitCode;
 
-use toolgate_shared::{lambda, toolset::Toolset};
-
 fn main() -> ExitCode {
-    lambda::main(|cfg| async move {
+    toolgate_lambda::main(toolgate_aws::Aws::backends(), |cfg, set| async move {
         if cfg.cloud.ssm_prefix.is_none() {
             return Err("TOOLGATE_CLOUD_SSM_PREFIX is not set (e.g. /toolgate/clouds/)".into());
         }
-        Toolset::new().with_cloud(&cfg).await
+        set.with_cloud(&cfg).await
     })
 }

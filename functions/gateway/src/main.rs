@@ -5,15 +5,15 @@
 
 use std::process::ExitCode;
 
-use toolgate_shared::{lambda, toolset::Toolset};
+use toolgate_lambda::WithPeers;
 
 fn main() -> ExitCode {
-    lambda::main(|cfg| async move {
+    toolgate_lambda::main(toolgate_aws::Aws::backends(), |cfg, set| async move {
         if cfg.peer_functions.is_empty() {
             return Err(
                 "TOOLGATE_PEER_FUNCTIONS is not set (the functions whose tools to serve)".into(),
             );
         }
-        Toolset::new().with_peers(&cfg).await
+        set.with_peers(&cfg).await
     })
 }

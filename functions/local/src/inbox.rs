@@ -154,7 +154,10 @@ async fn open(cfg: Option<&Config>, t: &Target) -> Result<Inbox, String> {
     let Some(url) = &t.url else {
         let cfg = cfg.ok_or("no config to find this machine's store in")?;
         toolgate_shared::sqlite_file::keep_private(&cfg.data_dir);
-        let approvals = toolgate_shared::toolset::Toolset::open_approvals(cfg).await?;
+        let approvals = toolgate_shared::toolset::Toolset::new()
+            .with_backends(toolgate_aws::Aws::backends())
+            .open_approvals(cfg)
+            .await?;
         return Ok(Inbox::Local(approvals, operator()));
     };
     let token = match &t.token_file {

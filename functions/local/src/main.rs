@@ -8,17 +8,19 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
+use toolgate_python::WithPython;
+use toolgate_python::sandbox::alloc::SandboxAlloc;
 use toolgate_shared::{
     config::Config,
     error::ToolError,
     http::serve::ServeLimits,
     http::{Origins, Tokens, router},
     invoke::{Transport, invoke},
-    sandbox::alloc::SandboxAlloc,
     spec_export::{Format, export_specs},
     tool::CallContext,
     toolset::Toolset,
 };
+use toolgate_ssh::WithSsh;
 
 // Reports out-of-memory from sandbox children instead of a bare abort.
 #[global_allocator]
@@ -84,7 +86,7 @@ enum Cmd {
 /// Every tool this machine can serve; `serving` for a server that lives on
 /// between requests (`call` runs one and exits).
 async fn build(cfg: &Config, serving: bool) -> Result<Toolset, String> {
-    let set = Toolset::new();
+    let set = Toolset::new().with_backends(toolgate_aws::Aws::backends());
     let set = if serving { set.long_running() } else { set };
     set.with_approvals(cfg)
         .await?
@@ -102,8 +104,17 @@ async fn build(cfg: &Config, serving: bool) -> Result<Toolset, String> {
         })
 }
 
+/// The specs of every tool `cfg` configures, in the order [`build`]'s
+/// server lists them, without starting any.
+async fn specs(cfg: &Config) -> Result<Vec<toolgate_shared::tool::ToolSpec>, String> {
+    let mut specs = toolgate_python::specs(cfg);
+    specs.extend(toolgate_ssh::specs(cfg));
+    specs.extend(Toolset::specs(cfg).await?);
+    Ok(specs)
+}
+
 fn main() -> ExitCode {
-    toolgate_shared::sandbox::zygote::maybe_run();
+    toolgate_python::sandbox::zygote::maybe_run();
     let cli = Cli::parse();
     // One-shot commands print JSON on stdout; keep stderr to what matters.
     let level = match cli.command {
@@ -163,7 +174,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(f) => f,
                 Err(e) => return fatal(&e.message),
             };
-            match Toolset::specs(&cfg).await {
+            match specs(&cfg).await {
                 Ok(specs) => {
                     print_json(&export_specs(&specs, format));
                     ExitCode::SUCCESS

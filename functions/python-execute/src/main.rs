@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use toolgate_shared::{lambda, sandbox::alloc::SandboxAlloc, sandbox::zygote, toolset::Toolset};
+use toolgate_python::WithPython;
+use toolgate_python::sandbox::{alloc::SandboxAlloc, zygote};
 
 // Reports out-of-memory from sandbox children instead of a bare abort.
 #[global_allocator]
@@ -12,5 +13,7 @@ static ALLOC: SandboxAlloc = SandboxAlloc;
 fn main() -> ExitCode {
     // The sandbox re-executes this binary as its warm process.
     zygote::maybe_run();
-    lambda::main(|cfg| async move { Toolset::new().with_python(&cfg).await })
+    toolgate_lambda::main(toolgate_aws::Aws::sessions_only(), |cfg, set| async move {
+        set.with_python(&cfg).await
+    })
 }

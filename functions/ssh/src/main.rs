@@ -3,13 +3,13 @@
 
 use std::process::ExitCode;
 
-use toolgate_shared::{lambda, toolset::Toolset};
+use toolgate_ssh::WithSsh;
 
 fn main() -> ExitCode {
-    lambda::main(|cfg| async move {
+    toolgate_lambda::main(toolgate_aws::Aws::backends(), |cfg, set| async move {
         if cfg.ssh.ssm_prefix.is_none() {
             return Err("TOOLGATE_SSH_SSM_PREFIX is not set (e.g. /toolgate/servers)".into());
         }
-        Toolset::new().with_ssh(&cfg).await
+        set.with_ssh(&cfg).await
     })
 }

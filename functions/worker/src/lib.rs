@@ -89,6 +89,8 @@ async fn app(
             Some(notify::wait_until(ctx)),
             // The Worker gates no tool: its questions have no buttons.
             false,
+            // Nor has it AWS's secrets or topics.
+            None,
         )
         .await
         .map_err(worker::Error::RustError)?;

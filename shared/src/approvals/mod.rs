@@ -445,5 +445,5 @@ impl Approvals {
     }
 }
 
-#[cfg(all(test, feature = "native"))]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

@@ -9,12 +9,10 @@
 pub mod approval_view;
 pub mod callback;
 mod clarification;
-#[cfg(feature = "aws")]
-pub mod dynamo;
 pub mod http;
 pub mod notify;
 pub mod page;
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub mod sqlite;
 pub mod store;
 
@@ -122,10 +120,10 @@ impl PendingLimits {
 pub type Nap = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 pub(crate) fn default_nap() -> Nap {
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     return Arc::new(|d| Box::pin(tokio::time::sleep(d)));
     // Without a timer a long-poll returns at once; a runtime sets its own.
-    #[cfg(not(feature = "native"))]
+    #[cfg(target_arch = "wasm32")]
     return Arc::new(|_| Box::pin(async {}));
 }
 

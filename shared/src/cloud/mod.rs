@@ -2,18 +2,16 @@
 //! listed as `<account>__<tool>` and calls forwarded unchanged.
 //!
 //! - `account`: what an account is, and where accounts come from (the
-//!   config file, or SSM Parameter Store with the `aws` feature);
+//!   config file, or SSM Parameter Store through the backends);
 //! - `names`: the exported name of an account's tool, sanitized and
 //!   shortened deterministically;
 //! - `proxy`: one MCP session per account, the cached listing, the calls.
 
 pub mod account;
 pub mod names;
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub mod proxy;
-#[cfg(feature = "aws")]
-pub mod ssm;
 
 pub use account::{Account, AccountSource, validate_account_id};
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub use proxy::{CloudSettings, CloudTools};

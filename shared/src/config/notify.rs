@@ -18,7 +18,7 @@
 //! read the function's configuration reads it there, and so does Terraform's
 //! state): `TOOLGATE_CLARIFY_WEBHOOK_SECRET_PARAMETER` and
 //! `TOOLGATE_CLARIFY_SLACK_URL_PARAMETER` name SSM SecureStrings instead,
-//! read once at start ([`Secret::reveal`], feature `aws`).
+//! read once at start ([`Secret::reveal`], from the backends).
 
 use serde::Deserialize;
 
@@ -77,7 +77,7 @@ impl std::fmt::Debug for NotifyChannel {
 }
 
 /// A credential as configured: its value, or the name of the SSM
-/// SecureString that holds it (feature `aws`), read by [`Secret::reveal`]
+/// SecureString that holds it (the backends read it), read by [`Secret::reveal`]
 /// when the service starts. The value is never shown, the parameter's name
 /// may be.
 #[derive(Clone, PartialEq, Eq)]
@@ -115,16 +115,16 @@ impl Secret {
 
     /// The value: as given, or read from SSM with decryption. An unreadable
     /// parameter is an error that names it (never a value).
-    pub async fn reveal(&self) -> Result<String, String> {
-        match self {
-            Self::Value(v) => Ok(v.clone()),
-            #[cfg(feature = "aws")]
-            Self::Parameter(name) => {
-                crate::ssm::secure_string(&crate::ssm::client_from_env().await, name).await
-            }
-            #[cfg(not(feature = "aws"))]
-            Self::Parameter(name) => Err(format!(
-                "SSM parameter {name}: this build has no AWS support (feature `aws`)"
+    pub async fn reveal(
+        &self,
+        backends: Option<&dyn crate::backends::Backends>,
+    ) -> Result<String, String> {
+        match (self, backends) {
+            (Self::Value(v), _) => Ok(v.clone()),
+            (Self::Parameter(name), Some(b)) => b.secret(name).await,
+            (Self::Parameter(name), None) => Err(format!(
+                "SSM parameter {name}: {}",
+                crate::backends::none_for("a secret in SSM")
             )),
         }
     }
@@ -132,7 +132,8 @@ impl Secret {
 
 /// The secret one of two variables gives: `plain` holds the value (for
 /// `toolgate serve`), `parameter` names an SSM SecureString (AWS). Both set
-/// is an error; so is `parameter` in a build without AWS support.
+/// is an error; a build without backends refuses `parameter` when it
+/// reads the secret.
 pub(super) fn secret_from_env(
     env: Env<'_>,
     plain: &str,
@@ -143,9 +144,6 @@ pub(super) fn secret_from_env(
             "set {plain} or {parameter}, not both (on AWS, {parameter}: the environment is no place for a secret)"
         )),
         (Some(v), None) => Ok(Some(Secret::Value(v))),
-        (None, Some(name)) if !cfg!(feature = "aws") => Err(format!(
-            "{parameter} names SSM parameter {name}, but this build has no AWS support (feature `aws`): set {plain} instead"
-        )),
         (None, Some(name)) => Ok(Some(Secret::Parameter(name))),
         (None, None) => Ok(None),
     }
@@ -376,14 +374,6 @@ mod tests {
                 "/toolgate/slack-url",
             ),
         ]);
-        if !cfg!(feature = "aws") {
-            let e = got.unwrap_err().to_string();
-            assert!(
-                e.contains("/toolgate/hook-secret") && e.contains("feature `aws`"),
-                "{e}"
-            );
-            return;
-        }
         let got = got.unwrap();
         // NotifyKind has no Debug: it holds secrets.
         assert!(

@@ -418,28 +418,3 @@ fn validate_namespace(ns: &str) -> Result<(), ConfigError> {
         Err(ConfigError::BadNamespace(ns.to_owned()))
     }
 }
-
-#[cfg(feature = "python")]
-impl PythonConfig {
-    /// The process sandbox for `python.execute` these settings make,
-    /// re-executing the current binary as its zygote.
-    pub fn sandbox_config(
-        &self,
-    ) -> Result<crate::sandbox::SandboxConfig, crate::sandbox::SandboxError> {
-        use crate::sandbox::{Recycle, SandboxConfig, ZygoteConfig};
-        Ok(SandboxConfig {
-            exe: SandboxConfig::current_exe()?,
-            zygote: ZygoteConfig {
-                allowed: self.allowed_modules(),
-                memory_mb: self.memory_mb,
-                require_seccomp: self.require_seccomp,
-                files_cap: self.max_files_bytes(),
-                state_cap: self.max_state_bytes(),
-            },
-            spare_children: self.spare_children,
-            max_concurrency: self.max_concurrency,
-            max_per_caller: self.per_caller(),
-            recycle: Recycle::new(self.zygote_max_calls, self.zygote_max_age_secs),
-        })
-    }
-}

@@ -10,13 +10,13 @@ use super::ConfigError;
 use super::env::{Env, set_number};
 use crate::ssh::doc::{ServerDoc, validate_server_name};
 
-/// A `[servers.NAME]` table as this build uses it: with the SSH tools
-/// compiled in, a server ready to connect to (checked, key read, once);
-/// without them, its name only (no key is read where no SSH tool runs).
-#[cfg(feature = "ssh")]
+/// A `[servers.NAME]` table as this build uses it: natively, a server
+/// ready to connect to (checked, key read, once); on the Worker, which has
+/// no SSH tools, its name only (no key is read where no SSH tool runs).
+#[cfg(not(target_arch = "wasm32"))]
 pub type ConfigServer = crate::ssh::inventory::Server;
-/// See the `ssh` build's definition.
-#[cfg(not(feature = "ssh"))]
+/// See the native definition.
+#[cfg(target_arch = "wasm32")]
 pub type ConfigServer = String;
 
 /// The SSH tools' servers and limits.
@@ -164,7 +164,7 @@ impl SshConfig {
 
 /// One table, checked whole (host key, policy, key), so that a typo fails
 /// at startup rather than at the first call.
-#[cfg(feature = "ssh")]
+#[cfg(not(target_arch = "wasm32"))]
 fn server_from(
     name: &str,
     mut doc: ServerDoc,
@@ -181,7 +181,7 @@ fn server_from(
 }
 
 /// Without the SSH tools, the name is checked and nothing is read.
-#[cfg(not(feature = "ssh"))]
+#[cfg(target_arch = "wasm32")]
 fn server_from(
     name: &str,
     doc: ServerDoc,
@@ -197,7 +197,7 @@ fn server_from(
 
 /// Reads a server's `key_file`: `~/` is the home directory, a relative
 /// path is relative to the config file.
-#[cfg(feature = "ssh")]
+#[cfg(not(target_arch = "wasm32"))]
 fn read_key_file(raw: &str, config_path: &str, env: Env<'_>) -> Result<String, String> {
     use std::path::{Path, PathBuf};
     let path = match raw.strip_prefix("~/") {

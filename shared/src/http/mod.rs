@@ -21,7 +21,7 @@ pub mod identity;
 pub mod origin;
 pub mod resource;
 mod router;
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub mod serve;
 
 pub use body::{BodyTimeout, MAX_BODY_BYTES, read_json_body};

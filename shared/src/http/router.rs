@@ -26,9 +26,9 @@ use crate::registry::Registry;
 use crate::spec_export::{Format, export};
 use crate::tool::CallContext;
 
-/// Whether this build serves `/mcp` (every runtime does; a build without the
-/// `mcp` feature has no router users).
-pub const SERVES_MCP: bool = cfg!(feature = "mcp");
+/// Whether this build serves `/mcp`: every runtime does (the OpenAPI
+/// document says so).
+pub const SERVES_MCP: bool = true;
 
 /// `/healthz`'s extra fields, asked for on each request: a runtime may
 /// have to ask another process (the Worker asks its sandbox Worker).
@@ -92,9 +92,9 @@ pub fn router(state: AppState, origins: Origins) -> Router {
         );
     // rmcp's server needs tokio's runtime; the Worker answers the same way
     // without it.
-    #[cfg(feature = "native")]
+    #[cfg(not(target_arch = "wasm32"))]
     let router = router.nest_service("/mcp", crate::mcp::service(state.registry.clone()));
-    #[cfg(all(feature = "mcp", not(feature = "native")))]
+    #[cfg(target_arch = "wasm32")]
     let router = router.nest_service(
         "/mcp",
         axum::routing::any(mcp_stateless).with_state(state.clone()),
@@ -108,7 +108,7 @@ pub fn router(state: AppState, origins: Origins) -> Router {
         .with_state(state)
 }
 
-#[cfg(all(feature = "mcp", not(feature = "native")))]
+#[cfg(target_arch = "wasm32")]
 async fn mcp_stateless(State(state): State<AppState>, req: Request) -> Response {
     crate::mcp::stateless::handle(state.registry.clone(), req).await
 }

@@ -7,11 +7,11 @@
 //! - `stateless`: the same answers without rmcp's service loop, for the
 //!   Worker (wasm32 has no tokio runtime); a test compares the two.
 
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 mod server;
 pub mod stateless;
 
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub use server::{McpServer, service};
 
 use std::sync::Arc;

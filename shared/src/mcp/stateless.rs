@@ -636,7 +636,7 @@ fn header_mismatch(id: Option<RequestId>, message: String) -> Response {
     jsonrpc_error(ErrorData::header_mismatch(message, None), id)
 }
 
-#[cfg(all(test, feature = "native"))]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use std::sync::Arc;
 

@@ -4,10 +4,8 @@
 //! and hands over the saved state; it never reads it (`sandbox::state`
 //! does, inside the child).
 
-#[cfg(feature = "dynamodb")]
-pub mod dynamo;
 pub mod quota;
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub mod sqlite;
 pub mod store;
 

@@ -2,52 +2,22 @@
 
 //!
 //! The contract (spec, input rules, output shape, the notes added to
-//! stderr) compiles everywhere; the tool itself runs on the process sandbox
-//! (feature `python`). The Worker runs the same contract on wasm32.
-//! What calls may hold at the sandbox at once: `backlog`.
+//! stderr) compiles everywhere; the tool on the process sandbox is
+//! `toolgate-python`'s, the Worker runs the same contract on wasm32.
 
-#[cfg(feature = "python")]
-mod backlog;
-
-#[cfg(feature = "python")]
-use std::sync::Arc;
-#[cfg(feature = "python")]
-use std::time::Duration;
-
-#[cfg(feature = "python")]
-use crate::clock::Instant;
 use serde_json::{Value, json};
 
 use crate::config::PythonConfig;
 use crate::error::ToolError;
 use crate::files::Files;
-#[cfg(feature = "python")]
-use crate::sandbox::Sandbox;
 use crate::sessions::SessionArg;
-#[cfg(feature = "python")]
-use crate::sessions::Sessions;
 use crate::tool::ToolSpec;
-#[cfg(feature = "python")]
-use crate::tool::{CallContext, Tool, ToolFuture};
 
 pub use crate::tool::{DEADLINE_MARGIN, NOT_AN_OBJECT, effective_timeout};
 /// The answer to a `code` that is missing, not a string, or blank.
 pub const CODE_REQUIRED: &str = "\"code\" is required and must be a non-empty string";
 
 pub use crate::outcome::ExecOutput;
-
-/// `python.execute` on the process sandbox.
-#[cfg(feature = "python")]
-pub struct PythonExecute {
-    spec: ToolSpec,
-    timeout: Duration,
-    files_cap: u64,
-    state_cap: u64,
-    sandbox: Arc<Sandbox>,
-    sessions: Option<Sessions>,
-    quotas: crate::sessions::Quotas,
-    backlog: backlog::Backlog,
-}
 
 /// The tool's description, stating `cfg`'s timeout and allowed imports.
 pub fn description(cfg: &PythonConfig) -> String {
@@ -175,129 +145,6 @@ pub fn max_body_bytes(files_cap: u64) -> usize {
     crate::tool::MAX_BODY_BYTES
         + files_cap as usize * 2
         + crate::files::MAX_COUNT * (crate::files::MAX_NAME_BYTES + 32)
-}
-
-#[cfg(feature = "python")]
-impl PythonExecute {
-    /// The tool on a started `sandbox`, with `cfg`'s name, timeout and allowed
-    /// imports.
-    pub fn new(cfg: &PythonConfig, sandbox: Arc<Sandbox>) -> Self {
-        let one_call =
-            crate::tool::MAX_BODY_BYTES as u64 + cfg.max_files_bytes() + cfg.max_state_bytes();
-        Self {
-            spec: spec(cfg),
-            timeout: Duration::from_secs(cfg.timeout_secs),
-            files_cap: cfg.max_files_bytes(),
-            state_cap: cfg.max_state_bytes(),
-            sandbox,
-            sessions: None,
-            quotas: cfg.session_quotas(),
-            backlog: backlog::Backlog::new(cfg.max_queued_bytes(), one_call),
-        }
-    }
-
-    /// The tool with `sessions` to keep state between calls in, under the
-    /// configured session quotas.
-    pub fn with_sessions(mut self, sessions: Sessions) -> Self {
-        self.sessions = Some(sessions.with_quotas(self.quotas));
-        self
-    }
-
-    /// Runs `code` with `files` for the caller in `ctx`, the timeout
-    /// lowered to fit a runtime deadline (stderr then says so). `Err` only
-    /// when the sandbox itself fails.
-    pub async fn run(
-        &self,
-        code: &str,
-        files: &Files,
-        session: Option<&[u8]>,
-        ctx: &CallContext,
-    ) -> Result<ExecOutput, ToolError> {
-        let (timeout, lowered) = effective_timeout(self.timeout, ctx.deadline, Instant::now());
-        let caller = ctx
-            .caller
-            .as_deref()
-            .unwrap_or(crate::sandbox::pool::ANONYMOUS);
-        let bytes = code.len() as u64
-            + files.values().map(|f| f.len() as u64).sum::<u64>()
-            + session.map_or(0, |s| s.len() as u64);
-        let _held = self.backlog.reserve(caller, bytes)?;
-        let mut out = self
-            .sandbox
-            .execute_for(caller, code, files, session, timeout)
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %crate::logging::field(&e.to_string()), "sandbox failure");
-                ToolError::internal(format!("sandbox unavailable: {e}"))
-            })?;
-        if lowered {
-            out.stderr = crate::truncate::truncate(&format!(
-                "{}{}[timeout lowered to {}s to fit the runtime's remaining time]\n",
-                out.stderr,
-                if out.stderr.is_empty() || out.stderr.ends_with('\n') {
-                    ""
-                } else {
-                    "\n"
-                },
-                timeout.as_secs()
-            ));
-        }
-        Ok(out)
-    }
-}
-
-#[cfg(feature = "python")]
-impl Tool for PythonExecute {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn max_body_bytes(&self) -> usize {
-        max_body_bytes(self.files_cap)
-    }
-
-    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
-        Box::pin(async move {
-            let input = parse_input(&args, self.files_cap)?;
-            let out = match &input.session {
-                None => self.run(input.code, &input.files, None, ctx).await?,
-                Some(arg) => {
-                    self.run_in_session(arg, input.code, input.files, ctx)
-                        .await?
-                }
-            };
-            serde_json::to_value(&out).map_err(|e| ToolError::internal(e.to_string()))
-        })
-    }
-}
-
-#[cfg(feature = "python")]
-impl PythonExecute {
-    /// Runs a call in the session `arg` names: its files under the call's,
-    /// its state restored in the child; then stores what the call left.
-    async fn run_in_session(
-        &self,
-        arg: &SessionArg,
-        code: &str,
-        given: Files,
-        ctx: &CallContext,
-    ) -> Result<ExecOutput, ToolError> {
-        let sessions = self
-            .sessions
-            .as_ref()
-            .ok_or_else(crate::sessions::unavailable)?;
-        let owner = ctx.caller.as_deref().unwrap_or("");
-        let limits = crate::sessions::Limits {
-            timeout: self.timeout,
-            files_cap: self.files_cap,
-            state_cap: self.state_cap,
-        };
-        sessions
-            .call(arg, owner, given, limits, |files, state| async move {
-                self.run(code, &files, Some(&state), ctx).await
-            })
-            .await
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! A sandbox zygote whose children lie to the server, for
 //! `tests/tests/untrusted_child.rs`. It speaks the real zygote protocol
-//! (`toolgate_shared::sandbox::zygote::maybe_run_with`); each child prints a
+//! (`toolgate_python::sandbox::zygote::maybe_run_with`); each child prints a
 //! line, then answers with the lie the script's text names. This is the
 //! stand-in for an interpreter an exploit has taken over: no real peer can
 //! be made to lie on purpose.
@@ -10,10 +10,10 @@ use std::io::{Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 
-use toolgate_shared::sandbox::outbuf::OutBuf;
-use toolgate_shared::sandbox::proto::{self, ChildRequest};
-use toolgate_shared::sandbox::vm::Stream;
-use toolgate_shared::sandbox::zygote::{self, ChildIo};
+use toolgate_python::sandbox::outbuf::OutBuf;
+use toolgate_python::sandbox::proto::{self, ChildRequest};
+use toolgate_python::sandbox::vm::Stream;
+use toolgate_python::sandbox::zygote::{self, ChildIo};
 
 /// What every child prints before it lies.
 pub const PRINTED: &str = "printed before the lie\n";

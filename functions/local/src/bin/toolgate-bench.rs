@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use serde_json::json;
+use toolgate_python::sandbox::{Sandbox, alloc::SandboxAlloc};
 use toolgate_shared::config::PythonConfig;
-use toolgate_shared::sandbox::{Sandbox, alloc::SandboxAlloc};
 
 mod common;
 mod in_process;
@@ -175,7 +175,7 @@ fn http_series(conn: &mut Conn, code: &str, n: usize, gap: Duration) -> f64 {
 }
 
 fn main() {
-    toolgate_shared::sandbox::zygote::maybe_run();
+    toolgate_python::sandbox::zygote::maybe_run();
     let Args {
         n,
         http,
@@ -231,7 +231,7 @@ fn main() {
     rt.block_on(async {
         let cfg = PythonConfig::default();
         let started = Instant::now();
-        let sandbox = Sandbox::start(cfg.sandbox_config().unwrap()).unwrap();
+        let sandbox = Sandbox::start(toolgate_python::sandbox_config(&cfg).unwrap()).unwrap();
         let warm_ms = started.elapsed().as_secs_f64() * 1e3;
         if sessions {
             println!("{}", sessions_bench(&sandbox, n, gap_apart).await);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use toolgate_shared::ssh::doc::ServerDoc;
 use toolgate_shared::ssh::inventory::{ConfigServers, Inventory, Server};
-use toolgate_shared::ssh::{Request, Ssh, SshSettings};
+use toolgate_ssh::{Request, Ssh, SshSettings};
 
 const COMMAND: &str = "true";
 

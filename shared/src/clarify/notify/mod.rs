@@ -10,10 +10,11 @@
 //! - `post`: the HTTP POST the first two share, retried with backoff.
 
 pub mod post;
+mod setup;
 pub mod slack;
-#[cfg(feature = "aws")]
-pub mod sns;
 pub mod webhook;
+
+pub use setup::from_config;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -164,7 +165,7 @@ impl Notifier {
 }
 
 /// Tokio's spawn, for runtimes whose process lives on after the answer.
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub fn tokio_spawn() -> Spawn {
     Arc::new(|f| {
         tokio::spawn(f);
@@ -190,85 +191,6 @@ impl Channel for Unusable {
     fn send<'a>(&'a self, _: Event, _: &'a Value) -> Sent<'a> {
         Box::pin(std::future::ready(Err(format!("not set up: {}", self.why))))
     }
-}
-
-/// The channels `config` sets up, posting with `post` (reqwest natively, the
-/// Worker's fetch); deliveries run as `spawn` says ([`Spawn`]). Secrets kept
-/// in SSM are read now, once: a channel whose secret cannot be used is
-/// logged as an error naming its parameter (never the value) and stays
-/// [`Unusable`]. `slack_interactive` puts Approve / Reject buttons on
-/// approvals' Slack messages (listed Slack users may decide).
-pub async fn from_config(
-    config: &[crate::config::NotifyChannel],
-    post: Arc<dyn post::Post>,
-    nap: super::Nap,
-    spawn: Option<Spawn>,
-    slack_interactive: bool,
-) -> Result<Notifier, String> {
-    use crate::config::NotifyKind;
-    let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
-    for c in config {
-        let listener = Listener {
-            name: c.name.clone(),
-            events: c.events.clone(),
-        };
-        let to = |url: String| post::Target {
-            url,
-            post: post.clone(),
-            nap: nap.clone(),
-        };
-        let usable: Result<Arc<dyn Channel>, String> = match &c.kind {
-            NotifyKind::Webhook { url, secret } => match secret.reveal().await {
-                Ok(value) if value.chars().count() >= NotifyKind::MIN_SECRET_CHARS => {
-                    Ok(Arc::new(webhook::Webhook {
-                        listener: listener.clone(),
-                        to: to(url.clone()),
-                        secret: value,
-                    }))
-                }
-                Ok(_) => Err(format!(
-                    "the secret ({}) must be at least {} characters",
-                    secret.source(),
-                    NotifyKind::MIN_SECRET_CHARS
-                )),
-                Err(e) => Err(e),
-            },
-            NotifyKind::Slack { url } => match url.reveal().await {
-                Ok(value) if value.starts_with("https://") || value.starts_with("http://") => {
-                    Ok(Arc::new(slack::Slack {
-                        listener: listener.clone(),
-                        to: to(value),
-                        interactive: slack_interactive,
-                    }))
-                }
-                Ok(_) => Err(format!(
-                    "the Slack webhook ({}) must be an http(s):// URL",
-                    url.source()
-                )),
-                Err(e) => Err(e),
-            },
-            #[cfg(feature = "aws")]
-            NotifyKind::Sns { topic_arn } => Ok(Arc::new(
-                sns::Sns::from_env(listener.clone(), topic_arn.clone()).await,
-            )),
-            #[cfg(not(feature = "aws"))]
-            NotifyKind::Sns { .. } => {
-                return Err(format!(
-                    "notification channel {}: SNS needs a build with AWS support (feature `aws`)",
-                    listener.name
-                ));
-            }
-        };
-        channels.push(usable.unwrap_or_else(|why| {
-            tracing::error!(
-                channel = %c.name,
-                error = %why,
-                "notification channel not set up: its events are recorded as failed; the tools run on"
-            );
-            Arc::new(Unusable { listener, why })
-        }));
-    }
-    Ok(Notifier::new(channels, spawn))
 }
 
 /// The outcome as `notified` shows it: `ok`, or the error.

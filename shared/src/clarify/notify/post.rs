@@ -86,10 +86,10 @@ pub async fn deliver(
 }
 
 /// The native transport (reqwest, rustls).
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 pub struct Reqwest(reqwest::Client);
 
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 impl Reqwest {
     /// A client that follows no redirect.
     pub fn new() -> Result<Self, String> {
@@ -104,7 +104,7 @@ impl Reqwest {
     }
 }
 
-#[cfg(feature = "native")]
+#[cfg(not(target_arch = "wasm32"))]
 impl Post for Reqwest {
     fn post<'a>(&'a self, r: &'a Request, timeout: Duration) -> Posted<'a> {
         Box::pin(async move {

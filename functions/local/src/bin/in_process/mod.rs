@@ -13,9 +13,9 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
+use toolgate_python::sandbox::vm::WarmVm;
 use toolgate_shared::allowlist::DEFAULT_MODULES;
 use toolgate_shared::files::Files;
-use toolgate_shared::sandbox::vm::WarmVm;
 
 use crate::common::median;
 

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::account::{Account, AccountSource, AccountsFuture, validate_account_id};
+use toolgate_shared::cloud::account::{
+    Account, AccountSource, AccountsFuture, validate_account_id,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -22,15 +22,15 @@ use lambda_http::request::{LambdaRequest, RequestContext};
 use lambda_http::{Adapter, Context, Service};
 use serde_json::{Value, json};
 
-use crate::config::{ApprovalsConfig, Config};
 use crate::envelope::Envelope;
-use crate::error::{ErrorCode, ToolError};
-use crate::http::Approver;
-use crate::invoke::{Transport, invoke, log};
-use crate::registry::Registry;
-use crate::response_limit::{LAMBDA_RESPONSE_BYTES, fit_answer};
-use crate::tool::CallContext;
-use crate::toolset::Toolset;
+use toolgate_shared::config::{ApprovalsConfig, Config};
+use toolgate_shared::error::{ErrorCode, ToolError};
+use toolgate_shared::http::Approver;
+use toolgate_shared::invoke::{Transport, invoke, log};
+use toolgate_shared::registry::Registry;
+use toolgate_shared::response_limit::{LAMBDA_RESPONSE_BYTES, fit_answer};
+use toolgate_shared::tool::CallContext;
+use toolgate_shared::toolset::Toolset;
 
 pub use crate::envelope::{DESCRIBE, SWEEP};
 
@@ -38,7 +38,7 @@ pub use crate::envelope::{DESCRIBE, SWEEP};
 pub struct Function {
     registry: Arc<Registry>,
     router: Router,
-    clarify: Option<Arc<crate::clarify::Clarify>>,
+    clarify: Option<Arc<toolgate_shared::clarify::Clarify>>,
 }
 
 impl Function {
@@ -52,7 +52,7 @@ impl Function {
     /// As [`Self::new`], with the authorizer's identities that are approvers
     /// (`[approvals] jwt_group`, `iam_approvers`).
     pub fn with_approvals(tools: &Toolset, approvals: &ApprovalsConfig) -> Self {
-        Self::with_origins(tools, approvals, crate::http::Origins::default())
+        Self::with_origins(tools, approvals, toolgate_shared::http::Origins::default())
     }
 
     /// As [`Self::with_approvals`], with the web origins whose pages may
@@ -60,11 +60,11 @@ impl Function {
     pub fn with_origins(
         tools: &Toolset,
         approvals: &ApprovalsConfig,
-        origins: crate::http::Origins,
+        origins: toolgate_shared::http::Origins,
     ) -> Self {
-        let state = tools.app_state(crate::http::Tokens::default(), false);
+        let state = tools.app_state(toolgate_shared::http::Tokens::default(), false);
         let registry = state.registry.clone();
-        let router = crate::http::router(state, origins).layer(
+        let router = toolgate_shared::http::router(state, origins).layer(
             axum::middleware::from_fn_with_state(Arc::new(approvals.clone()), call_context),
         );
         Self {
@@ -170,7 +170,7 @@ impl Function {
         let args = |_| std::future::ready(Ok(call.arguments));
         let mut out = invoke(&self.registry, Transport::Lambda, &call.tool, args, &ctx).await?;
         if let Some(limit) = ctx.response_limit {
-            fit_answer(&mut out, limit, &crate::response_limit::json_len)?;
+            fit_answer(&mut out, limit, &toolgate_shared::response_limit::json_len)?;
         }
         Ok(out)
     }
@@ -187,7 +187,7 @@ fn is_http_event(payload: &Value) -> bool {
 /// code in PascalCase (`InvalidInput`, `Forbidden`, `Internal`, ...). The
 /// message is the error's whole, ids included (a workflow passes the id
 /// back as `approval`); lambda_runtime's log line of it is dropped
-/// ([`crate::logging::init`]), and the call's own line says what failed.
+/// ([`toolgate_shared::logging::init`]), and the call's own line says what failed.
 pub fn diagnostic(e: &ToolError) -> Diagnostic {
     Diagnostic {
         error_type: crate::envelope::error_type(e.code).into(),
@@ -196,11 +196,11 @@ pub fn diagnostic(e: &ToolError) -> Diagnostic {
 }
 
 /// `d`, once logged: a failure no tool call's line reports (lambda_runtime's
-/// own line of it is dropped, [`crate::logging::init`]), ids as refs.
+/// own line of it is dropped, [`toolgate_shared::logging::init`]), ids as refs.
 fn logged(d: Diagnostic) -> Diagnostic {
     tracing::warn!(
         error_type = %d.error_type,
-        error = %crate::logging::field(&crate::logging::redact_ids(&d.error_message)),
+        error = %toolgate_shared::logging::field(&toolgate_shared::logging::redact_ids(&d.error_message)),
         "invocation failed"
     );
     d
@@ -326,9 +326,9 @@ async fn call_context(
     };
     let caller = sub.or(user_arn);
     // A claim set by the identity provider outranks the caller's header.
-    let servers = match claims.and_then(|c| c.get(crate::scope::CLAIM)) {
-        Some(raw) => crate::scope::parse(raw),
-        None => crate::http::context::header_scope(req.headers()),
+    let servers = match claims.and_then(|c| c.get(toolgate_shared::scope::CLAIM)) {
+        Some(raw) => toolgate_shared::scope::parse(raw),
+        None => toolgate_shared::http::context::header_scope(req.headers()),
     };
     if let Some(a) = approver {
         req.extensions_mut().insert(a);
@@ -360,14 +360,18 @@ fn claim_values(raw: &str) -> Vec<String> {
 }
 
 /// A function binary's `main`: logs, config, the tools (built during
-/// Lambda's init phase, so the sandbox is warm before the first event),
-/// then the Runtime API loop.
-pub fn main<F, Fut>(assemble: F) -> ExitCode
+/// Lambda's init phase, so the sandbox is warm before the first event) on
+/// a set with `backends` (`toolgate_aws::Aws`'s), then the Runtime API
+/// loop.
+pub fn main<F, Fut>(
+    backends: std::sync::Arc<dyn toolgate_shared::backends::Backends>,
+    assemble: F,
+) -> ExitCode
 where
-    F: FnOnce(Config) -> Fut,
+    F: FnOnce(Config, Toolset) -> Fut,
     Fut: std::future::Future<Output = Result<Toolset, String>>,
 {
-    crate::logging::init("info");
+    toolgate_shared::logging::init("info");
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -381,9 +385,10 @@ where
             Err(e) => return fail(&e.to_string()),
         };
         let approvals = cfg.approvals.clone();
-        let origins = crate::http::Origins::from_config(&cfg);
+        let origins = toolgate_shared::http::Origins::from_config(&cfg);
         let http = cfg.clone();
-        let tools = match assemble(cfg).await {
+        let set = Toolset::new().with_backends(backends);
+        let tools = match assemble(cfg, set).await {
             Ok(t) => t,
             Err(e) => {
                 report_init_error(&e).await;
@@ -446,7 +451,7 @@ mod tests {
     /// An HTTP API event for `GET path`, from the authorizer's `authorizer`.
     fn event(path: &str, authorizer: Value) -> Value {
         let mut e: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/lambda/apigw_v2_healthz.json"
+            "../../../tests/fixtures/lambda/apigw_v2_healthz.json"
         ))
         .unwrap();
         e["rawPath"] = json!(path);
@@ -504,7 +509,7 @@ mod tests {
     /// API Gateway's event for `POST /tools/{name}` with `{}` as its body.
     fn post_tool_event(name: &str) -> Value {
         let mut e: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/lambda/apigw_v2_call.json"
+            "../../../tests/fixtures/lambda/apigw_v2_call.json"
         ))
         .unwrap();
         e["rawPath"] = json!(format!("/tools/{name}"));
@@ -516,13 +521,17 @@ mod tests {
     }
 
     /// A tool answering how long its call may still run, in ms.
-    struct TimeLeft(crate::tool::ToolSpec);
+    struct TimeLeft(toolgate_shared::tool::ToolSpec);
 
-    impl crate::tool::Tool for TimeLeft {
-        fn spec(&self) -> &crate::tool::ToolSpec {
+    impl toolgate_shared::tool::Tool for TimeLeft {
+        fn spec(&self) -> &toolgate_shared::tool::ToolSpec {
             &self.0
         }
-        fn call<'a>(&'a self, _: Value, ctx: &'a CallContext) -> crate::tool::ToolFuture<'a> {
+        fn call<'a>(
+            &'a self,
+            _: Value,
+            ctx: &'a CallContext,
+        ) -> toolgate_shared::tool::ToolFuture<'a> {
             let left = ctx
                 .deadline
                 .map(|d| d.saturating_duration_since(Instant::now()).as_millis() as u64);
@@ -531,13 +540,13 @@ mod tests {
     }
 
     fn time_left_function() -> Function {
-        function_with(Arc::new(TimeLeft(crate::tool::ToolSpec {
+        function_with(Arc::new(TimeLeft(toolgate_shared::tool::ToolSpec {
             name: "time_left".into(),
             ..Default::default()
         })))
     }
 
-    fn function_with(tool: Arc<dyn crate::tool::Tool>) -> Function {
+    fn function_with(tool: Arc<dyn toolgate_shared::tool::Tool>) -> Function {
         let mut tools = Toolset::new();
         tools.registry.add(tool).unwrap();
         Function::new(&tools)
@@ -545,13 +554,17 @@ mod tests {
 
     /// A tool answering as python.execute does, with 4.5 MB and 1 MB of
     /// returned files (6.7 MB as base64: past Lambda's 6 MB).
-    struct BigFiles(crate::tool::ToolSpec);
+    struct BigFiles(toolgate_shared::tool::ToolSpec);
 
-    impl crate::tool::Tool for BigFiles {
-        fn spec(&self) -> &crate::tool::ToolSpec {
+    impl toolgate_shared::tool::Tool for BigFiles {
+        fn spec(&self) -> &toolgate_shared::tool::ToolSpec {
             &self.0
         }
-        fn call<'a>(&'a self, _: Value, _: &'a CallContext) -> crate::tool::ToolFuture<'a> {
+        fn call<'a>(
+            &'a self,
+            _: Value,
+            _: &'a CallContext,
+        ) -> toolgate_shared::tool::ToolFuture<'a> {
             Box::pin(async move {
                 Ok(json!({
                     "stdout": "made two files\n", "stderr": "", "exit_code": 0, "timed_out": false,
@@ -566,7 +579,7 @@ mod tests {
     }
 
     fn big_files_function() -> Function {
-        function_with(Arc::new(BigFiles(crate::tool::ToolSpec {
+        function_with(Arc::new(BigFiles(toolgate_shared::tool::ToolSpec {
             name: "big_files".into(),
             ..Default::default()
         })))
@@ -612,7 +625,7 @@ mod tests {
         // /mcp: the result as text, as structured content and its files as
         // resources, all inside API Gateway's body.
         let mut e: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/lambda/apigw_v2_mcp_call_ssh.json"
+            "../../../tests/fixtures/lambda/apigw_v2_mcp_call_ssh.json"
         ))
         .unwrap();
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::error::ToolError;
-use crate::ssh::Ssh;
-use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
+use crate::service::Ssh;
+use toolgate_shared::error::ToolError;
+use toolgate_shared::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
 
 /// The tool's name.
 pub const NAME: &str = "list_servers";
@@ -45,7 +45,7 @@ pub fn spec() -> ToolSpec {
             },
             "required": ["servers"]
         }),
-        hints: crate::tool::Hints::read_only(false),
+        hints: toolgate_shared::tool::Hints::read_only(false),
         mcp_result: false,
     }
 }
@@ -67,7 +67,7 @@ impl Tool for ListServers {
             let Some(obj) = args.as_object() else {
                 return Err(ToolError::invalid_input(NOT_AN_OBJECT));
             };
-            crate::tool::only_keys(obj, &[], &[])?;
+            toolgate_shared::tool::only_keys(obj, &[], &[])?;
             let servers = self.ssh.visible(ctx.servers.as_deref()).await?;
             let list: Vec<Value> = servers
                 .iter()

@@ -7,7 +7,7 @@ use aws_sdk_sns::Client;
 use aws_sdk_sns::types::MessageAttributeValue;
 use serde_json::{Value, json};
 
-use super::{Channel, Event, Listener, Sent};
+use toolgate_shared::clarify::notify::{Channel, Event, Listener, Sent};
 
 /// An SNS topic.
 pub struct Sns {
@@ -42,7 +42,7 @@ fn approval_messages(event: Event, body: &Value) -> (&'static str, Value) {
     let status = body["status"].as_str().unwrap_or_default();
     let mut text = format!("{summary}\n\n");
     for f in body["details"].as_array().into_iter().flatten() {
-        let (shown, left) = crate::approvals::shown::visible_plain(
+        let (shown, left) = toolgate_shared::approvals::shown::visible_plain(
             f["text"].as_str().unwrap_or_default(),
             EMAIL_FIELD_CHARS,
         );

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use russh::{ChannelMsg, Sig};
 
-use crate::truncate::OwnedHeadTail;
+use toolgate_shared::truncate::OwnedHeadTail;
 
 /// Seconds between the remote `timeout`'s TERM and its KILL.
 pub const KILL_AFTER_SECS: u64 = 2;
@@ -106,7 +106,7 @@ impl Stream {
         if !self.pending.is_empty() {
             self.text.push_str("\u{FFFD}");
         }
-        let truncated = self.text.total() > crate::truncate::LIMIT as u64;
+        let truncated = self.text.total() > toolgate_shared::truncate::LIMIT as u64;
         (self.text.render(), truncated)
     }
 }

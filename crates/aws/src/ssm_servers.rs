@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::doc::ServerDoc;
-use super::inventory::{Server, ServerSource, ServersFuture};
+use toolgate_shared::ssh::doc::ServerDoc;
+use toolgate_shared::ssh::inventory::{Server, ServerSource, ServersFuture};
 
 /// Servers from SSM Parameter Store under one prefix (see the module's notes).
 pub struct SsmServers {

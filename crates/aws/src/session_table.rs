@@ -24,8 +24,10 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
-use super::store::{Claim, Lease, Record, SessionStore, StoreFuture, Usage, stored_size};
-use crate::files::Files;
+use toolgate_shared::files::Files;
+use toolgate_shared::sessions::store::{
+    Claim, Lease, Record, SessionStore, StoreFuture, Usage, stored_size,
+};
 
 /// Well under DynamoDB's 400 KB item limit, with the key and `ttl`.
 const PART_BYTES: usize = 350_000;
@@ -64,7 +66,7 @@ fn part_key(id: &str, version: &str, i: usize) -> String {
 fn encode(state: &[u8], files: &Files) -> Vec<u8> {
     let mut out = (state.len() as u32).to_le_bytes().to_vec();
     out.extend_from_slice(state);
-    out.extend(serde_json::to_vec(&crate::files::to_wire(files)).unwrap_or_default());
+    out.extend(serde_json::to_vec(&toolgate_shared::files::to_wire(files)).unwrap_or_default());
     out
 }
 
@@ -80,7 +82,7 @@ fn decode(payload: &[u8]) -> Result<Record, String> {
     let state = payload.get(4..4 + len).ok_or_else(bad)?.to_vec();
     let wire = serde_json::from_slice(&payload[4 + len..]).map_err(|_| bad())?;
     // Decoded only: names stored under older rules still load.
-    let files = crate::files::decode_wire(wire).map_err(|_| bad())?;
+    let files = toolgate_shared::files::decode_wire(wire).map_err(|_| bad())?;
     Ok(Record { state, files })
 }
 

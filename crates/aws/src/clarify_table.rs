@@ -37,10 +37,10 @@ use aws_sdk_dynamodb::Client;
 use crate::dynamo::{missing_index, n, s};
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::store::{
+use toolgate_shared::clarify::store::{
     ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement, StoreFuture,
 };
-use super::{Clarification, Status};
+use toolgate_shared::clarify::{Clarification, Status};
 
 /// How long an item outlives its expiry before DynamoDB's TTL removes it.
 const KEEP_AFTER_EXPIRY_SECS: i64 = 7 * 86_400;
@@ -115,8 +115,8 @@ fn item_to(item: &HashMap<String, AttributeValue>) -> Option<Clarification> {
 
 const NOTICE: &str = "notice:";
 
-fn notices(item: &HashMap<String, AttributeValue>) -> super::Notified {
-    let mut out = super::Notified::new();
+fn notices(item: &HashMap<String, AttributeValue>) -> toolgate_shared::clarify::Notified {
+    let mut out = toolgate_shared::clarify::Notified::new();
     for (k, v) in item {
         if let (Some((channel, event)), Ok(outcome)) = (
             k.strip_prefix(NOTICE).and_then(|r| r.split_once(':')),

@@ -15,9 +15,9 @@ use aws_sdk_lambda::primitives::Blob;
 use serde_json::{Value, json};
 
 use crate::envelope::{DESCRIBE, Envelope, code_of};
-use crate::error::{ErrorCode, ToolError};
-use crate::registry::{ToolSource, exported_name};
-use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+use toolgate_shared::error::{ErrorCode, ToolError};
+use toolgate_shared::registry::{ToolSource, exported_name};
+use toolgate_shared::tool::{CallContext, Tool, ToolFuture, ToolSpec};
 
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 /// How long the first listing may hold the function's start: Lambda gives
@@ -118,8 +118,8 @@ impl Tool for RemoteTool {
             // A forwarded call came over HTTP or MCP, never from a Step
             // Functions workflow: it may not complete a workflow's task.
             if args.get("task_token").is_some() {
-                return Err(crate::error::ToolError::invalid_input(
-                    crate::tools::clarify::TASK_TOKEN_DIRECT_ONLY,
+                return Err(toolgate_shared::error::ToolError::invalid_input(
+                    toolgate_shared::tools::clarify::TASK_TOKEN_DIRECT_ONLY,
                 ));
             }
             // The function answers before the caller stops waiting, with
@@ -143,7 +143,7 @@ impl Tool for RemoteTool {
             // Before this function's own end: Lambda stops it at its
             // deadline, and the caller would hear nothing.
             let answer_by = deadline
-                .checked_sub(crate::tool::DEADLINE_MARGIN)
+                .checked_sub(toolgate_shared::tool::DEADLINE_MARGIN)
                 .unwrap_or(deadline);
             tokio::time::timeout_at(answer_by.into(), call)
                 .await

@@ -12,9 +12,9 @@ use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{Channel, Disconnect};
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
-use super::hostkey::describe;
-use super::inventory::Server;
-use crate::error::{ErrorCode, ToolError};
+use toolgate_shared::error::{ErrorCode, ToolError};
+use toolgate_shared::ssh::hostkey::describe;
+use toolgate_shared::ssh::inventory::Server;
 
 /// Checks the host key during key exchange, before authentication, and
 /// remembers what it saw for the error message.

@@ -11,11 +11,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::approvals::{Approvals, Binding, Details, Receipt, sha256_hex};
-use crate::error::{ErrorCode, ToolError};
-use crate::logging::{field, id_ref, redact_ids};
-use crate::ssh::{Request, Ssh};
-use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec, effective_timeout};
+use crate::service::{Request, Ssh};
+use toolgate_shared::approvals::{Approvals, Binding, Details, Receipt, sha256_hex};
+use toolgate_shared::error::{ErrorCode, ToolError};
+use toolgate_shared::logging::{field, id_ref, redact_ids};
+use toolgate_shared::tool::{
+    CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec, effective_timeout,
+};
 
 /// The tool's name.
 pub const NAME: &str = "ssh_run";
@@ -46,7 +48,7 @@ pub fn spec(max_timeout: Duration) -> ToolSpec {
              the timeout (default {DEFAULT_TIMEOUT_SECS}s, at most {}s). Output beyond \
              {} characters per stream keeps its head and tail.",
             max_timeout.as_secs(),
-            crate::truncate::LIMIT
+            toolgate_shared::truncate::LIMIT
         ),
         input_schema: json!({
             "type": "object",
@@ -56,7 +58,7 @@ pub fn spec(max_timeout: Duration) -> ToolSpec {
                 "intent": {"type": "string", "maxLength": MAX_INTENT_CHARS, "default": "", "description": "Why you run this command"},
                 "timeout": {"type": "integer", "minimum": 1, "default": DEFAULT_TIMEOUT_SECS, "description": "Seconds before the command is killed"},
                 "approval": {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "For a command that needs a person's approval: the id from the approval_required error, once a person approved it. It is used once, for exactly the approved command and server"},
-                "wait": {"type": "integer", "minimum": 0, "maximum": crate::clarify::MAX_WAIT_SECS, "default": 0, "description": "Seconds to wait for a person's approval before answering approval_required (at most 25)"}
+                "wait": {"type": "integer", "minimum": 0, "maximum": toolgate_shared::clarify::MAX_WAIT_SECS, "default": 0, "description": "Seconds to wait for a person's approval before answering approval_required (at most 25)"}
             },
             "required": ["server_name", "command"],
             "additionalProperties": false
@@ -74,7 +76,7 @@ pub fn spec(max_timeout: Duration) -> ToolSpec {
             "required": ["stdout", "stderr", "exit_code", "timed_out", "truncated", "duration_ms"]
         }),
         // Any shell command on a real server.
-        hints: crate::tool::Hints::writes(true, false, true),
+        hints: toolgate_shared::tool::Hints::writes(true, false, true),
         mcp_result: false,
     }
 }
@@ -127,7 +129,7 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
     let obj = args
         .as_object()
         .ok_or_else(|| ToolError::invalid_input(NOT_AN_OBJECT))?;
-    crate::tool::only_keys(
+    toolgate_shared::tool::only_keys(
         obj,
         &[
             "server_name",
@@ -153,7 +155,7 @@ pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
     let wait = match obj.get("wait") {
         None | Some(Value::Null) => 0,
         Some(v) => match v.as_u64() {
-            Some(w) if w <= crate::clarify::MAX_WAIT_SECS => w,
+            Some(w) if w <= toolgate_shared::clarify::MAX_WAIT_SECS => w,
             _ => {
                 return Err(ToolError::invalid_input(
                     "\"wait\" must be a whole number of seconds, at most 25",
@@ -197,7 +199,7 @@ impl SshRun {
     async fn gate(
         &self,
         input: &Input,
-        server: &crate::ssh::inventory::Server,
+        server: &toolgate_shared::ssh::inventory::Server,
         ctx: &CallContext,
     ) -> Result<Option<Receipt>, ToolError> {
         let needs = self.ssh.settings.needs_approval(server, &input.command);
@@ -258,7 +260,7 @@ impl SshRun {
         let server = self.ssh.resolve(&input.server_name, scope).await?;
         if let Err(why) = server.policy.check(&input.command) {
             return Err(ToolError::new(
-                crate::error::ErrorCode::Forbidden,
+                toolgate_shared::error::ErrorCode::Forbidden,
                 format!(
                     "Command refused by the policy of server {:?}: {why}",
                     server.name
@@ -271,7 +273,7 @@ impl SshRun {
         // A command that ignores its TERM holds the call STOP_SLACK longer.
         let deadline = ctx
             .deadline
-            .map(|d| d.checked_sub(crate::ssh::exec::STOP_SLACK).unwrap_or(d));
+            .map(|d| d.checked_sub(crate::exec::STOP_SLACK).unwrap_or(d));
         let (timeout, lowered) = effective_timeout(capped, deadline, Instant::now());
         let started = Instant::now();
         let (out, reused) = self
@@ -289,7 +291,7 @@ impl SshRun {
             } else {
                 "by configuration"
             };
-            stderr = crate::truncate::truncate(&format!(
+            stderr = toolgate_shared::truncate::truncate(&format!(
                 "{stderr}{}[timeout lowered to {}s {why}]\n",
                 if stderr.is_empty() || stderr.ends_with('\n') {
                     ""

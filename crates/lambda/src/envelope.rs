@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::error::{ErrorCode, ToolError};
+use toolgate_shared::error::{ErrorCode, ToolError};
 
 /// `{"toolgate": "describe"}` asks a function for its own tools (`peers`).
 pub const DESCRIBE: &str = "describe";

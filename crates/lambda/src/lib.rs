@@ -1,0 +1,40 @@
+#![deny(missing_docs)]
+//! Toolgate on AWS Lambda: the handler every function binary runs
+//! ([`main`], [`Function`]), the envelope of direct invocations, and the
+//! gateway's tools of other functions ([`WithPeers`]).
+
+use std::sync::Arc;
+
+use toolgate_shared::config::Config;
+use toolgate_shared::toolset::Toolset;
+
+pub mod envelope;
+mod function;
+pub mod peers;
+
+pub use function::*;
+
+/// The tools of other Lambda functions, for the gateway.
+pub trait WithPeers: Sized {
+    /// The tools of other Lambda functions (`TOOLGATE_PEER_FUNCTIONS`),
+    /// listed now and forwarded to through the Invoke API.
+    fn with_peers(self, cfg: &Config) -> impl Future<Output = Result<Self, String>> + Send;
+}
+
+impl WithPeers for Toolset {
+    async fn with_peers(mut self, cfg: &Config) -> Result<Self, String> {
+        if cfg.peer_functions.is_empty() {
+            return Ok(self);
+        }
+        let peers = Arc::new(
+            peers::PeerTools::start(
+                &cfg.peer_functions,
+                std::time::Duration::from_secs(cfg.cloud.ttl_secs),
+            )
+            .await,
+        );
+        self.registry.add_source(peers.clone());
+        self.add_health("peers", Arc::new(move || peers.health()));
+        Ok(self)
+    }
+}

@@ -1,0 +1,163 @@
+//! The SSH tools' service: the inventory, the pool, one command per call.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::connection::Pool;
+use crate::exec;
+use toolgate_shared::error::{ErrorCode, ToolError};
+use toolgate_shared::ssh::inventory::{Inventory, Server};
+
+/// The SSH tools' limits, from the configuration (`[ssh]`,
+/// `TOOLGATE_SSH_*`).
+#[derive(Clone, Debug)]
+pub struct SshSettings {
+    /// The largest `timeout` a call may ask for.
+    pub max_timeout: Duration,
+    /// Time allowed for the TCP connect and the SSH handshake.
+    pub connect_timeout: Duration,
+    /// Output bytes read before a flooding command is stopped.
+    pub max_output_bytes: u64,
+    /// The approval rule for every server (`[ssh] approve_preset`).
+    pub approve: toolgate_shared::ssh::policy::Approve,
+    /// Where `approve` applies: servers with one of these tags; empty:
+    /// every server.
+    pub approve_tags: Vec<String>,
+}
+
+impl SshSettings {
+    /// `Some(why)` when `command` on `server` needs a person's approval,
+    /// by the server's own policy or by the rule for all servers.
+    pub fn needs_approval(&self, server: &Server, command: &str) -> Option<String> {
+        server.policy.needs_approval(command).or_else(|| {
+            let applies = self.approve_tags.is_empty()
+                || server.tags.iter().any(|t| self.approve_tags.contains(t));
+            if applies {
+                self.approve.needs(command)
+            } else {
+                None
+            }
+        })
+    }
+}
+
+/// What a call asked for, after validation.
+pub struct Request<'a> {
+    /// The server to run on, in the caller's scope.
+    pub server: &'a Server,
+    /// The command line, which the remote user's login shell runs.
+    pub command: &'a str,
+    /// The call's whole time: waiting for a session, connecting, and the
+    /// command's run.
+    pub timeout: Duration,
+}
+
+/// What `list_servers` and `ssh_run` share: the server inventory and the
+/// connection pool.
+pub struct Ssh {
+    inventory: Inventory,
+    pool: Pool,
+    /// The limits calls are held to.
+    pub settings: SshSettings,
+}
+
+impl Ssh {
+    /// The service over `inventory`, with no connection open yet.
+    pub fn new(inventory: Inventory, settings: SshSettings) -> Self {
+        Self {
+            pool: Pool::new(settings.connect_timeout),
+            inventory,
+            settings,
+        }
+    }
+
+    /// The servers this caller may use: the inventory, narrowed by scope.
+    pub async fn visible(&self, scope: Option<&[String]>) -> Result<Vec<Server>, ToolError> {
+        let all = self.servers().await?;
+        Ok(all
+            .values()
+            .filter(|s| scope.is_none_or(|sc| sc.iter().any(|n| n == &s.name)))
+            .cloned()
+            .collect())
+    }
+
+    async fn servers(&self) -> Result<Arc<BTreeMap<String, Server>>, ToolError> {
+        self.inventory.servers().await.map_err(|e| {
+            ToolError::new(
+                ErrorCode::UpstreamUnavailable,
+                format!("the server inventory cannot be read: {e}"),
+            )
+        })
+    }
+
+    /// The named server, if the caller may use it. Out of scope is
+    /// `forbidden` whether or not the server exists, so a scope does
+    /// not reveal the rest of the inventory.
+    pub async fn resolve(&self, name: &str, scope: Option<&[String]>) -> Result<Server, ToolError> {
+        if let Some(sc) = scope
+            && !sc.iter().any(|n| n == name)
+        {
+            return Err(ToolError::new(
+                ErrorCode::Forbidden,
+                format!("Server {name:?} is not in this caller's scope"),
+            ));
+        }
+        let all = self.servers().await?;
+        all.get(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = all
+                .keys()
+                .filter(|n| scope.is_none_or(|sc| sc.iter().any(|s| s == *n)))
+                .map(String::as_str)
+                .collect();
+            ToolError::invalid_input(if known.is_empty() {
+                format!("Unknown server {name:?}: no servers are available to this caller")
+            } else {
+                format!("Unknown server {name:?}; available: {}", known.join(", "))
+            })
+        })
+    }
+
+    /// Connects (or reuses), runs, and reports.
+    pub async fn run(&self, req: Request<'_>) -> Result<(exec::Outcome, bool), ToolError> {
+        let started = Instant::now();
+        // The wait for a session counts against the call's own time.
+        let session = self
+            .pool
+            .open(req.server, req.timeout.max(self.settings.connect_timeout))
+            .await?;
+        let reused = session.reused;
+        // Whole seconds for the remote `timeout`: a connect of a few ms
+        // must not turn "2 s" into "1 s".
+        let left = req.timeout.saturating_sub(started.elapsed());
+        let left = Duration::from_secs(left.as_secs_f64().ceil() as u64).min(req.timeout);
+        let outcome = exec::run(
+            session.channel,
+            req.command,
+            left.max(Duration::from_secs(1)),
+            self.settings.max_output_bytes,
+        )
+        .await
+        .map_err(|e| {
+            ToolError::new(
+                ErrorCode::UpstreamUnavailable,
+                format!("server {:?}: {e}", req.server.name),
+            )
+        })?;
+        Ok((outcome, reused))
+    }
+
+    /// `/healthz`'s SSH part: where the inventory comes from, and the open
+    /// connections.
+    pub fn health(&self) -> serde_json::Value {
+        serde_json::json!({
+            "inventory": self.inventory.describe(),
+            "connections": self.pool.open_connections(),
+        })
+    }
+
+    /// Closes every pooled connection, at shutdown.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
