@@ -56,7 +56,7 @@ impl WithSsh for Toolset {
                     .server_source(prefix)
                     .await?
             }
-            None => Box::new(ConfigServers(c.servers.clone())),
+            None => Box::new(ConfigServers(c.servers().map_err(|e| e.to_string())?)),
         };
         let inventory = Inventory::new(source, Duration::from_secs(c.ttl_secs));
         // Read once now (Lambda init), so a broken inventory shows at start.

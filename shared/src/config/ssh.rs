@@ -10,11 +10,30 @@ use super::ConfigError;
 use super::env::{Env, set_number};
 use crate::ssh::doc::{ServerDoc, validate_server_name};
 
-/// A `[servers.NAME]` table as this build uses it: natively, a server
-/// ready to connect to (checked, key read, once); on the Worker, which has
-/// no SSH tools, its name only (no key is read where no SSH tool runs).
+/// A `[servers.NAME]` table as this build uses it: natively, the table and
+/// its key (read once, at load), made a server by [`SshConfig::servers`]
+/// where the SSH tools start (so a binary without them links no host-key
+/// parser); on the Worker, which has no SSH tools, its name only (no key
+/// is read where no SSH tool runs).
 #[cfg(not(target_arch = "wasm32"))]
-pub type ConfigServer = crate::ssh::inventory::Server;
+#[derive(Clone)]
+pub struct ConfigServer {
+    /// The table's name.
+    pub name: String,
+    doc: ServerDoc,
+    key: std::sync::Arc<str>,
+}
+
+// The key must never reach a log line through `{:?}`.
+#[cfg(not(target_arch = "wasm32"))]
+impl std::fmt::Debug for ConfigServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigServer")
+            .field("name", &self.name)
+            .field("host", &self.doc.host)
+            .finish_non_exhaustive()
+    }
+}
 /// See the native definition.
 #[cfg(target_arch = "wasm32")]
 pub type ConfigServer = String;
@@ -73,6 +92,24 @@ pub(super) struct FileSsh {
 }
 
 impl SshConfig {
+    /// The file's servers, each checked whole (host key, policy): an error
+    /// names the first table that does not check.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn servers(&self) -> Result<Vec<crate::ssh::inventory::Server>, ConfigError> {
+        self.servers
+            .iter()
+            .map(|c| {
+                c.doc
+                    .clone()
+                    .into_server(&c.name, c.key.clone())
+                    .map_err(|reason| ConfigError::BadServer {
+                        server: c.name.clone(),
+                        reason,
+                    })
+            })
+            .collect()
+    }
+
     /// Whether any server source is configured at all.
     pub fn is_configured(&self) -> bool {
         !self.servers.is_empty() || self.ssm_prefix.is_some()
@@ -177,7 +214,11 @@ fn server_from(
         .take()
         .ok_or("key_file is required (the private key to log in with)")?;
     let key = read_key_file(&key_file, file_path, env)?;
-    doc.into_server(name, key.into())
+    Ok(ConfigServer {
+        name: name.to_owned(),
+        doc,
+        key: key.into(),
+    })
 }
 
 /// Without the SSH tools, the name is checked and nothing is read.

@@ -202,8 +202,9 @@ AAAECpXrnlppClY/PkrhQGsx4VmnlE3b/Rp/qWoz8ubaJ55OOq7HvTKUfJpypu3f4v9dzx
     };
     // key_file relative to the config file.
     let c = Config::from_parts(&table("key_file = \"id\"\n"), cfg_path, &with_env(&[])).unwrap();
-    assert_eq!(c.ssh.servers.len(), 1);
-    assert_eq!(c.ssh.servers[0].port, 22);
+    let servers = c.ssh.servers().unwrap();
+    assert_eq!(servers.len(), 1);
+    assert_eq!(servers[0].port, 22);
     assert!(
         !format!("{c:?}").contains("PRIVATE KEY"),
         "the key never shows in Debug"
@@ -232,7 +233,11 @@ AAAECpXrnlppClY/PkrhQGsx4VmnlE3b/Rp/qWoz8ubaJ55OOq7HvTKUfJpypu3f4v9dzx
             "max_sessions",
         ),
     ] {
-        let e = Config::from_parts(&text, cfg_path, &with_env(&[])).unwrap_err();
+        // Read at load, checked whole where the SSH tools start.
+        let e = match Config::from_parts(&text, cfg_path, &with_env(&[])) {
+            Ok(c) => c.ssh.servers().unwrap_err(),
+            Err(e) => e,
+        };
         assert!(e.to_string().contains(says), "{text}\n=> {e}");
     }
     let e =
