@@ -103,9 +103,18 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     s.found
 }
 
+/// A file that holds a module's unit tests (`x/tests.rs`, `x_tests.rs`),
+/// declared `#[cfg(test)] mod tests;`.
+fn is_unit_tests(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "tests.rs" || n.ends_with("_tests.rs"))
+}
+
 fn graph_of(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut all = Vec::new();
     files(root, &mut all);
+    all.retain(|f| !is_unit_tests(f));
     let modules: BTreeMap<String, PathBuf> = all
         .iter()
         .map(|f| (module_of(root, f), f.clone()))
@@ -226,7 +235,7 @@ fn few_cfgs_choose_by_feature() {
     for (krate, _) in CRATES {
         let mut paths = Vec::new();
         files(&workspace.join(krate).join("src"), &mut paths);
-        for path in paths {
+        for path in paths.into_iter().filter(|p| !is_unit_tests(p)) {
             let text = std::fs::read_to_string(&path).unwrap();
             for cfg in feature_cfgs(&text) {
                 found.push(format!("{}: {cfg}", path.display()));
@@ -239,4 +248,33 @@ fn few_cfgs_choose_by_feature() {
         "{} cfgs choose by feature: {found:#?}",
         found.len()
     );
+}
+
+/// No production file passes 500 lines: a longer one holds more than one
+/// job (a module's unit tests live beside it, in `x/tests.rs`).
+#[test]
+fn production_files_stay_short() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (mut over, mut walked) = (Vec::new(), 0);
+    for (krate, _) in CRATES {
+        if krate == "tests" {
+            continue;
+        }
+        let mut paths = Vec::new();
+        files(&workspace.join(krate).join("src"), &mut paths);
+        for path in paths.into_iter().filter(|p| !is_unit_tests(p)) {
+            walked += 1;
+            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+            let rel = path
+                .strip_prefix(&workspace)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if lines > 500 {
+                over.push(format!("{rel}: {lines} lines"));
+            }
+        }
+    }
+    assert!(walked > 150, "the walk found {walked} files");
+    assert!(over.is_empty(), "split these: {over:#?}");
 }

@@ -6,12 +6,14 @@
 //! (`callback`), and expiry or cancellation fails it. People hear of
 //! questions through the configured channels (`notify`).
 
+mod announce;
 pub mod approval_view;
 pub mod callback;
 mod clarification;
 pub mod http;
 pub mod notify;
 pub mod page;
+mod settle;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sqlite;
 pub mod store;
@@ -21,13 +23,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::Notify;
 
-use crate::error::{ErrorCode, ToolError};
-use crate::logging::id_ref;
+use crate::error::ToolError;
 pub use callback::{CallbackError, TaskCallback};
 pub use clarification::*;
+pub use settle::{Swept, refusal_error};
 pub use store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement};
 
 /// Longest `?wait=` a reader may ask for: under API Gateway's 30 s limit.
@@ -164,94 +165,6 @@ impl Clarify {
     /// The timer deliveries back off on.
     pub fn nap(&self) -> Nap {
         self.nap.clone()
-    }
-
-    /// An approval's decision (approved, rejected, expired, withdrawn) as
-    /// an audit line, whether or not the call is ever repeated.
-    async fn audit_decision(&self, c: &Clarification) {
-        let Ok(Some(row)) = self.store.approval(&c.id).await else {
-            return;
-        };
-        let b: serde_json::Value = serde_json::from_str(&row.binding).unwrap_or_default();
-        let decision = match approval_view::status(c, &row, now_ms()) {
-            "pending" => return,
-            other => other,
-        };
-        let text = |k: &str| b[k].as_str().unwrap_or("-").to_owned();
-        tracing::info!(
-            target: "toolgate::audit",
-            event = "approval",
-            approval = %id_ref(&c.id),
-            decision,
-            approver = row.approver.as_deref().unwrap_or("-"),
-            tool = %crate::logging::field(&text("tool")),
-            server = %crate::logging::field(&text("server")),
-            command_sha256 = %text("command_sha256"),
-            host_key = %crate::logging::field(&text("host_key")),
-            caller = %crate::logging::field(&text("caller")),
-            "audit"
-        );
-    }
-
-    /// What channels are told of `c`'s latest event: an approval's view
-    /// (linking the inbox), or the question as `GET` shows it.
-    async fn event_body(&self, c: &Clarification) -> serde_json::Value {
-        let event = notify::Event::of(c.status);
-        let now = now_ms();
-        let base = self.base_url();
-        match self.store.approval(&c.id).await {
-            Ok(Some(row)) => {
-                let url = approval_view::inbox_url(&base, &c.id);
-                approval_view::event_json(
-                    event,
-                    approval_view::view(c, &row, now, &base),
-                    &url,
-                    now,
-                )
-            }
-            _ => notify::event_json(event, c, &base, now),
-        }
-    }
-
-    /// Tells the channels that hear of `c`'s latest event, and records each
-    /// outcome on `c`. Errors are logged and recorded, never returned.
-    async fn announce(&self, c: &Clarification, body: Option<serde_json::Value>) {
-        let Some(notifier) = &self.notifier else {
-            return;
-        };
-        let event = notify::Event::of(c.status);
-        let channels = notifier.listeners(event);
-        if channels.is_empty() {
-            return;
-        }
-        let body = match body {
-            Some(b) => b,
-            None => self.event_body(c).await,
-        };
-        let store = self.store.clone();
-        let id = c.id.clone();
-        let delivery = Box::pin(async move {
-            // At once: a slow or failing channel delays no other.
-            let sends = channels.into_iter().map(|ch| {
-                let (store, body, id) = (store.clone(), &body, &id);
-                async move {
-                    let started = crate::clock::Instant::now();
-                    let outcome = ch.send(event, body).await;
-                    let ms = started.elapsed().as_millis() as u64;
-                    let r = id_ref(id);
-                    match &outcome {
-                        Ok(()) => tracing::info!(id = %r, channel = ch.name(), event = event.as_str(), duration_ms = ms, "notified"),
-                        Err(e) => tracing::warn!(id = %r, channel = ch.name(), event = event.as_str(), duration_ms = ms, error = %e, "notification failed"),
-                    }
-                    let text = notify::outcome_text(&outcome);
-                    if let Err(e) = store.note(id, ch.name(), event.as_str(), &text).await {
-                        tracing::warn!(id = %r, channel = ch.name(), error = %e, "cannot record a notification");
-                    }
-                }
-            });
-            futures_util::future::join_all(sends).await;
-        });
-        notifier.run(delivery).await;
     }
 
     /// Replaces the timer the long-poll sleeps on.
@@ -490,206 +403,7 @@ impl Clarify {
     pub async fn cancel(&self, id: &str) -> Result<Result<Clarification, Refusal>, ToolError> {
         self.settle(id, Status::Cancelled, None, None).await
     }
-
-    async fn settle(
-        &self,
-        id: &str,
-        to: Status,
-        answer: Option<String>,
-        choice: Option<usize>,
-    ) -> Result<Result<Clarification, Refusal>, ToolError> {
-        let Some(c) = self.get(id).await? else {
-            return Ok(Err(Refusal::NotFound));
-        };
-        if self.approval(id).await?.is_some() {
-            return Ok(Err(Refusal::Approval(c.id)));
-        }
-        let now = now_ms();
-        match c.status_at(now) {
-            Status::Pending => {}
-            Status::Expired => return Ok(Err(Refusal::Expired(c))),
-            _ => return Ok(Err(Refusal::Settled(c))),
-        }
-        let s = Settlement {
-            status: to,
-            answer,
-            choice,
-            at: now,
-        };
-        let won = self.store.settle(id, &s).await.map_err(Self::store_error)?;
-        let current = self
-            .store
-            .get(id)
-            .await
-            .map_err(Self::store_error)?
-            .ok_or_else(|| ToolError::internal("the clarification vanished"))?;
-        if !won {
-            // Someone else settled it first (or it expired meanwhile).
-            return Ok(Err(match current.status_at(now) {
-                Status::Expired => Refusal::Expired(current),
-                _ => Refusal::Settled(current),
-            }));
-        }
-        self.changed.notify_waiters();
-        self.report(&current).await;
-        self.announce(&current, None).await;
-        Ok(Ok(current))
-    }
-
-    async fn expire(&self, c: &Clarification) {
-        let s = Settlement {
-            status: Status::Expired,
-            answer: None,
-            choice: None,
-            at: now_ms(),
-        };
-        match self.store.settle(&c.id, &s).await {
-            Ok(true) => {
-                self.changed.notify_waiters();
-                let mut done = c.clone();
-                done.status = Status::Expired;
-                self.report(&done).await;
-                self.announce(&done, None).await;
-                self.audit_decision(&done).await;
-            }
-            Ok(false) => {}
-            Err(e) => {
-                tracing::error!(id = %id_ref(&c.id), error = %e, "cannot mark a clarification expired")
-            }
-        }
-    }
-
-    /// Tells every waiting workflow and channel what it still needs to
-    /// hear: expires the pending clarifications past their expiry (a
-    /// workflow fails with Clarify.Expired, the channels hear `expired`),
-    /// and sends again a callback that did not land (stores that track it). Run on a timer locally, and by a schedule on
-    /// AWS (`{"toolgate": "sweep"}`), where nothing runs between
-    /// invocations.
-    pub async fn sweep(&self) -> Result<Swept, String> {
-        let now = now_ms();
-        let failed = |e: &String| tracing::error!(error = %e, "clarification sweep failed");
-        let expired = self.store.expired_pending(now).await.inspect_err(failed)?;
-        let due = self.store.due(now).await.inspect_err(failed)?;
-        let mut swept = Swept::default();
-        let mut done = std::collections::HashSet::new();
-        for c in &expired {
-            if done.insert(c.id.as_str()) {
-                self.expire(c).await;
-                swept.expired += 1;
-            }
-        }
-        for c in &due {
-            if c.status != Status::Pending {
-                self.report(c).await;
-                swept.resent += 1;
-            } else if done.insert(c.id.as_str()) {
-                self.expire(c).await;
-                swept.expired += 1;
-            }
-        }
-        if !due.is_empty() {
-            tracing::info!(
-                expired = swept.expired,
-                resent = swept.resent,
-                "clarification sweep"
-            );
-        }
-        Ok(swept)
-    }
-
-    /// Tells the waiting workflow, if any; once it has been told (or can no
-    /// longer be), the store stops listing the clarification as due. A
-    /// callback that may land later stays due for the next sweep.
-    async fn report(&self, c: &Clarification) {
-        let (Some(token), Some(cb)) = (&c.task_token, &self.callback) else {
-            return;
-        };
-        let outcome = match c.status {
-            Status::Answered => {
-                let output = json!({"answer": c.answer, "choice": c.choice, "id": c.id});
-                cb.success(token, &output).await
-            }
-            Status::Expired => {
-                cb.failure(
-                    token,
-                    callback::EXPIRED,
-                    &format!("clarification {} expired unanswered", c.id),
-                )
-                .await
-            }
-            Status::Cancelled => {
-                cb.failure(
-                    token,
-                    callback::CANCELLED,
-                    &format!("clarification {} was cancelled", c.id),
-                )
-                .await
-            }
-            Status::Pending => return,
-        };
-        let done = match outcome {
-            Ok(()) => {
-                tracing::info!(id = %id_ref(&c.id), status = c.status.as_str(), "task callback sent");
-                true
-            }
-            Err(e) => {
-                tracing::error!(id = %id_ref(&c.id), error = %e.message, retry = e.retry, "task callback failed");
-                !e.retry
-            }
-        };
-        if done && let Err(e) = self.store.reported(&c.id).await {
-            // It stays due: the next sweep tells the workflow again.
-            tracing::warn!(id = %id_ref(&c.id), error = %e, "cannot record the task callback");
-        }
-    }
-}
-
-/// What one sweep did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Swept {
-    /// Pending clarifications past their expiry, now expired.
-    pub expired: usize,
-    /// Settled ones whose callback had not landed, sent again.
-    pub resent: usize,
-}
-
-/// A refusal as the HTTP contract's error: 404, 409 (with the current
-/// state) or 410.
-pub fn refusal_error(r: &Refusal) -> ToolError {
-    match r {
-        Refusal::NotFound => ToolError::new(ErrorCode::NotFound, "No such clarification"),
-        Refusal::Expired(_) => ToolError::new(ErrorCode::Expired, "This clarification has expired"),
-        Refusal::Settled(c) => ToolError::new(
-            ErrorCode::Conflict,
-            format!("This clarification is already {}", c.status.as_str()),
-        ),
-        Refusal::Approval(id) => ToolError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "Clarification {id} is an approval: only an approver can decide it (/inbox/{id})"
-            ),
-        ),
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc3339_dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_795_945_092_999), "2026-11-29T09:38:12Z");
-    }
-
-    #[test]
-    fn ids_are_long_and_distinct() {
-        let a = new_id().unwrap();
-        let b = new_id().unwrap();
-        assert_ne!(a, b);
-        assert!(valid_id(&a), "{a}");
-        assert!(!valid_id("../etc"));
-        assert!(!valid_id(&a.to_uppercase()));
-    }
-}
+mod tests;
