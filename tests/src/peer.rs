@@ -142,6 +142,20 @@ impl Peer {
         });
     }
 
+    /// Waits until the service says `listening on 127.0.0.1:PORT` (a
+    /// service started on port 0, so that no other process can take its
+    /// port first), and returns the port.
+    pub fn wait_for_announced_port(&mut self, within: Duration) -> u16 {
+        const SAYS: &str = "listening on 127.0.0.1:";
+        self.wait_for_log(SAYS, within);
+        let logs = self.logs();
+        let rest = &logs[logs.find(SAYS).expect("waited for it") + SAYS.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("{} announced no port:\n{logs}", self.name))
+    }
+
     /// Waits until the service's output contains `needle`.
     pub fn wait_for_log(&mut self, needle: &str, within: Duration) {
         let logs = self.logs.clone();

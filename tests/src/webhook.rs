@@ -7,20 +7,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::peer::{Peer, free_port, run_ok};
+use crate::peer::{Peer, run_ok};
 use crate::support;
 
 /// Starts the receiver, checking signatures with `secret`; its base URL.
 pub fn receiver(secret: &str) -> (Peer, String) {
-    let port = free_port();
     let mut peer = Peer::spawn(
         "webhook receiver",
         Command::new("python3")
             .arg(support("webhook_receiver.py"))
-            .arg(port.to_string())
+            .arg("0")
             .arg(secret),
     );
-    peer.wait_for_port(port, Duration::from_secs(20));
+    let port = peer.wait_for_announced_port(Duration::from_secs(20));
     (peer, format!("http://127.0.0.1:{port}"))
 }
 

@@ -10,7 +10,7 @@ POST /down   always 500 (counts attempts).
 POST /slow   answers after 3 s.
 GET  /seen   everything recorded, as JSON.
 
-Usage: webhook_receiver.py PORT SECRET
+Usage: webhook_receiver.py PORT SECRET (PORT 0: any; the first line says which)
 """
 import json
 import sys
@@ -90,4 +90,8 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(404)
 
 
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+# Port 0: the kernel picks a free one and the receiver says which, so no
+# other process can take it between the choice and the bind.
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+print(f"listening on 127.0.0.1:{server.server_address[1]}", flush=True)
+server.serve_forever()

@@ -152,7 +152,7 @@ const CRATES: [(&str, usize); 17] = [
     ("shared", 40),
     ("crates/aws", 8),
     ("crates/lambda", 3),
-    ("crates/python", 3),
+    ("crates/python", 2),
     ("crates/ssh", 5),
     ("functions/local", 2),
     ("functions/python-execute", 1),

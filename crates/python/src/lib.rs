@@ -1,6 +1,6 @@
 #![deny(missing_docs)]
-//! `python.execute` on the process sandbox, and how a runtime serves it
-//! ([`WithPython`]).
+//! `python.execute` on the process sandbox ([`SandboxRunner`] under the
+//! shared tool), and how a runtime serves it ([`WithPython`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,10 +9,10 @@ use toolgate_shared::config::{Config, PythonConfig};
 use toolgate_shared::sessions::{SessionStore, Sessions};
 use toolgate_shared::toolset::Toolset;
 
-mod backlog;
-mod tool;
+mod runner;
 
-pub use tool::PythonExecute;
+pub use runner::SandboxRunner;
+pub use toolgate_shared::tools::python_execute::PythonExecute;
 
 /// The interpreter layer and the process sandbox around it, as one path.
 pub mod sandbox {
@@ -73,7 +73,8 @@ impl WithPython for Toolset {
         sandbox_cfg: SandboxConfig,
     ) -> Result<Self, String> {
         let sandbox = Arc::new(Sandbox::start(sandbox_cfg).map_err(|e| e.to_string())?);
-        let mut tool = PythonExecute::new(&cfg.python, sandbox.clone());
+        let mut tool = PythonExecute::new(&cfg.python, SandboxRunner(sandbox.clone()))
+            .with_backlog(&cfg.python);
         if let Some(store) = session_store(&self, &cfg.python).await? {
             tool = tool.with_sessions(Sessions::new(
                 store,

@@ -105,13 +105,13 @@ async fn app(
     )
     .with_nap(nap.clone())
     .with_row_limit(d1_sessions::ROW_LIMIT);
-    let python = Arc::new(python::SandboxedPython::new(
+    let (tool, python) = python::tool(
         &settings.config.python,
         env.service(python::BINDING)?,
         sessions,
-    ));
+    );
     registry
-        .add(python.clone())
+        .add(Arc::new(tool))
         .map_err(worker::Error::RustError)?;
     registry
         .add(Arc::new(ClarifyTool::new(clarify.clone())))

@@ -1,6 +1,6 @@
-//! `python.execute` on Workers. The contract (spec, input rules, output)
-//! is the shared one; the script runs in the sandbox Worker (service
-//! binding `SANDBOX`), in a fresh wasm instance per call.
+//! `python.execute` on Workers: the shared tool (contract, sessions,
+//! limits) over [`SandboxWorker`], which runs each script in the sandbox
+//! Worker (service binding `SANDBOX`), in a fresh wasm instance per call.
 //!
 //! A script that never yields pins the sandbox isolate's thread, so this
 //! Worker races the call against a timer and answers the timeout itself. In
@@ -9,6 +9,7 @@
 //! sandbox process.
 
 use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
@@ -18,11 +19,12 @@ use worker::{Delay, Fetcher, Method, RequestInit};
 
 use toolgate_shared::config::PythonConfig;
 use toolgate_shared::error::ToolError;
-use toolgate_shared::files::Files;
-use toolgate_shared::sessions::{Limits, Sessions};
-use toolgate_shared::tool::{CallContext, Tool, ToolFuture, ToolSpec};
-use toolgate_shared::tools::python_execute::{self, ExecOutput};
+use toolgate_shared::sessions::Sessions;
+use toolgate_shared::tools::python_execute::{
+    self, ExecOutput, PythonExecute, Run, RunFuture, Runner,
+};
 use toolgate_shared::walls::Walls;
+use toolgate_shared::wire::{self, RunRequest};
 
 pub const BINDING: &str = "SANDBOX";
 
@@ -33,33 +35,33 @@ const GRACE: Duration = Duration::from_millis(500);
 /// The sandbox's answer is the contract's output plus room for its JSON.
 const MAX_REPLY_BYTES: usize = 4 << 20;
 
-pub struct SandboxedPython {
-    spec: ToolSpec,
-    timeout: Duration,
+/// The sandbox Worker as python.execute's runner; clones share the binding.
+#[derive(Clone)]
+pub struct SandboxWorker {
+    sandbox: Arc<SendWrapper<Fetcher>>,
     memory_mb: u64,
-    files_cap: u64,
-    state_cap: u64,
-    sandbox: SendWrapper<Fetcher>,
-    sessions: Sessions,
 }
 
-impl SandboxedPython {
-    pub fn new(cfg: &PythonConfig, sandbox: Fetcher, sessions: Sessions) -> Self {
-        Self {
-            spec: python_execute::spec(cfg),
-            timeout: Duration::from_secs(cfg.timeout_secs),
-            memory_mb: cfg.memory_mb,
-            files_cap: cfg.max_files_bytes(),
-            // A session's row holds its state and files: the state alone
-            // never needs more.
-            state_cap: cfg
-                .max_state_bytes()
-                .min(crate::d1_sessions::ROW_LIMIT as u64),
-            sandbox: SendWrapper::new(sandbox),
-            sessions: sessions.with_quotas(cfg.session_quotas()),
-        }
-    }
+/// python.execute on the sandbox Worker behind `sandbox`, its sessions in
+/// `sessions` (whose rows bound the state), and the runner for `/healthz`.
+pub fn tool(
+    cfg: &PythonConfig,
+    sandbox: Fetcher,
+    sessions: Sessions,
+) -> (PythonExecute, SandboxWorker) {
+    let runner = SandboxWorker {
+        sandbox: Arc::new(SendWrapper::new(sandbox)),
+        memory_mb: cfg.memory_mb,
+    };
+    let tool = PythonExecute::new(cfg, runner.clone())
+        // A session's row holds its state and files: the state alone
+        // never needs more.
+        .with_state_cap(crate::d1_sessions::ROW_LIMIT as u64)
+        .with_sessions(sessions);
+    (tool, runner)
+}
 
+impl SandboxWorker {
     /// `/healthz`'s `sandbox`, in the native server's shape. The capability
     /// gap, the scrub and the fresh instance are checked now, by the sandbox
     /// Worker in an instance taken as a call takes one; what it cannot
@@ -108,41 +110,55 @@ impl SandboxedPython {
             None => Ok(v),
         }
     }
+}
 
-    async fn run(
-        &self,
-        code: &str,
-        files: &Files,
-        session: Option<&[u8]>,
-    ) -> Result<ExecOutput, ToolError> {
-        let mut body = json!({
-            "code": code,
-            "timeout_secs": self.timeout.as_secs(),
-            "memory_mb": self.memory_mb,
-            "files": toolgate_shared::files::to_wire(files),
-            "files_cap": self.files_cap,
-        });
-        if let Some(state) = session {
-            body["session"] = toolgate_shared::files::encode(state).into();
-            body["state_cap"] = self.state_cap.into();
-        }
+/// The sandbox Worker's status and body, at most `limit` bytes of it.
+async fn read_reply(
+    reply: worker::HttpResponse,
+    limit: usize,
+) -> Result<(axum::http::StatusCode, axum::body::Bytes), String> {
+    let status = reply.status();
+    let bytes = axum::body::to_bytes(axum::body::Body::new(reply.into_body()), limit)
+        .await
+        .map_err(|e| format!("sandbox reply: {e}"))?;
+    Ok((status, bytes))
+}
+
+impl Runner for SandboxWorker {
+    fn run<'a>(&'a self, run: Run<'a>) -> RunFuture<'a> {
+        Box::pin(SendFuture::new(self.call(run)))
+    }
+}
+
+impl SandboxWorker {
+    async fn call(&self, run: Run<'_>) -> Result<ExecOutput, ToolError> {
+        let body = RunRequest {
+            version: wire::VERSION,
+            code: run.code.to_owned(),
+            timeout_secs: run.timeout.as_secs(),
+            memory_mb: self.memory_mb,
+            files: toolgate_shared::files::to_wire(run.files),
+            files_cap: run.files_cap,
+            session: run.session.map(toolgate_shared::files::encode),
+            state_cap: run.state_cap,
+        };
+        let body = serde_json::to_string(&body).map_err(|e| ToolError::internal(e.to_string()))?;
         let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_body(Some(body.to_string().into()));
+        init.with_method(Method::Post).with_body(Some(body.into()));
         let call = pin!(self.sandbox.fetch("https://sandbox/run", Some(init)));
-        let timer = pin!(Delay::from(self.timeout + GRACE));
+        let timer = pin!(Delay::from(run.timeout + GRACE));
         let timed_out = || {
             Ok(ExecOutput::timed_out(
                 String::new(),
                 String::new(),
-                self.timeout,
+                run.timeout,
             ))
         };
         match select(call, timer).await {
             Either::Left((Ok(reply), _)) => {
                 let limit = MAX_REPLY_BYTES
-                    + python_execute::max_body_bytes(self.files_cap)
-                    + self.state_cap as usize * 2;
+                    + python_execute::max_body_bytes(run.files_cap)
+                    + run.state_cap as usize * 2;
                 let (status, bytes) = read_reply(reply, limit)
                     .await
                     .map_err(ToolError::internal)?;
@@ -159,9 +175,8 @@ impl SandboxedPython {
                 // The sandbox Worker runs the script: its reply is checked as
                 // the native server checks a child's report, and one that is
                 // not the contract's output is the script's failure.
-                let cap = if session.is_some() { self.state_cap } else { 0 };
-                let out =
-                    ExecOutput::from_reply(&bytes, self.files_cap, cap).unwrap_or_else(|why| {
+                let out = ExecOutput::from_reply(&bytes, run.files_cap, run.state_cap)
+                    .unwrap_or_else(|why| {
                         tracing::error!(reason = %why, "invalid sandbox reply");
                         let mut out = ExecOutput::failed();
                         out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
@@ -177,57 +192,11 @@ impl SandboxedPython {
             }
             Either::Right(_) => {
                 tracing::warn!(
-                    timeout_secs = self.timeout.as_secs(),
+                    timeout_secs = run.timeout.as_secs(),
                     "script ran past its timeout"
                 );
                 timed_out()
             }
         }
-    }
-}
-
-/// The sandbox Worker's status and body, at most `limit` bytes of it.
-async fn read_reply(
-    reply: worker::HttpResponse,
-    limit: usize,
-) -> Result<(axum::http::StatusCode, axum::body::Bytes), String> {
-    let status = reply.status();
-    let bytes = axum::body::to_bytes(axum::body::Body::new(reply.into_body()), limit)
-        .await
-        .map_err(|e| format!("sandbox reply: {e}"))?;
-    Ok((status, bytes))
-}
-
-impl Tool for SandboxedPython {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn max_body_bytes(&self) -> usize {
-        python_execute::max_body_bytes(self.files_cap)
-    }
-
-    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
-        Box::pin(SendFuture::new(async move {
-            let input = python_execute::parse_input(&args, self.files_cap)?;
-            let out = match &input.session {
-                None => self.run(input.code, &input.files, None).await?,
-                Some(arg) => {
-                    let limits = Limits {
-                        timeout: self.timeout,
-                        files_cap: self.files_cap,
-                        state_cap: self.state_cap,
-                    };
-                    let owner = ctx.caller.as_deref().unwrap_or("");
-                    let code = input.code;
-                    self.sessions
-                        .call(arg, owner, input.files, limits, |files, state| async move {
-                            self.run(code, &files, Some(&state)).await
-                        })
-                        .await?
-                }
-            };
-            serde_json::to_value(out).map_err(|e| ToolError::internal(e.to_string()))
-        }))
     }
 }

@@ -1,9 +1,15 @@
 //! `python.execute` (docs/contracts.md#pythonexecute): runs Python source in the sandbox.
-
 //!
 //! The contract (spec, input rules, output shape, the notes added to
-//! stderr) compiles everywhere; the tool on the process sandbox is
-//! `toolgate-python`'s, the Worker runs the same contract on wasm32.
+//! stderr) and the one flow over a [`Runner`] (`runner`: sessions, the
+//! deadline, the backlog) compile everywhere; the runners are the process
+//! sandbox's (`toolgate-python`) and the sandbox Worker's
+//! (`functions/worker`).
+
+mod backlog;
+mod runner;
+
+pub use runner::{PythonExecute, Run, RunFuture, Runner};
 
 use serde_json::{Value, json};
 

@@ -207,6 +207,11 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         }
     };
     drop(bytes);
+    if let Some(why) = req.refusal() {
+        let mut out = output(1, None);
+        out.add_note(&format!("InternalError: {why}\n"));
+        return hand_out(to_json(&out));
+    }
     if USED.swap(true, Ordering::Relaxed) {
         // Instance-per-call is a wall: a second call would see the first
         // one's objects, so it is refused rather than run.

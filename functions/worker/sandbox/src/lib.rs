@@ -24,23 +24,6 @@ mod clock;
 #[cfg(target_arch = "wasm32")]
 mod host;
 
-/// The call as the sandbox Worker passes it in.
-#[derive(Debug, serde::Deserialize)]
-pub struct RunRequest {
-    pub code: String,
-    pub timeout_secs: u64,
-    pub memory_mb: u64,
-    /// The call's files, base64 by name (`files::to_wire`).
-    #[serde(default)]
-    pub files: std::collections::BTreeMap<String, String>,
-    /// The files the script may return, in bytes in all.
-    #[serde(default)]
-    pub files_cap: u64,
-    /// A session's saved state, base64 (empty: a new session); absent
-    /// outside a session.
-    #[serde(default)]
-    pub session: Option<String>,
-    /// The most state a session may save, in bytes.
-    #[serde(default)]
-    pub state_cap: u64,
-}
+/// The call as the sandbox Worker passes it in: the dispatcher builds the
+/// same type.
+pub use toolgate_core::wire::RunRequest;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use toolgate_shared::error::ToolError;
+use crate::error::ToolError;
 
 /// Bytes held, in all and by caller.
 pub struct Backlog {
@@ -100,7 +100,7 @@ mod tests {
         let a1 = b.reserve("a", 30).unwrap();
         let a2 = b.reserve("a", 20).unwrap();
         let e = b.reserve("a", 1).err().unwrap();
-        assert_eq!(e.code, toolgate_shared::error::ErrorCode::QuotaExceeded);
+        assert_eq!(e.code, crate::error::ErrorCode::QuotaExceeded);
         assert!(e.message.contains("its share of 50"), "{}", e.message);
         let c = b.reserve("c", 50).unwrap();
         let e = b.reserve("d", 1).err().unwrap();

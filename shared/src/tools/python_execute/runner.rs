@@ -1,0 +1,199 @@
+//! python.execute's one flow over a [`Runner`]: the input checked, the
+//! session's lease held, the timeout fitted to the runtime's deadline, the
+//! backlog bounded, then the script handed to wherever scripts run (the
+//! process sandbox natively, the sandbox Worker on Cloudflare).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::backlog::Backlog;
+use super::{ExecOutput, max_body_bytes, parse_input, spec};
+use crate::clock::Instant;
+use crate::config::PythonConfig;
+use crate::error::ToolError;
+use crate::files::Files;
+use crate::sessions::{Limits, Quotas, SessionArg, Sessions};
+use crate::tool::{CallContext, MAX_BODY_BYTES, Tool, ToolFuture, ToolSpec, effective_timeout};
+
+/// The backlog's share of calls no runtime identified (the process
+/// sandbox's admission names its share the same).
+const ANONYMOUS: &str = "anonymous";
+
+/// One script as a runner gets it.
+pub struct Run<'a> {
+    /// The source.
+    pub code: &'a str,
+    /// The call's files (a session's under them).
+    pub files: &'a Files,
+    /// A session's saved state (empty: a new session); `None` outside one.
+    pub session: Option<&'a [u8]>,
+    /// The time it may take, already fitted to the runtime's deadline.
+    pub timeout: Duration,
+    /// The caller, for per-caller admission; `None`: anonymous.
+    pub caller: Option<&'a str>,
+    /// The files the script may return, in bytes in all.
+    pub files_cap: u64,
+    /// The most state a session may save, in bytes.
+    pub state_cap: u64,
+}
+
+/// What a [`Runner`] returns: the contract's output, or `Err` when the
+/// runner itself failed (never for the script's own failure).
+pub type RunFuture<'a> = Pin<Box<dyn Future<Output = Result<ExecOutput, ToolError>> + Send + 'a>>;
+
+/// Where scripts run.
+pub trait Runner: Send + Sync {
+    /// Runs one script.
+    fn run<'a>(&'a self, run: Run<'a>) -> RunFuture<'a>;
+}
+
+/// `python.execute` over a runner.
+pub struct PythonExecute {
+    spec: ToolSpec,
+    timeout: Duration,
+    files_cap: u64,
+    state_cap: u64,
+    runner: Box<dyn Runner>,
+    sessions: Option<Sessions>,
+    quotas: Quotas,
+    backlog: Option<Backlog>,
+}
+
+impl PythonExecute {
+    /// The tool on `runner`, with `cfg`'s name, timeout, limits and
+    /// allowed imports.
+    pub fn new(cfg: &PythonConfig, runner: impl Runner + 'static) -> Self {
+        Self {
+            spec: spec(cfg),
+            timeout: Duration::from_secs(cfg.timeout_secs),
+            files_cap: cfg.max_files_bytes(),
+            state_cap: cfg.max_state_bytes(),
+            runner: Box::new(runner),
+            sessions: None,
+            quotas: cfg.session_quotas(),
+            backlog: None,
+        }
+    }
+
+    /// Bounds the bytes of calls held at once, in all and per caller
+    /// (`cfg.max_queued_bytes()`): a runtime whose calls queue in its
+    /// memory.
+    pub fn with_backlog(mut self, cfg: &PythonConfig) -> Self {
+        let one_call = MAX_BODY_BYTES as u64 + self.files_cap + self.state_cap;
+        self.backlog = Some(Backlog::new(cfg.max_queued_bytes(), one_call));
+        self
+    }
+
+    /// The tool with `sessions` to keep state between calls in, under the
+    /// configured session quotas.
+    pub fn with_sessions(mut self, sessions: Sessions) -> Self {
+        self.sessions = Some(sessions.with_quotas(self.quotas));
+        self
+    }
+
+    /// Lowers the state a session may save (a store whose rows are
+    /// smaller than the configured cap).
+    pub fn with_state_cap(mut self, most: u64) -> Self {
+        self.state_cap = self.state_cap.min(most);
+        self
+    }
+
+    /// Runs `code` with `files` for the caller in `ctx`, the timeout
+    /// lowered to fit a runtime deadline (stderr then says so). `Err` only
+    /// when the runner itself fails.
+    pub async fn run(
+        &self,
+        code: &str,
+        files: &Files,
+        session: Option<&[u8]>,
+        ctx: &CallContext,
+    ) -> Result<ExecOutput, ToolError> {
+        let (timeout, lowered) = effective_timeout(self.timeout, ctx.deadline, Instant::now());
+        let caller = ctx.caller.as_deref();
+        let bytes = code.len() as u64
+            + files.values().map(|f| f.len() as u64).sum::<u64>()
+            + session.map_or(0, |s| s.len() as u64);
+        let _held = match &self.backlog {
+            Some(b) => Some(b.reserve(caller.unwrap_or(ANONYMOUS), bytes)?),
+            None => None,
+        };
+        let mut out = self
+            .runner
+            .run(Run {
+                code,
+                files,
+                session,
+                timeout,
+                caller,
+                files_cap: self.files_cap,
+                state_cap: if session.is_some() { self.state_cap } else { 0 },
+            })
+            .await?;
+        if lowered {
+            out.stderr = crate::truncate::truncate(&format!(
+                "{}{}[timeout lowered to {}s to fit the runtime's remaining time]\n",
+                out.stderr,
+                if out.stderr.is_empty() || out.stderr.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                },
+                timeout.as_secs()
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Runs a call in the session `arg` names: its files under the call's,
+    /// its state restored in the script; then stores what the call left.
+    async fn run_in_session(
+        &self,
+        arg: &SessionArg,
+        code: &str,
+        given: Files,
+        ctx: &CallContext,
+    ) -> Result<ExecOutput, ToolError> {
+        let sessions = self
+            .sessions
+            .as_ref()
+            .ok_or_else(crate::sessions::unavailable)?;
+        let owner = ctx.caller.as_deref().unwrap_or("");
+        let limits = Limits {
+            timeout: self.timeout,
+            files_cap: self.files_cap,
+            state_cap: self.state_cap,
+        };
+        sessions
+            .call(arg, owner, given, limits, |files, state| async move {
+                self.run(code, &files, Some(&state), ctx).await
+            })
+            .await
+    }
+}
+
+impl Tool for PythonExecute {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn max_body_bytes(&self) -> usize {
+        max_body_bytes(self.files_cap)
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let input = parse_input(&args, self.files_cap)?;
+            let out = match &input.session {
+                None => self.run(input.code, &input.files, None, ctx).await?,
+                Some(arg) => {
+                    self.run_in_session(arg, input.code, input.files, ctx)
+                        .await?
+                }
+            };
+            serde_json::to_value(&out).map_err(|e| ToolError::internal(e.to_string()))
+        })
+    }
+}
