@@ -309,6 +309,37 @@ result = [len(x), len(y)]",
     assert_eq!(out["result"], json!([80 << 20, 2 << 20]), "{out}");
 }
 
+/// SIGTERM drains: a call already running when it comes finishes within
+/// the grace period and its caller gets the answer, then the server exits.
+#[test]
+fn a_call_in_flight_at_sigterm_gets_its_answer() {
+    let s = Server::start(&[
+        ("TOOLGATE_PYTHON_TIMEOUT", "60"),
+        ("TOOLGATE_SHUTDOWN_GRACE_SECS", "30"),
+    ]);
+    s.exec("print(1)");
+    let addr = s.addr.clone();
+    let inflight = std::thread::spawn(move || {
+        toolgate_e2e::raw_request(
+            &addr,
+            "POST",
+            "/tools/python.execute",
+            &[("Content-Type", "application/json")],
+            br#"{"code": "n = 0\nfor i in range(30_000_000):\n    n += i\nresult = n"}"#,
+        )
+    });
+    a_script_runs(&s, "the in-flight call running");
+    let status = s.terminate();
+    assert!(
+        status.success(),
+        "toolgate should exit 0 on SIGTERM: {status:?}"
+    );
+    let r = inflight.join().expect("the caller's thread");
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!(r.status, 200, "{body}");
+    assert_eq!(r.json()["result"], json!(449_999_985_000_000u64), "{body}");
+}
+
 #[test]
 fn sigterm_stops_the_server_and_every_sandbox_process() {
     let s = Server::start(&[
