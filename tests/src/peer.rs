@@ -51,6 +51,41 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Whether the socket listening on loopback `port` is held by `pid` or a
+/// descendant of it. True when /proc cannot say (the connect then decides).
+fn listener_is_ours(pid: u32, port: u16) -> bool {
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|text| {
+            text.lines()
+                .skip(1)
+                .filter_map(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    let local_port = cols.get(1)?.rsplit_once(':')?.1;
+                    let listening = cols.get(3) == Some(&"0A");
+                    (listening && u16::from_str_radix(local_port, 16).ok() == Some(port))
+                        .then(|| cols.get(9).map(|i| format!("socket:[{i}]")))
+                        .flatten()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if inodes.is_empty() {
+        return true;
+    }
+    std::iter::once(pid)
+        .chain(crate::descendants_of(pid))
+        .any(|p| {
+            std::fs::read_dir(format!("/proc/{p}/fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .any(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+        })
+}
+
 /// A background service, killed with its whole process group on drop.
 pub struct Peer {
     child: Child,
@@ -135,11 +170,40 @@ impl Peer {
         .unwrap_or_else(|| self.logs())
     }
 
-    /// Waits until `port` on loopback accepts connections.
+    /// Waits until `port` on loopback accepts connections and the listener
+    /// is this peer's (it or a process it started holds the socket): a port
+    /// chosen free can be taken by another test's process before the peer
+    /// binds it, and that process answering must not pass for the peer.
     pub fn wait_for_port(&mut self, port: u16, within: Duration) {
-        self.wait_until(&format!("listen on {port}"), within, || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
+        if let Err(e) = self.try_wait_for_port(port, within) {
+            panic!("{e}");
+        }
+    }
+
+    /// As [`Self::wait_for_port`], with the peer's exit (a port taken
+    /// first, most often) as an error to try again on, rather than a panic.
+    pub fn try_wait_for_port(&mut self, port: u16, within: Duration) -> Result<(), String> {
+        let pid = self.child.id();
+        let deadline = Instant::now() + within;
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() && listener_is_ours(pid, port) {
+                return Ok(());
+            }
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Err(format!(
+                    "{} exited ({st}) before it would listen on {port}:\n{}",
+                    self.name,
+                    self.logs()
+                ));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not listen on {port} within {within:?}:\n{}",
+                self.name,
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until the service says `listening on 127.0.0.1:PORT` (a
@@ -301,4 +365,34 @@ pub async fn moto_ssm(endpoint: &str) -> aws_sdk_ssm::Client {
         .load()
         .await;
     aws_sdk_ssm::Client::new(&conf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Another process answering on a peer's port does not pass for the
+    /// peer; the peer's own listener does.
+    #[test]
+    fn only_the_peers_own_listener_counts() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let idle = Peer::spawn("sleep", Command::new("sleep").arg("30"));
+        assert!(!listener_is_ours(idle.pid(), port));
+        let mut own = Peer::spawn(
+            "listener",
+            Command::new("python3").args([
+                "-c",
+                "import socket, time\n\
+                 s = socket.socket()\n\
+                 s.bind(('127.0.0.1', 0))\n\
+                 s.listen()\n\
+                 print('listening on 127.0.0.1:%d' % s.getsockname()[1], flush=True)\n\
+                 time.sleep(30)",
+            ]),
+        );
+        let own_port = own.wait_for_announced_port(Duration::from_secs(20));
+        assert!(listener_is_ours(own.pid(), own_port));
+        assert!(!listener_is_ours(own.pid(), port));
+    }
 }

@@ -55,53 +55,63 @@ impl Sshd {
         for (p, mode) in [(dir.clone(), 0o755), (dir.join("authorized_keys"), 0o644)] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
         }
-        let port = free_port();
-        let config = format!(
-            "Port {port}\n\
-             ListenAddress 127.0.0.1\n\
-             HostKey {dir}/host_ed25519\n\
-             PidFile {dir}/sshd.pid\n\
-             AuthorizedKeysFile {dir}/authorized_keys\n\
-             AllowUsers {user}\n\
-             PubkeyAuthentication yes\n\
-             PasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\n\
-             UsePAM no\n\
-             StrictModes no\n\
-             MaxSessions 10\n\
-             MaxStartups 100:30:200\n\
-             PerSourcePenalties no\n\
-             LogLevel VERBOSE\n",
-            dir = dir.display()
-        );
-        std::fs::write(dir.join("sshd_config"), config).unwrap();
-        // PerSourcePenalties is OpenSSH 9.8+; check the file and drop the
-        // line for an older sshd.
-        let check = Command::new(SSHD)
-            .arg("-t")
-            .arg("-f")
-            .arg(dir.join("sshd_config"))
-            .output()
-            .unwrap();
-        if !check.status.success() {
-            let text = std::fs::read_to_string(dir.join("sshd_config")).unwrap();
-            std::fs::write(
-                dir.join("sshd_config"),
-                text.replace("PerSourcePenalties no\n", ""),
-            )
-            .unwrap();
-        }
-        if root {
-            // Privilege separation needs this folder (root-owned, 0755).
-            std::fs::create_dir_all("/run/sshd").unwrap();
-        }
-        let mut peer = Peer::spawn(
-            "sshd",
-            Command::new(SSHD)
-                .args(["-D", "-e", "-f"])
-                .arg(dir.join("sshd_config")),
-        );
-        peer.wait_for_port(port, Duration::from_secs(20));
+        // A port chosen free can be taken before sshd binds it (sshd then
+        // exits: "Address already in use"): try another.
+        let mut attempt = 0;
+        let (peer, port) = loop {
+            let port = free_port();
+            let config = format!(
+                "Port {port}\n\
+                 ListenAddress 127.0.0.1\n\
+                 HostKey {dir}/host_ed25519\n\
+                 PidFile {dir}/sshd.pid\n\
+                 AuthorizedKeysFile {dir}/authorized_keys\n\
+                 AllowUsers {user}\n\
+                 PubkeyAuthentication yes\n\
+                 PasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\n\
+                 UsePAM no\n\
+                 StrictModes no\n\
+                 MaxSessions 10\n\
+                 MaxStartups 100:30:200\n\
+                 PerSourcePenalties no\n\
+                 LogLevel VERBOSE\n",
+                dir = dir.display()
+            );
+            std::fs::write(dir.join("sshd_config"), config).unwrap();
+            // PerSourcePenalties is OpenSSH 9.8+; check the file and drop the
+            // line for an older sshd.
+            let check = Command::new(SSHD)
+                .arg("-t")
+                .arg("-f")
+                .arg(dir.join("sshd_config"))
+                .output()
+                .unwrap();
+            if !check.status.success() {
+                let text = std::fs::read_to_string(dir.join("sshd_config")).unwrap();
+                std::fs::write(
+                    dir.join("sshd_config"),
+                    text.replace("PerSourcePenalties no\n", ""),
+                )
+                .unwrap();
+            }
+            if root {
+                // Privilege separation needs this folder (root-owned, 0755).
+                std::fs::create_dir_all("/run/sshd").unwrap();
+            }
+            let mut peer = Peer::spawn(
+                "sshd",
+                Command::new(SSHD)
+                    .args(["-D", "-e", "-f"])
+                    .arg(dir.join("sshd_config")),
+            );
+            attempt += 1;
+            match peer.try_wait_for_port(port, Duration::from_secs(20)) {
+                Ok(()) => break (peer, port),
+                Err(e) if attempt == 3 => panic!("{e}"),
+                Err(e) => eprintln!("sshd did not start, trying another port: {e}"),
+            }
+        };
         Self {
             peer,
             port,

@@ -309,6 +309,24 @@ result = [len(x), len(y)]",
     assert_eq!(out["result"], json!([80 << 20, 2 << 20]), "{out}");
 }
 
+/// A call of `code` on its own thread, returned once its script runs.
+fn running_call(s: &Server, code: &str) -> std::thread::JoinHandle<toolgate_e2e::Response> {
+    s.exec("print(1)");
+    let addr = s.addr.clone();
+    let body = json!({ "code": code }).to_string();
+    let call = std::thread::spawn(move || {
+        toolgate_e2e::raw_request(
+            &addr,
+            "POST",
+            "/tools/python.execute",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    });
+    a_script_runs(s, "the in-flight call running");
+    call
+}
+
 /// SIGTERM drains: a call already running when it comes finishes within
 /// the grace period and its caller gets the answer, then the server exits.
 #[test]
@@ -317,18 +335,10 @@ fn a_call_in_flight_at_sigterm_gets_its_answer() {
         ("TOOLGATE_PYTHON_TIMEOUT", "60"),
         ("TOOLGATE_SHUTDOWN_GRACE_SECS", "30"),
     ]);
-    s.exec("print(1)");
-    let addr = s.addr.clone();
-    let inflight = std::thread::spawn(move || {
-        toolgate_e2e::raw_request(
-            &addr,
-            "POST",
-            "/tools/python.execute",
-            &[("Content-Type", "application/json")],
-            br#"{"code": "n = 0\nfor i in range(30_000_000):\n    n += i\nresult = n"}"#,
-        )
-    });
-    a_script_runs(&s, "the in-flight call running");
+    let inflight = running_call(
+        &s,
+        "n = 0\nfor i in range(30_000_000):\n    n += i\nresult = n",
+    );
     let status = s.terminate();
     assert!(
         status.success(),
@@ -346,19 +356,8 @@ fn sigterm_stops_the_server_and_every_sandbox_process() {
         ("TOOLGATE_PYTHON_TIMEOUT", "30"),
         ("TOOLGATE_SHUTDOWN_GRACE_SECS", "1"),
     ]);
-    s.exec("print(1)");
-    let addr = s.addr.clone();
     // A call in flight during shutdown must not leave its child behind.
-    let inflight = std::thread::spawn(move || {
-        toolgate_e2e::raw_request(
-            &addr,
-            "POST",
-            "/tools/python.execute",
-            &[("Content-Type", "application/json")],
-            br#"{"code": "while True: pass"}"#,
-        )
-    });
-    a_script_runs(&s, "the in-flight call running");
+    let inflight = running_call(&s, "while True: pass");
     let procs = sandbox_processes(&s);
     assert!(procs.len() >= 2, "zygote and children expected: {procs:?}");
     let status = s.terminate();
