@@ -9,16 +9,13 @@ use std::cell::RefCell;
 
 use rustpython_vm::{
     Interpreter, InterpreterBuilder, PyObjectRef, PyResult, VirtualMachine,
-    builtins::{PyBaseExceptionRef, PyDictRef},
-    compiler::Mode,
-    frozen::FrozenModule,
-    scope::Scope,
+    builtins::PyBaseExceptionRef, frozen::FrozenModule,
 };
 
 use super::files::FileStore;
 use super::stand_ins;
 use super::state::StateCarrier;
-use super::{engine_fixes, guard, host_facts, module_set, module_wall, result, scrub, traceback};
+use super::{engine_fixes, guard, host_facts, module_set, module_wall, scrub};
 use toolgate_core::files::Files;
 
 mod run;

@@ -1,5 +1,6 @@
 //! The warm interpreter run as a script sees it.
 use super::*;
+use crate::result;
 use std::sync::{Arc, Mutex};
 
 /// Runs `code` in a fresh warm VM; exit code, stdout and stderr.

@@ -26,7 +26,10 @@ use crate::registry::Registry;
 use crate::tool::CallContext;
 
 mod headers;
-use headers::*;
+use headers::{
+    accepted_media_types, header_matches_init_body, host, per_request_version,
+    protocol_version_header, request_version_meta, standard_headers,
+};
 
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";

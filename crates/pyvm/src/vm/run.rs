@@ -1,7 +1,15 @@
 //! One script in the warm interpreter: a fresh `__main__`, its files and
 //! session state, its output and outcome.
 
-use super::*;
+use rustpython_vm::builtins::PyDictRef;
+use rustpython_vm::compiler::Mode;
+use rustpython_vm::scope::Scope;
+use rustpython_vm::{PyObjectRef, VirtualMachine};
+
+use super::{RunOutcome, SCRIPT_NAME, Session, Stream, emit};
+use crate::state::StateCarrier;
+use crate::{result, traceback};
+use toolgate_core::files::Files;
 
 pub(super) fn run_in(
     vm: &VirtualMachine,

@@ -2,11 +2,16 @@
 //! the protocol version (header, body and `_meta` agreeing), and the
 //! `Mcp-Method` / `Mcp-Name` standard headers.
 
+use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode, header, request::Parts};
 use axum::response::Response;
-use rmcp::model::{ClientJsonRpcMessage, ProtocolVersion, RequestId};
+use rmcp::ErrorData;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion, RequestId};
 
-use super::*;
+use super::{
+    MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, header_mismatch, invalid_request, jsonrpc_error,
+    response, text,
+};
 
 /// The Host header must parse (any host is allowed: the bearer token is the
 /// guard, as in `server::service`).
@@ -53,7 +58,7 @@ pub(super) fn accepted_media_types(headers: &HeaderMap) -> impl Iterator<Item = 
         })
 }
 
-pub(super) fn split_unquoted(value: &str, delimiter: char) -> impl Iterator<Item = &str> {
+fn split_unquoted(value: &str, delimiter: char) -> impl Iterator<Item = &str> {
     let (mut quoted, mut escaped) = (false, false);
     value.split(move |c| {
         if escaped {
@@ -70,7 +75,7 @@ pub(super) fn split_unquoted(value: &str, delimiter: char) -> impl Iterator<Item
 }
 
 /// A malformed weight does not exclude; only a well-formed zero does.
-pub(super) fn quality_is_acceptable(q: &str) -> bool {
+fn quality_is_acceptable(q: &str) -> bool {
     let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
     if fraction.len() > 3 || !fraction.bytes().all(|d| d.is_ascii_digit()) {
         return true;
@@ -184,10 +189,7 @@ pub(super) fn standard_headers(
     request_headers(headers, &value).map_err(|reason| Box::new(header_mismatch(id, reason)))
 }
 
-pub(super) fn request_headers(
-    headers: &HeaderMap,
-    request: &serde_json::Value,
-) -> Result<(), String> {
+fn request_headers(headers: &HeaderMap, request: &serde_json::Value) -> Result<(), String> {
     let Some(method) = request.get("method").and_then(|m| m.as_str()) else {
         return Ok(());
     };
@@ -228,10 +230,7 @@ pub(super) fn request_headers(
 }
 
 /// The sole value of a singleton header.
-pub(super) fn header_str<'a>(
-    headers: &'a HeaderMap,
-    name: &str,
-) -> Result<Option<&'a str>, String> {
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, String> {
     let mut values = headers.get_all(name).iter();
     let Some(value) = values.next() else {
         return Ok(None);
@@ -246,7 +245,7 @@ pub(super) fn header_str<'a>(
 }
 
 /// `=?base64?…?=` decoded, anything else as it is.
-pub(super) fn decode_header_value(value: &str) -> Option<String> {
+fn decode_header_value(value: &str) -> Option<String> {
     use base64::Engine;
     match value
         .strip_prefix("=?base64?")
