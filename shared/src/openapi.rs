@@ -69,8 +69,8 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
 }
 
 /// The document. `authenticated` adds the bearer scheme to every operation
-/// but `/healthz`; `serves_mcp` says that `/mcp` serves the same tools.
-pub fn document(registry: &Registry, authenticated: bool, serves_mcp: bool) -> Value {
+/// but `/healthz`. Every runtime serves the same tools over `/mcp` too.
+pub fn document(registry: &Registry, authenticated: bool) -> Value {
     let security = if authenticated {
         json!([{"bearerAuth": []}])
     } else {
@@ -160,11 +160,7 @@ pub fn document(registry: &Registry, authenticated: bool, serves_mcp: bool) -> V
         "info": {
             "title": "Toolgate",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": if serves_mcp {
-                "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments. The same tools are served over MCP at /mcp."
-            } else {
-                "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments."
-            }
+            "description": "Tools for hosted AI agents. Each tool is one POST operation whose request body is the tool's arguments. The same tools are served over MCP at /mcp."
         },
         "paths": paths,
         "components": {
@@ -288,7 +284,7 @@ mod tests {
             ..Default::default()
         })))
         .unwrap();
-        let d = document(&r, true, true);
+        let d = document(&r, true);
         let op = &d["paths"]["/tools/python.execute"]["post"];
         assert_eq!(op["operationId"], "python__execute");
         assert_eq!(
@@ -312,7 +308,7 @@ mod tests {
         );
         assert_eq!(op["security"], json!([{"bearerAuth": []}]));
         assert_eq!(
-            document(&r, false, true)["paths"]["/tools/python.execute"]["post"]["security"],
+            document(&r, false)["paths"]["/tools/python.execute"]["post"]["security"],
             json!([])
         );
         assert_eq!(d["paths"]["/healthz"]["get"]["security"], json!([]));

@@ -28,4 +28,4 @@ pub use body::{BodyTimeout, MAX_BODY_BYTES, read_json_body};
 pub use context::{call_context, call_context_of, header_scope};
 pub use identity::{Approver, Caller, Tokens};
 pub use origin::Origins;
-pub use router::{AppState, HealthFn, HealthFuture, SERVES_MCP, router};
+pub use router::{AppState, HealthFn, HealthFuture, router};

@@ -26,10 +26,6 @@ use crate::registry::Registry;
 use crate::spec_export::{Format, export};
 use crate::tool::CallContext;
 
-/// Whether this build serves `/mcp`: every runtime does (the OpenAPI
-/// document says so).
-pub const SERVES_MCP: bool = true;
-
 /// `/healthz`'s extra fields, asked for on each request: a runtime may
 /// have to ask another process (the Worker asks its sandbox Worker).
 pub type HealthFn = Arc<dyn Fn() -> HealthFuture + Send + Sync>;
@@ -163,7 +159,6 @@ async fn openapi(State(state): State<AppState>) -> Json<Value> {
     Json(crate::openapi::document(
         &state.registry,
         state.tokens.has_callers(),
-        SERVES_MCP,
     ))
 }
 
@@ -171,10 +166,9 @@ async fn not_found(req: Request) -> ToolError {
     ToolError::new(
         ErrorCode::UnknownTool,
         format!(
-            "No endpoint {} {}. Endpoints: GET /tools, POST /tools/{{name}}, GET /openapi.json, {}GET /healthz",
+            "No endpoint {} {}. Endpoints: GET /tools, POST /tools/{{name}}, GET /openapi.json, POST /mcp, GET /healthz",
             req.method(),
             req.uri().path(),
-            if SERVES_MCP { "POST /mcp, " } else { "" }
         ),
     )
 }
