@@ -60,9 +60,27 @@ pub fn log(
     started: Instant,
     outcome: &Result<Value, ToolError>,
 ) {
-    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let seconds = started.elapsed().as_secs_f64();
+    let duration_ms = seconds * 1000.0;
     let transport = transport.as_str();
     let caller = ctx.caller.as_deref();
+    let counted = match outcome {
+        Err(e) if e.code == crate::error::ErrorCode::UnknownTool => crate::metrics::UNKNOWN_TOOL,
+        _ => tool,
+    };
+    let said = outcome.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
+    crate::metrics::call(counted, transport, said, seconds);
+    if crate::metrics::on_lambda() {
+        use std::io::Write;
+        let line = crate::metrics::emf_line(
+            counted,
+            transport,
+            said,
+            duration_ms,
+            crate::clock::unix_ms(),
+        );
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
     match outcome {
         Ok(v) => tracing::info!(
             tool,

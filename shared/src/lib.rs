@@ -4,6 +4,7 @@
 
 pub mod approvals;
 pub mod backends;
+pub mod check;
 // The contract types live below every crate (crates/core); the old paths
 // (`toolgate_shared::error`, `crate::files`, …) stay.
 pub use toolgate_core::{allowlist, error, files, outcome, truncate, walls, wire};
@@ -15,6 +16,7 @@ pub mod http;
 pub mod invoke;
 pub mod logging;
 pub mod mcp;
+pub mod metrics;
 pub mod openapi;
 pub mod registry;
 pub mod response_limit;

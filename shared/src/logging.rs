@@ -15,7 +15,10 @@ use std::fmt;
 
 /// Directives added to the default level: libraries that log client text
 /// at info, kept to warnings.
-pub const QUIET_LIBRARIES: &str = "rmcp=warn,hyper=warn,h2=warn,russh=warn";
+/// rmcp's client worker logs a cloud account's failure at error, with the
+/// client's `Debug` form; Toolgate's own line says it in words.
+pub const QUIET_LIBRARIES: &str =
+    "rmcp=warn,rmcp::transport::worker=off,hyper=warn,h2=warn,russh=warn";
 
 /// The filter when `TOOLGATE_LOG_LEVEL` is unset: `level` for everything
 /// but [`QUIET_LIBRARIES`].
@@ -46,7 +49,11 @@ pub fn init(default_level: &str) {
     let json =
         on_lambda || std::env::var("TOOLGATE_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     if !json {
-        let _ = text_subscriber(filter, std::io::stderr)
+        // Colour only for a person at a terminal: not in a file, a pipe or
+        // a journal, and never with NO_COLOR set (no-color.org).
+        use std::io::IsTerminal;
+        let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let _ = text_subscriber(filter, std::io::stderr, colour)
             .with(payload_free)
             .try_init();
         return;
@@ -56,7 +63,10 @@ pub fn init(default_level: &str) {
         .with_writer(std::io::stderr)
         .json()
         .flatten_event(true)
-        .with_current_span(false);
+        // The request's span (`http::request_id`) rides on every line of
+        // it as `span.request_id`; no list of every enclosing span.
+        .with_current_span(true)
+        .with_span_list(false);
     let _ = if on_lambda {
         builder
             .without_time()
@@ -86,11 +96,12 @@ fn carries_a_payload(m: &tracing::Metadata<'_>) -> bool {
 }
 
 /// The text-mode subscriber over `writer`: compact lines whose every field
-/// is [`Escaped`].
+/// is [`Escaped`], coloured by level when `colour`.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn text_subscriber<W>(
     filter: tracing_subscriber::EnvFilter,
     writer: W,
+    colour: bool,
 ) -> impl tracing::Subscriber + Send + Sync + 'static
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
@@ -107,9 +118,25 @@ where
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)
+        .with_ansi(colour)
         .compact()
         .fmt_fields(fields)
         .finish()
+}
+
+/// One line for a request refused before any tool ran (a missing or wrong
+/// token, a token on the wrong routes, a foreign `Host`, an MCP request a
+/// client sent wrong): the status, the method and path (the caller's text,
+/// escaped and cut), and whose token it was when it was one of ours. Never
+/// the token itself.
+pub fn refused(status: u16, method: &str, path: &str, caller: Option<&str>) {
+    tracing::info!(
+        status,
+        method = %field(method),
+        path = %field(&redact_ids(path)),
+        caller,
+        "request refused"
+    );
 }
 
 /// A value as a text log line writes it: its `Debug` form (a `%` value's
@@ -287,9 +314,11 @@ mod tests {
     fn text_of(filter: &str, log: impl FnOnce()) -> String {
         let out = Capture::default();
         let w = out.clone();
-        let sub = text_subscriber(tracing_subscriber::EnvFilter::new(filter), move || {
-            w.clone()
-        });
+        let sub = text_subscriber(
+            tracing_subscriber::EnvFilter::new(filter),
+            move || w.clone(),
+            false,
+        );
         tracing::subscriber::with_default(sub, log);
         String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
     }
@@ -310,6 +339,7 @@ mod tests {
         let sub: Box<dyn tracing::Subscriber + Send + Sync> = Box::new(text_subscriber(
             tracing_subscriber::EnvFilter::new(filter),
             move || w.clone(),
+            false,
         ));
         tracing::subscriber::with_default(sub.with(extra), log);
         String::from_utf8(out.0.lock().unwrap().clone()).unwrap()

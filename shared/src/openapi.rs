@@ -46,6 +46,9 @@ fn meaning(c: ErrorCode) -> &'static str {
         ErrorCode::NotConfigured => {
             "The deployment is missing a part this needs (its bearer secret, or a sessions table)"
         }
+        ErrorCode::Unavailable => {
+            "The server is shutting down and stopped this call: make it again (another instance, or this one once restarted)"
+        }
         ErrorCode::QuotaExceeded => {
             "A quota is used up (live sessions, stored session bytes, request bytes waiting for the sandbox, pending clarifications): the message names it and its setting; try again once some are released"
         }

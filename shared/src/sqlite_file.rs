@@ -21,10 +21,68 @@ pub struct SqliteFile {
     conn: Arc<Mutex<Connection>>,
 }
 
+/// One step of a store's schema, from one version to the next.
+pub type Upgrade = fn(&Connection) -> rusqlite::Result<()>;
+
+/// A store's shape, versioned in the file (`PRAGMA user_version`), so that
+/// a file an older Toolgate wrote is brought forward at open, and one a
+/// newer Toolgate wrote is refused rather than misread.
+pub struct Schema {
+    /// Its tables as version 1 had them (`CREATE TABLE IF NOT EXISTS`),
+    /// made first at every open.
+    pub tables: &'static [&'static str],
+    /// `upgrades[i]` takes a file from version `i + 1` to `i + 2`; a new
+    /// file goes through them all. Version 1 is also a file from before
+    /// versions were recorded (`user_version` 0), which may already have
+    /// some of what an upgrade adds: an upgrade checks before it changes.
+    pub upgrades: &'static [Upgrade],
+    /// Indexes (`IF NOT EXISTS`), made after the upgrades (they may need
+    /// a column an upgrade adds).
+    pub indexes: &'static [&'static str],
+}
+
+impl Schema {
+    /// The version this build writes.
+    pub const fn version(&self) -> u32 {
+        1 + self.upgrades.len() as u32
+    }
+
+    /// Brings `conn`'s file to [`Schema::version`], in one transaction.
+    fn apply(&self, conn: &mut Connection) -> Result<(), String> {
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| e.to_string())?;
+        let found: u32 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| e.to_string())?;
+        let latest = self.version();
+        if found > latest {
+            return Err(format!(
+                "it was written by a newer Toolgate (schema version {found}; this one reads up \
+                 to {latest}): run that version, or give this one another data folder"
+            ));
+        }
+        let step = |e: rusqlite::Error| e.to_string();
+        for t in self.tables {
+            tx.execute_batch(t).map_err(step)?;
+        }
+        let from = found.max(1) as usize - 1;
+        for (i, up) in self.upgrades.iter().enumerate().skip(from) {
+            up(&tx).map_err(|e| format!("upgrading it to schema version {}: {e}", i + 2))?;
+        }
+        for ix in self.indexes {
+            tx.execute_batch(ix).map_err(step)?;
+        }
+        tx.pragma_update(None, "user_version", latest)
+            .map_err(step)?;
+        tx.commit().map_err(step)
+    }
+}
+
 impl SqliteFile {
-    /// Opens (creating) the file and its folder, and runs `schema`; all
-    /// private (see the module).
-    pub fn open(path: &Path, schema: &str) -> Result<Self, String> {
+    /// Opens (creating) the file and its folder, and brings it to
+    /// `schema`'s version; all private (see the module).
+    pub fn open(path: &Path, schema: &Schema) -> Result<Self, String> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -45,14 +103,16 @@ impl SqliteFile {
             .open(path)
             .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         private_files(path)?;
-        let conn = Connection::open_with_flags(
+        let mut conn = Connection::open_with_flags(
             path,
             OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW,
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
-            .and_then(|_| conn.execute_batch(schema))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        schema
+            .apply(&mut conn)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         private_files(path)?;
         Ok(Self {
@@ -201,6 +261,63 @@ pub fn keep_private(dir: &Path) {
 mod tests {
     use super::*;
 
+    const TEST_SCHEMA: Schema = Schema {
+        tables: &["CREATE TABLE IF NOT EXISTS t (x);"],
+        upgrades: &[],
+        indexes: &[],
+    };
+
+    /// Version 1 had `t (x)`; version 2 added `y`, indexed.
+    const GROWN: Schema = Schema {
+        tables: &["CREATE TABLE IF NOT EXISTS t (x);"],
+        upgrades: &[|c| c.execute_batch("ALTER TABLE t ADD COLUMN y")],
+        indexes: &["CREATE INDEX IF NOT EXISTS t_y ON t (y);"],
+    };
+
+    #[test]
+    fn a_file_an_older_toolgate_wrote_is_brought_forward_and_a_newer_ones_refused() {
+        let root = std::env::temp_dir().join(format!("tg-sqlite-schema-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let db = root.join("s.sqlite3");
+        // Written before versions: user_version 0, no `y`, one row.
+        drop(SqliteFile::open(&db, &TEST_SCHEMA).unwrap());
+        {
+            let c = Connection::open(&db).unwrap();
+            c.pragma_update(None, "user_version", 0).unwrap();
+            c.execute("INSERT INTO t (x) VALUES (7)", []).unwrap();
+        }
+        drop(SqliteFile::open(&db, &GROWN).unwrap());
+        let c = Connection::open(&db).unwrap();
+        let v: u32 = c
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 2);
+        let (x, y): (i64, Option<i64>) = c
+            .query_row("SELECT x, y FROM t", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap();
+        assert_eq!((x, y), (7, None), "the row is kept");
+        // Opening again changes nothing; a fresh file is made at once.
+        drop(SqliteFile::open(&db, &GROWN).unwrap());
+        let fresh = root.join("fresh.sqlite3");
+        drop(SqliteFile::open(&fresh, &GROWN).unwrap());
+        let v: u32 = Connection::open(&fresh)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 2);
+        // A newer Toolgate's file is left as it is.
+        c.pragma_update(None, "user_version", 9).unwrap();
+        let e = SqliteFile::open(&db, &GROWN).err().unwrap();
+        assert!(
+            e.ends_with(
+                "it was written by a newer Toolgate (schema version 9; this one reads up to 2): \
+                 run that version, or give this one another data folder"
+            ),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
     }
@@ -210,7 +327,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("tg-sqlite-private-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let db = root.join("a/b/store.sqlite3");
-        let f = SqliteFile::open(&db, "CREATE TABLE IF NOT EXISTS t (x);").unwrap();
+        let f = SqliteFile::open(&db, &TEST_SCHEMA).unwrap();
         assert_eq!(mode(&root), 0o700);
         assert_eq!(mode(&root.join("a/b")), 0o700);
         for file in store_files(&db) {
@@ -226,7 +343,7 @@ mod tests {
         std::fs::set_permissions(&root, Permissions::from_mode(0o755)).unwrap();
         keep_private(&root);
         assert_eq!(mode(&root), 0o700);
-        let _f = SqliteFile::open(&db, "").unwrap();
+        let _f = SqliteFile::open(&db, &TEST_SCHEMA).unwrap();
         for file in store_files(&db) {
             assert_eq!(mode(&file), 0o600, "{}", file.display());
         }
@@ -251,13 +368,13 @@ mod tests {
         std::fs::write(&victim, b"keep me").unwrap();
         let db = root.join("link.sqlite3");
         std::os::unix::fs::symlink(&victim, &db).unwrap();
-        let e = SqliteFile::open(&db, "").err().unwrap();
+        let e = SqliteFile::open(&db, &TEST_SCHEMA).err().unwrap();
         assert!(e.contains("not a plain file"), "{e}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
         // A -wal planted as a symlink beside a store of ours.
         let db = root.join("wal.sqlite3");
         std::os::unix::fs::symlink(&victim, root.join("wal.sqlite3-wal")).unwrap();
-        let e = SqliteFile::open(&db, "").err().unwrap();
+        let e = SqliteFile::open(&db, &TEST_SCHEMA).err().unwrap();
         assert!(e.contains("-wal is not a plain file"), "{e}");
         // A file of another user's (the tests run as root where they can
         // give one away; elsewhere this case cannot be set up).
@@ -266,14 +383,16 @@ mod tests {
             let theirs = root.join("theirs.sqlite3");
             std::fs::write(&theirs, b"").unwrap();
             std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
-            let e = SqliteFile::open(&theirs, "").err().unwrap();
+            let e = SqliteFile::open(&theirs, &TEST_SCHEMA).err().unwrap();
             assert!(e.contains("belongs to another user"), "{e}");
         }
         // A folder others may write into, not sticky.
         let open = root.join("open");
         std::fs::create_dir(&open).unwrap();
         std::fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
-        let e = SqliteFile::open(&open.join("s.sqlite3"), "").err().unwrap();
+        let e = SqliteFile::open(&open.join("s.sqlite3"), &TEST_SCHEMA)
+            .err()
+            .unwrap();
         assert!(e.contains("others may write into it"), "{e}");
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::approvals::Approvals;
 use crate::backends::{Backends, MaybeBackends};
+use crate::check::{CheckFn, Finding, Status};
 use crate::cloud::account::ConfigAccounts;
 use crate::cloud::{CloudSettings, CloudTools};
 use crate::config::Config;
@@ -42,6 +43,10 @@ pub struct Toolset {
     backends: MaybeBackends,
     /// What ends upstream sessions (SSH connections) at shutdown.
     closers: Vec<Closer>,
+    /// What `toolgate check` runs, per component.
+    checks: Vec<CheckFn>,
+    /// What each component adds to `/metrics`.
+    samples: Vec<crate::metrics::SampleFn>,
 }
 
 impl Toolset {
@@ -263,6 +268,16 @@ impl Toolset {
             approvals,
             slack: self.slack_app(cfg).await?,
         });
+        let counted = clarify.clone();
+        self.add_samples(Arc::new(move || {
+            let c = counted.clone();
+            Box::pin(async move { pending_samples(&c).await })
+        }));
+        let probe = clarify.clone();
+        self.add_check(Arc::new(move || {
+            let c = probe.clone();
+            Box::pin(async move { clarify_findings(&c).await })
+        }));
         self.clarify = Some(clarify);
         Ok(self)
     }
@@ -340,6 +355,61 @@ impl Toolset {
         }
     }
 
+    /// Adds a component's numbers to `/metrics`.
+    pub fn add_samples(&mut self, samples: crate::metrics::SampleFn) {
+        self.samples.push(samples);
+    }
+
+    /// `/metrics`'s text: the calls counted so far and every component's
+    /// samples, read now. Served where the process lives on (`toolgate
+    /// serve`); elsewhere `None`.
+    pub fn metrics(&self) -> Option<crate::http::MetricsFn> {
+        if !self.long_running {
+            return None;
+        }
+        let parts = self.samples.clone();
+        Some(Arc::new(move || {
+            let parts = parts.clone();
+            Box::pin(async move {
+                let mut samples = Vec::new();
+                for part in &parts {
+                    samples.extend(part().await);
+                }
+                crate::metrics::render(&samples)
+            })
+        }))
+    }
+
+    /// Adds a component's checks for `toolgate check`.
+    pub fn add_check(&mut self, check: CheckFn) {
+        self.checks.push(check);
+    }
+
+    /// Runs every component's checks, in the order they were added, then
+    /// reports each cloud account as its first listing left it.
+    pub async fn check(&self) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for check in &self.checks {
+            found.extend(check().await);
+        }
+        if let Some(cloud) = &self.cloud {
+            for (account, state) in cloud.health()["accounts"].as_object().into_iter().flatten() {
+                let what = format!("cloud {account}");
+                found.push(match state["error"].as_str() {
+                    None if state["ok"] == true => {
+                        Finding::new(what, Status::Ok, format!("{} tools listed", state["tools"]))
+                    }
+                    why => Finding::new(
+                        what,
+                        Status::Fail,
+                        why.unwrap_or("its tools were never listed").to_owned(),
+                    ),
+                });
+            }
+        }
+        found
+    }
+
     /// The `/healthz` extras: one field per component.
     pub fn health(&self) -> HealthFn {
         let parts = self.health.clone();
@@ -358,10 +428,54 @@ impl Toolset {
             registry: Arc::new(self.registry.clone()),
             tokens: Arc::new(tokens),
             health: self.health(),
+            metrics: self.metrics(),
             loopback_hosts_only,
             clarify: self.clarify.clone(),
             approvals: self.approval_routes.clone(),
             resource: Arc::new(self.resource.clone()),
         }
     }
+}
+
+/// `toolgate check`'s view of clarify: its store answers a read, and which
+/// channels will hear of questions (checked at load; this sends nothing).
+async fn clarify_findings(c: &crate::clarify::Clarify) -> Vec<Finding> {
+    let store = c
+        .get(&"0".repeat(40))
+        .await
+        .map(|_| format!("its store answers; answer links start {}", c.base_url()))
+        .map_err(|e| format!("its store fails: {}", e.message));
+    let names = c.channel_names();
+    let channels = if names.is_empty() {
+        "none: people answer on the page or with `toolgate clarifications`".to_owned()
+    } else {
+        format!("{} (none sent a test message)", names.join(", "))
+    };
+    vec![
+        Finding::of("clarify", store),
+        Finding::new("clarify notifications", Status::Ok, channels),
+    ]
+}
+
+/// Questions and approvals waiting for a person, for `/metrics` (none when
+/// the store cannot list them).
+async fn pending_samples(c: &crate::clarify::Clarify) -> Vec<crate::metrics::Sample> {
+    let mut out = Vec::new();
+    for (approvals, kind) in [(false, "question"), (true, "approval")] {
+        let q = crate::clarify::ListQuery {
+            approvals,
+            pending_only: true,
+            now: crate::clock::unix_ms(),
+            limit: 100_000,
+        };
+        if let Ok(found) = c.list(q).await {
+            out.push(crate::metrics::Sample {
+                name: "toolgate_pending",
+                help: "Questions and approvals waiting for a person.",
+                labels: vec![("kind", kind.to_owned())],
+                value: found.len() as f64,
+            });
+        }
+    }
+    out
 }

@@ -202,16 +202,28 @@ impl Server {
     /// process group (its sandbox) is still alive 3 s later. (Dropping it
     /// kills the group, so this is where a leak is seen.)
     pub fn terminate(mut self) -> std::process::ExitStatus {
-        self.running.signal(libc::SIGTERM);
+        self.stop_with(libc::SIGTERM, false)
+    }
+
+    /// As [`Server::terminate`], by `signal` sent to the process (`group`:
+    /// to its whole process group, as a terminal's Ctrl-C reaches the
+    /// server and its sandbox alike). Its log stays readable after.
+    pub fn stop_with(&mut self, signal: i32, group: bool) -> std::process::ExitStatus {
+        if group {
+            // SAFETY: a signal to the group our child leads (launch.rs).
+            unsafe { libc::kill(-(self.running.pid() as i32), signal) };
+        } else {
+            self.running.signal(signal);
+        }
         let st = timing::poll(Duration::from_secs(20), || self.running.try_wait())
-            .expect("toolgate did not stop on SIGTERM");
+            .unwrap_or_else(|| panic!("toolgate did not stop on signal {signal}"));
         let left = timing::poll(Duration::from_secs(3), || {
             let left = self.running.group_members();
             left.is_empty().then_some(())
         });
         assert!(
             left.is_some(),
-            "toolgate left processes behind after SIGTERM: {:?}",
+            "toolgate left processes behind after signal {signal}: {:?}",
             self.running.group_members()
         );
         st

@@ -729,3 +729,59 @@ fn the_page_works_in_headless_chromium() {
     assert_eq!(got["choice"], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Behind a reverse proxy that passes the client's `Host` on (Caddy's and
+/// Traefik's default), a server bound to loopback answers the person who
+/// opens an answer link under `TOOLGATE_PUBLIC_URL`: the public URL's own
+/// name is taken as well as loopback names, and no other name is.
+#[test]
+fn answer_links_work_behind_a_reverse_proxy() {
+    const PUBLIC: &str = "toolgate.example.com";
+    let dir = data_dir("proxy");
+    let s = start(
+        &dir,
+        &[("TOOLGATE_PUBLIC_URL", "https://toolgate.example.com/")],
+    );
+    let mut proxy = toolgate_e2e::peer::Peer::spawn(
+        "host-preserving proxy",
+        Command::new("python3")
+            .arg(toolgate_e2e::support("host_proxy.py"))
+            .arg(&s.addr),
+    );
+    let port = proxy.wait_for_announced_port(Duration::from_secs(20));
+    let via = format!("127.0.0.1:{port}");
+    let c = ask(
+        &s,
+        json!({"question": "Ship it?", "options": ["yes", "no"]}),
+    );
+    let id = c["id"].as_str().unwrap().to_owned();
+    let link = c["answer_url"].as_str().unwrap().to_owned();
+    let path = link
+        .strip_prefix("https://toolgate.example.com")
+        .unwrap_or_else(|| panic!("the link is under the public URL: {link}"));
+    let through = |host: &str, method: &str, body: &[u8]| {
+        let mut headers = vec![("Host", host)];
+        if !body.is_empty() {
+            headers.push(("Content-Type", "application/json"));
+        }
+        toolgate_e2e::raw_request(&via, method, path, &headers, body)
+    };
+    let page = through(PUBLIC, "GET", b"");
+    assert_eq!(page.status, 200, "{}", String::from_utf8_lossy(&page.body));
+    let answered = through(PUBLIC, "POST", br#"{"choice": 0}"#);
+    assert_eq!(
+        answered.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answered.body)
+    );
+    assert_eq!(answered.json()["answer"], "yes");
+    // Another name, through the same proxy, is still refused.
+    let foreign = through("evil.example", "GET", b"");
+    assert_eq!(foreign.status, 403);
+    assert_eq!(
+        s.get(&format!("/clarifications/{id}")).json()["status"],
+        "answered"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -226,6 +226,21 @@ fn python_execute_function_answers_every_event_kind() {
     );
     assert_eq!(out["files"], json!({"out.txt": "FROM LAMBDA"}), "{out}");
 
+    // No TOOLGATE_SESSIONS_TABLE here: a session is 503, saying so.
+    let mut session = fixture("apigw_v2_call.json");
+    let asked = json!({"code": "print(1)", "session": "new"}).to_string();
+    session["headers"]["content-length"] = json!(asked.len().to_string());
+    session["body"] = json!(asked);
+    let (status, body) = http("session", invoke_value(port, f, &session));
+    assert_eq!(
+        (status, &body["error"]),
+        (
+            503,
+            &json!({"code": "not_configured", "message": "sessions are not set up on this deployment (its operator names a table in TOOLGATE_SESSIONS_TABLE to keep them): run without \"session\""})
+        ),
+        "{body}"
+    );
+
     let (status, body) = http("healthz", invoke(port, f, "apigw_v2_healthz.json"));
     assert_eq!(status, 200);
     assert_eq!(body["sandbox"]["walls"]["seccomp"], true, "{body}");
@@ -274,6 +289,57 @@ fn python_execute_function_answers_every_event_kind() {
     };
     let logs = watch.logs_when(Duration::from_secs(10), said);
     assert!(said(&logs), "{logs}");
+    emf_lines_are_metrics(&logs);
+}
+
+/// Each call's CloudWatch embedded-metric-format line (stdout), checked as
+/// CloudWatch reads one: the metadata names a namespace, dimension sets
+/// whose keys are the line's string members, and metrics whose names are
+/// its numeric members; an ok call has `Errors` 0, a refused one 1.
+fn emf_lines_are_metrics(logs: &str) {
+    let lines: Vec<Value> = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+        .filter(|v| v.get("_aws").is_some())
+        .collect();
+    assert!(!lines.is_empty(), "no EMF line in:\n{logs}");
+    for line in &lines {
+        let meta = &line["_aws"];
+        assert!(
+            meta["Timestamp"]
+                .as_i64()
+                .is_some_and(|t| t > 1_600_000_000_000),
+            "{line}"
+        );
+        for directive in meta["CloudWatchMetrics"]
+            .as_array()
+            .expect("CloudWatchMetrics")
+        {
+            assert_eq!(directive["Namespace"], "Toolgate", "{line}");
+            for set in directive["Dimensions"].as_array().unwrap() {
+                for key in set.as_array().unwrap() {
+                    assert!(
+                        line[key.as_str().unwrap()].is_string(),
+                        "dimension {key} in {line}"
+                    );
+                }
+            }
+            for metric in directive["Metrics"].as_array().unwrap() {
+                assert!(
+                    line[metric["Name"].as_str().unwrap()].is_number(),
+                    "{metric} in {line}"
+                );
+            }
+        }
+    }
+    let of = |outcome: &str| {
+        lines
+            .iter()
+            .find(|l| l["tool"] == "python.execute" && l["outcome"] == outcome)
+            .unwrap_or_else(|| panic!("no EMF line for an {outcome} call: {lines:?}"))
+    };
+    assert_eq!(of("ok")["Errors"], 0);
+    assert_eq!(of("invalid_input")["Errors"], 1);
 }
 
 /// A function that cannot start (clarify without its table) reports why to

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use toolgate_e2e::timing::{LATE_MARGIN, machine_lock, poll_until, stop_bound};
 use toolgate_e2e::{Server, descendants_of, proc_state};
 
@@ -693,4 +693,57 @@ fn the_warm_image_is_on_huge_pages() {
             "the zygote's hot {what}: {bytes} bytes on huge pages"
         );
     }
+}
+
+/// A call still running when the grace period ends is answered, 503
+/// `unavailable` in the contract's words, before its connection closes;
+/// the server still exits 0 and leaves nothing running.
+#[test]
+fn a_call_past_the_grace_period_is_answered_503() {
+    let s = Server::start(&[
+        ("TOOLGATE_PYTHON_TIMEOUT", "60"),
+        ("TOOLGATE_SHUTDOWN_GRACE_SECS", "1"),
+    ]);
+    let inflight = running_call(&s, "while True: pass");
+    let status = s.terminate();
+    assert!(status.success(), "{status:?}");
+    let r = inflight.join().expect("the caller's thread");
+    assert_eq!(
+        toolgate_e2e::error_of(&r),
+        (
+            503,
+            "unavailable".to_owned(),
+            "The server is shutting down and stopped this call at the end of its grace period \
+             (TOOLGATE_SHUTDOWN_GRACE_SECS): make it again"
+                .to_owned()
+        ),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+}
+
+/// Ctrl-C at a terminal reaches the server's whole process group, its
+/// sandbox included: the server shuts down as on SIGTERM, and the sandbox
+/// neither dies under it nor is restarted (no error, no new zygote).
+#[test]
+fn ctrl_c_at_a_terminal_shuts_down_cleanly() {
+    let mut s = Server::start(&[("TOOLGATE_SHUTDOWN_GRACE_SECS", "5")]);
+    assert_eq!(s.exec("result = 1")["result"], 1);
+    let status = s.stop_with(libc::SIGINT, true);
+    assert!(status.success(), "{status:?}\n{}", s.logs());
+    let logs = s.json_logs();
+    let bad: Vec<&Value> = logs
+        .iter()
+        .filter(|l| l["level"] == "ERROR" || l["level"] == "WARN")
+        .collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    let zygotes = logs
+        .iter()
+        .filter(|l| l["message"] == "sandbox zygote ready")
+        .count();
+    assert_eq!(zygotes, 1, "the sandbox was restarted: {logs:?}");
+    assert!(
+        logs.iter().any(|l| l["message"] == "toolgate stopped"),
+        "{logs:?}"
+    );
 }

@@ -109,3 +109,66 @@ async fn after_the_lies_a_truthful_child_is_believed() {
     assert_eq!(out.stdout, PRINTED);
     assert_eq!(out.stderr, "");
 }
+
+/// What a lying child claims to have written or saved is never taken: no
+/// file of its report comes back, no state reaches the session, and the
+/// answer says why, for files outside the folder, not base64 or over the
+/// cap, and a state over the cap, cut short, or sent outside a session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lies_about_files_and_state_are_refused() {
+    let sandbox = hostile_sandbox();
+    let files = toolgate_shared::files::Files::new();
+    let cases: &[(&str, bool, &str)] = &[
+        ("file_outside", false, "its files: "),
+        ("file_absolute", false, "its files: "),
+        ("file_not_base64", false, "is not base64"),
+        ("file_over_cap", false, "its files: "),
+        ("state_over_cap", true, "its session state: a report"),
+        ("state_cut", true, "its session state: a report"),
+        (
+            "state_outside_session",
+            false,
+            "a session state for a call outside a session",
+        ),
+        (
+            "state_empty_outside_session",
+            false,
+            "a session state for a call outside a session",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (lie, in_session, reason) in cases {
+        let session = in_session.then_some(&b""[..]);
+        let out = sandbox
+            .execute_for("anonymous", lie, &files, session, Duration::from_secs(5))
+            .await
+            .unwrap_or_else(|e| panic!("{lie}: a lying child failed the sandbox itself: {e}"));
+        let ok = out.exit_code == 1
+            && !out.timed_out
+            && out.result.is_none()
+            && out.files.is_none()
+            && out.state.is_none()
+            && out.stdout == PRINTED
+            && out.stderr.contains("invalid report")
+            && out.stderr.contains(reason);
+        if !ok {
+            failures.push(format!("{lie}: {out:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The same child, honest, with a session: its state is taken.
+    let out = sandbox
+        .execute_for(
+            "anonymous",
+            "truthful",
+            &files,
+            Some(b""),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.exit_code, out.result),
+        (0, Some(serde_json::json!(42)))
+    );
+}

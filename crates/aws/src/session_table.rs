@@ -26,13 +26,14 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use toolgate_shared::files::Files;
 use toolgate_shared::sessions::store::{
-    Claim, Lease, Record, SessionStore, StoreFuture, Usage, stored_size,
+    Claim, FORGET_AFTER_MS, Lease, Record, SessionStore, StoreFuture, Usage, stored_size,
 };
 
 /// Well under DynamoDB's 400 KB item limit, with the key and `ttl`.
 const PART_BYTES: usize = 350_000;
-/// How long an item outlives its session's expiry.
-const KEEP_AFTER_EXPIRY_SECS: i64 = 86_400;
+/// How long an item outlives its session's expiry: as long as the session
+/// answers `expired` (DynamoDB's TTL deletes it up to two days later).
+const KEEP_AFTER_EXPIRY_SECS: i64 = FORGET_AFTER_MS / 1000;
 /// The index of sessions by owner and expiry (template.yaml,
 /// `SessionsTable`; infra/terraform).
 pub const BY_OWNER_INDEX: &str = "by_owner";
@@ -368,6 +369,16 @@ impl DynamoSessions {
     }
 }
 
+/// The `owner` a session without a caller's identity is stored under:
+/// `owner` keys the `by_owner` index, which takes no empty string; no
+/// identity holds a control character.
+const NO_IDENTITY: &str = "\u{1}no identity";
+
+/// `owner` as the table keeps it.
+fn stored_owner(owner: &str) -> &str {
+    if owner.is_empty() { NO_IDENTITY } else { owner }
+}
+
 impl SessionStore for DynamoSessions {
     fn create<'a>(
         &'a self,
@@ -376,7 +387,7 @@ impl SessionStore for DynamoSessions {
         lease: &'a Lease,
         expires_at: i64,
     ) -> StoreFuture<'a, ()> {
-        Box::pin(self.create_one(id, owner, lease, expires_at))
+        Box::pin(self.create_one(id, stored_owner(owner), lease, expires_at))
     }
     fn claim<'a>(
         &'a self,
@@ -385,7 +396,7 @@ impl SessionStore for DynamoSessions {
         lease: &'a Lease,
         now: i64,
     ) -> StoreFuture<'a, Claim> {
-        Box::pin(self.claim_one(id, owner, lease, now))
+        Box::pin(self.claim_one(id, stored_owner(owner), lease, now))
     }
     fn save<'a>(
         &'a self,
@@ -404,7 +415,7 @@ impl SessionStore for DynamoSessions {
         Box::pin(self.extend_one(id, token, until))
     }
     fn usage<'a>(&'a self, owner: &'a str, now: i64) -> StoreFuture<'a, Option<Usage>> {
-        Box::pin(self.usage_of(owner, now))
+        Box::pin(self.usage_of(stored_owner(owner), now))
     }
 }
 

@@ -39,11 +39,14 @@ pub enum ErrorCode {
     /// pending clarifications); the message names the bound and its
     /// setting.
     QuotaExceeded,
+    /// 503: the server is going away (a call still running when its
+    /// shutdown grace ended); the same call may be made again.
+    Unavailable,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         Self::InvalidInput,
         Self::Unauthorized,
         Self::Forbidden,
@@ -57,6 +60,7 @@ impl ErrorCode {
         Self::NotConfigured,
         Self::ApprovalRequired,
         Self::QuotaExceeded,
+        Self::Unavailable,
     ];
 
     /// The HTTP status the code is answered with.
@@ -75,6 +79,7 @@ impl ErrorCode {
             Self::NotConfigured => 503,
             Self::ApprovalRequired => 428,
             Self::QuotaExceeded => 429,
+            Self::Unavailable => 503,
         }
     }
 
@@ -94,6 +99,7 @@ impl ErrorCode {
             Self::NotConfigured => "not_configured",
             Self::ApprovalRequired => "approval_required",
             Self::QuotaExceeded => "quota_exceeded",
+            Self::Unavailable => "unavailable",
         }
     }
 }

@@ -174,6 +174,7 @@ pub fn error_type(code: ErrorCode) -> &'static str {
         ErrorCode::NotConfigured => "NotConfigured",
         ErrorCode::ApprovalRequired => "ApprovalRequired",
         ErrorCode::QuotaExceeded => "QuotaExceeded",
+        ErrorCode::Unavailable => "Unavailable",
     }
 }
 

@@ -384,6 +384,9 @@ where
             Ok(c) => c,
             Err(e) => return fail(&e.to_string()),
         };
+        for warning in &cfg.warnings {
+            tracing::warn!(target: "toolgate::config", "{warning}");
+        }
         let approvals = cfg.approvals.clone();
         let origins = toolgate_shared::http::Origins::from_config(&cfg);
         let http = cfg.clone();

@@ -9,6 +9,7 @@ use toolgate_shared::config::{Config, PythonConfig};
 use toolgate_shared::sessions::{SessionStore, Sessions};
 use toolgate_shared::toolset::Toolset;
 
+mod check;
 mod runner;
 
 pub use runner::SandboxRunner;
@@ -81,7 +82,36 @@ impl WithPython for Toolset {
                 Duration::from_secs(cfg.python.session_idle_secs),
             ));
         }
-        self.registry.add(Arc::new(tool))?;
+        let tool = Arc::new(tool);
+        self.registry.add(tool.clone())?;
+        let probe = sandbox.clone();
+        self.add_check(Arc::new(move || {
+            let (tool, sandbox) = (tool.clone(), probe.clone());
+            Box::pin(async move { check::findings(&*tool, &sandbox).await })
+        }));
+        let counted = sandbox.clone();
+        self.add_samples(Arc::new(move || {
+            let (spares, started) = counted.stats();
+            let sample = |name, help, value| toolgate_shared::metrics::Sample {
+                name,
+                help,
+                labels: Vec::new(),
+                value,
+            };
+            let samples = vec![
+                sample(
+                    "toolgate_sandbox_spares",
+                    "Warm sandbox processes ready for a call.",
+                    spares as f64,
+                ),
+                sample(
+                    "toolgate_sandbox_zygotes_started_total",
+                    "Sandbox zygotes started: the first, then each restart and recycle.",
+                    started as f64,
+                ),
+            ];
+            Box::pin(std::future::ready(samples))
+        }));
         self.add_health(
             "sandbox",
             Arc::new(move || serde_json::json!({ "walls": sandbox.walls() })),

@@ -115,6 +115,15 @@ fn die_with_server() {
 
 fn run(config_json: &str) -> ! {
     die_with_server();
+    // Ctrl-C at a terminal signals the whole foreground group, the zygote
+    // and its children with the server: the server alone decides when the
+    // sandbox ends (it drains calls first, then drops it), so the zygote
+    // must not die, and be restarted, under it. Children inherit this.
+    // SAFETY: setting a disposition to SIG_IGN, before any other thread.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
     // Nice 10, inherited by every child: forking and warming a replacement
     // spare must not delay the server's answer (measured: HTTP p50 for
     // print(1) 2.5–3.8 ms at nice 0, 1.3 ms at nice 10). A script still has

@@ -88,6 +88,11 @@ impl WithSsh for Toolset {
             .add(Arc::new(ssh_run::SshRun::new(ssh.clone(), approvals)))?;
         let health = ssh.clone();
         self.add_health("ssh", Arc::new(move || health.health()));
+        let probe = ssh.clone();
+        self.add_check(Arc::new(move || {
+            let ssh = probe.clone();
+            Box::pin(async move { ssh.probe().await })
+        }));
         self.add_closer(Box::new(move || {
             let ssh = ssh.clone();
             Box::pin(async move { ssh.close().await })

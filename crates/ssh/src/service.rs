@@ -147,6 +147,47 @@ impl Ssh {
         Ok((outcome, reused))
     }
 
+    /// `toolgate check`'s view: each server connected to (its host key
+    /// checked against the pin, the login tried) within the connect
+    /// timeout; nothing is run on it.
+    pub async fn probe(&self) -> Vec<toolgate_shared::check::Finding> {
+        use toolgate_shared::check::Finding;
+        let servers = match self.servers().await {
+            Ok(s) => s,
+            Err(e) => {
+                return vec![Finding::of(
+                    format!("ssh inventory {}", self.inventory.describe()),
+                    Err(e.message),
+                )];
+            }
+        };
+        if servers.is_empty() {
+            return vec![Finding::of(
+                "ssh inventory",
+                Err(format!("{} lists no server", self.inventory.describe())),
+            )];
+        }
+        let mut found = Vec::new();
+        for server in servers.values() {
+            let started = Instant::now();
+            let opened = self
+                .pool
+                .open(server, self.settings.connect_timeout)
+                .await
+                .map(|_| {
+                    format!(
+                        "{}: host key {} matches its pin, logged in ({} ms)",
+                        server.address(),
+                        server.host_key.fingerprint(),
+                        started.elapsed().as_millis()
+                    )
+                })
+                .map_err(|e| e.message);
+            found.push(Finding::of(format!("ssh {}", server.name), opened));
+        }
+        found
+    }
+
     /// `/healthz`'s SSH part: where the inventory comes from, and the open
     /// connections.
     pub fn health(&self) -> serde_json::Value {

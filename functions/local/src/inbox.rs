@@ -395,11 +395,11 @@ fn settled(
 fn print(out: Result<Value, String>, as_json: bool, text: impl Fn(&Value) -> String) -> ExitCode {
     match out {
         Ok(v) if as_json => {
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            crate::out::json(&v);
             ExitCode::SUCCESS
         }
         Ok(v) => {
-            print!("{}", text(&v));
+            crate::out::print(&text(&v));
             ExitCode::SUCCESS
         }
         Err(e) => {

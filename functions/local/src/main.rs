@@ -1,20 +1,22 @@
 //! `toolgate`: every tool on one machine, with embedded defaults.
 
+mod check;
 mod inbox;
+mod init;
+mod out;
+mod serve;
 
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use serde_json::{Value, json};
+use serde_json::json;
 use toolgate_python::WithPython;
 use toolgate_python::sandbox::alloc::SandboxAlloc;
 use toolgate_shared::{
     config::Config,
     error::ToolError,
-    http::serve::ServeLimits,
-    http::{Origins, Tokens, router},
     invoke::{Transport, invoke},
     spec_export::{Format, export_specs},
     tool::CallContext,
@@ -26,11 +28,32 @@ use toolgate_ssh::WithSsh;
 #[global_allocator]
 static ALLOC: SandboxAlloc = SandboxAlloc;
 
+/// Shown after the top-level help.
+const MORE_HELP: &str = "\
+Start here:
+  toolgate init                 write a commented toolgate.toml
+  toolgate check                is this config and this machine ready?
+  toolgate serve                serve HTTP, MCP (/mcp) and OpenAPI on 127.0.0.1:8080
+
+Environment (each overrides the config file's setting; docs/configuration.md lists all):
+  TOOLGATE_CONFIG          the config file (default ./toolgate.toml when present)
+  TOOLGATE_ADDR            where serve listens
+  TOOLGATE_TOKEN           the caller token serve requires
+  TOOLGATE_DATA_DIR        sessions, questions and approvals (default ~/.local/share/toolgate)
+  TOOLGATE_PUBLIC_URL      the base of the answer links people open
+  TOOLGATE_PYTHON_TIMEOUT  seconds a script may run (1-1200, default 20)
+  TOOLGATE_LOG=json        one JSON object per log line
+  TOOLGATE_LOG_LEVEL       a tracing filter (default info)
+
+Each command's own help shows an example: toolgate help call";
+
 #[derive(Parser)]
 #[command(
     name = "toolgate",
     version,
-    about = "Tools for hosted AI agents, on one machine"
+    about = "Tools for hosted AI agents, on one machine: sandboxed Python, questions to a \
+             person, SSH and cloud tools behind approvals",
+    after_help = MORE_HELP
 )]
 struct Cli {
     /// Config file (default: ./toolgate.toml when present).
@@ -42,19 +65,36 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Serve the HTTP API.
+    /// Serve the HTTP API, MCP at /mcp and OpenAPI at /openapi.json.
+    #[command(after_help = "\
+Examples:
+  toolgate serve
+  toolgate serve --addr 0.0.0.0:8080 --token \"$(openssl rand -hex 24)\"
+  curl -s localhost:8080/tools/python.execute -H 'content-type: application/json' \\
+       -d '{\"code\": \"print(6 * 7)\"}'")]
     Serve {
-        /// Address to bind (default 127.0.0.1:8080).
+        /// Address to bind [default: server.addr in the config file, else
+        /// TOOLGATE_ADDR, else 127.0.0.1:8080].
         #[arg(long)]
         addr: Option<String>,
-        /// Require `Authorization: Bearer TOKEN` (or set TOOLGATE_TOKEN).
+        /// Require `Authorization: Bearer TOKEN` from callers [default:
+        /// TOOLGATE_TOKEN, or the config file's tokens].
         #[arg(long)]
         token: Option<String>,
     },
     /// Serve every tool over MCP on stdin and stdout, for desktop MCP
     /// clients that start a local server (Claude Desktop, VS Code).
+    #[command(after_help = "\
+Example (Claude Desktop's claude_desktop_config.json):
+  {\"mcpServers\": {\"toolgate\": {\"command\": \"toolgate\", \"args\": [\"mcp-stdio\"]}}}")]
     McpStdio,
     /// Call one tool and print its result as JSON.
+    #[command(after_help = "\
+Examples:
+  toolgate call python.execute --json '{\"code\": \"result = 6 * 7\"}'
+  echo '{\"code\": \"print(1)\"}' | toolgate call python__execute
+
+Exit status: 0 with the result on stdout; 1 with the contract's error on stderr.")]
     Call {
         /// Tool name, canonical (`python.execute`) or exported (`python__execute`).
         name: String,
@@ -63,9 +103,42 @@ enum Cmd {
         json: Option<String>,
     },
     /// Print the tool specs.
+    #[command(after_help = "\
+Examples:
+  toolgate tools
+  toolgate tools --format openai > tools.json")]
     Tools {
-        #[arg(long, default_value = "native")]
+        /// How to write them.
+        #[arg(long, default_value = "native", value_parser = ["native", "openai", "anthropic", "mcp"])]
         format: String,
+    },
+    /// Write a commented config file to start from.
+    #[command(after_help = "\
+Examples:
+  toolgate init                     writes ./toolgate.toml (never over an existing file)
+  toolgate init /etc/toolgate.toml
+  toolgate init - | less            prints it instead")]
+    Init {
+        /// Where to write it (`-`: stdout).
+        #[arg(default_value = "toolgate.toml")]
+        path: PathBuf,
+        /// Replace a file that exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Check the config and this machine: the data folder, the sandbox, each
+    /// SSH server (host key and login), each cloud account, clarify's store.
+    #[command(after_help = "\
+Examples:
+  toolgate check
+  toolgate --config prod.toml check --json
+
+Exit status: 0 when nothing failed (warnings included), 1 otherwise. Nothing is run
+on an SSH server and no notification is sent.")]
+    Check {
+        /// One JSON document instead of lines.
+        #[arg(long)]
+        json: bool,
     },
     /// Review and decide approvals (this machine's, or a server's with --url).
     Approvals {
@@ -153,6 +226,9 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fatal(&e.to_string()),
     };
+    for warning in &cfg.warnings {
+        tracing::warn!(target: "toolgate::config", "{warning}");
+    }
     match cli.command {
         Cmd::Serve { addr, token } => {
             if let Some(a) = addr {
@@ -163,9 +239,11 @@ async fn run(cli: Cli) -> ExitCode {
             {
                 return fatal(&e.to_string());
             }
-            serve(cfg).await
+            serve::run(cfg).await
         }
         Cmd::Call { name, json } => call(cfg, &name, json).await,
+        Cmd::Init { path, force } => init::run(&path, force),
+        Cmd::Check { json } => check::run(&cfg, json).await,
         Cmd::McpStdio => mcp_stdio(cfg).await,
         Cmd::Approvals { target, cmd } => inbox::approvals(Some(cfg), target, cmd).await,
         Cmd::Clarifications { target, cmd } => inbox::clarifications(Some(cfg), target, cmd).await,
@@ -176,17 +254,13 @@ async fn run(cli: Cli) -> ExitCode {
             };
             match specs(&cfg).await {
                 Ok(specs) => {
-                    print_json(&export_specs(&specs, format));
+                    out::json(&export_specs(&specs, format));
                     ExitCode::SUCCESS
                 }
                 Err(e) => fatal(&e),
             }
         }
     }
-}
-
-fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
@@ -216,7 +290,7 @@ async fn call(cfg: Config, name: &str, args: Option<String>) -> ExitCode {
     let outcome = invoke(&app.registry, Transport::Cli, name, args, &ctx).await;
     match outcome {
         Ok(v) => {
-            print_json(&v);
+            out::json(&v);
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -265,111 +339,4 @@ async fn serve_stdio(
         .await
         .map(|_| ())
         .map_err(|e| format!("MCP over stdio stopped: {e}"))
-}
-
-/// Why `cfg` must not be served on `bound`: a non-loopback address
-/// without any caller token lets anyone who reaches it run code. Judged on
-/// the address actually bound, not on a name looked up before binding
-/// (whose answer may change in between).
-fn refuse_anonymous(cfg: &Config, bound: std::net::SocketAddr) -> Option<String> {
-    if !cfg.server.tokens.is_empty() || bound.ip().to_canonical().is_loopback() {
-        return None;
-    }
-    if cfg.server.allow_anonymous {
-        tracing::warn!(
-            addr = %cfg.server.addr,
-            "serving a non-loopback address without a caller token (TOOLGATE_ALLOW_ANONYMOUS): anyone who reaches it can run code"
-        );
-        return None;
-    }
-    Some(format!(
-        "refusing to serve {} without a caller token: anyone who reaches it could run code. \
-         Give one with --token, TOOLGATE_TOKEN or [[server.tokens]] in the config file, \
-         or bind 127.0.0.1 (--addr 127.0.0.1:8080); \
-         TOOLGATE_ALLOW_ANONYMOUS=true serves it anyway",
-        cfg.server.addr
-    ))
-}
-
-async fn serve(cfg: Config) -> ExitCode {
-    let listener = match tokio::net::TcpListener::bind(&cfg.server.addr).await {
-        Ok(l) => l,
-        Err(e) => return fatal(&format!("cannot bind {}: {e}", cfg.server.addr)),
-    };
-    let bound = listener.local_addr().ok();
-    if let Some(why) = bound.and_then(|b| refuse_anonymous(&cfg, b)) {
-        return fatal(&why);
-    }
-    toolgate_shared::sqlite_file::keep_private(&cfg.data_dir);
-    let app = match build(&cfg, true).await {
-        Ok(a) => a,
-        Err(e) => return fatal(&e),
-    };
-    let local = bound
-        .map(|a| a.to_string())
-        .unwrap_or_else(|| cfg.server.addr.clone());
-    // answer_url points at the address actually bound (a port chosen at bind).
-    if let (Some(c), None) = (app.clarify(), &cfg.clarify.public_url) {
-        c.set_base_url(format!("http://{local}"));
-    }
-    // Bound to loopback: answer only loopback Host names (DNS rebinding).
-    let state = app.app_state(
-        Tokens::new(&cfg.server.tokens, &cfg.approvals.approvers),
-        bound.is_some_and(|a| a.ip().to_canonical().is_loopback()),
-    );
-    let mut limits = ServeLimits::from_config(&cfg.server);
-    let open_files = limits.fit_descriptors();
-    tracing::info!(
-        addr = %local,
-        auth = !cfg.server.tokens.is_empty(),
-        max_connections = limits.max_connections,
-        max_connections_per_client = limits.per_client,
-        open_files_limit = open_files,
-        callers = cfg.server.tokens.len(),
-        approvers = cfg.approvals.approvers.len(),
-        tools = ?app.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
-        "toolgate listening on http://{local}"
-    );
-    // On SIGTERM: stop accepting, let calls in flight finish within the
-    // grace period, then stop anyway; dropping the sandbox kills its children.
-    let grace = std::time::Duration::from_secs(cfg.server.shutdown_grace_secs);
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let app_router = router(state, Origins::from_config(&cfg));
-    let server = toolgate_shared::http::serve::serve(listener, app_router, limits, async move {
-        shutdown_signal().await;
-        tracing::info!(grace_secs = grace.as_secs(), "shutting down");
-        let _ = stop_tx.send(());
-    });
-    let served = tokio::select! {
-        r = server => r,
-        _ = async {
-            let _ = stop_rx.await;
-            tokio::time::sleep(grace).await;
-        } => {
-            tracing::warn!("calls still running after the grace period; stopping them");
-            Ok(())
-        }
-    };
-    // Close upstream sessions; dropping the tools kills the sandbox's children.
-    app.shutdown().await;
-    drop(app);
-    match served {
-        Ok(()) => {
-            tracing::info!("toolgate stopped");
-            ExitCode::SUCCESS
-        }
-        Err(e) => fatal(&format!("server error: {e}")),
-    }
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = tokio::signal::ctrl_c() => {},
-    }
 }

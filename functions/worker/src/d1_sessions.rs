@@ -14,7 +14,7 @@ use worker::wasm_bindgen::JsValue;
 use crate::d1::{first, int, run, text};
 use toolgate_shared::files::Files;
 use toolgate_shared::sessions::store::{
-    Claim, Lease, Record, SessionStore, StoreFuture, Usage, sql,
+    Claim, FORGET_AFTER_MS, Lease, Record, SessionStore, StoreFuture, Usage, sql,
 };
 
 /// D1 holds at most 2,000,000 bytes in a row: a session's state and files
@@ -177,7 +177,8 @@ impl SessionStore for D1Sessions {
         Box::pin(SendFuture::new(async move {
             let now = toolgate_shared::clock::unix_ms();
             // Sessions expired a day ago are forgotten (until then: 410).
-            self.changes(sql::PURGE, &[int(now - 86_400_000)]).await?;
+            self.changes(sql::PURGE, &[int(now - FORGET_AFTER_MS)])
+                .await?;
             let args = [
                 text(id),
                 text(owner),

@@ -128,6 +128,7 @@ async fn app(
                 python.health().await
             }))
         }),
+        metrics: None,
         loopback_hosts_only: false,
         // The Worker gates no tool (no ssh_run, no cloud tools): its inbox
         // lists questions, for approvers signed in with their token.

@@ -156,6 +156,14 @@ impl Clarify {
         self
     }
 
+    /// The names of the channels that hear of questions, in order.
+    pub fn channel_names(&self) -> Vec<String> {
+        self.notifier
+            .as_ref()
+            .map(|n| n.names().into_iter().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
     /// Tells `notifier`'s channels of every event from now on.
     pub fn with_notifier(mut self, notifier: notify::Notifier) -> Self {
         self.notifier = Some(Arc::new(notifier));

@@ -19,13 +19,18 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating) the database file and its folder.
     pub fn open(path: &Path) -> Result<Self, String> {
-        let db = crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?;
-        rusqlite::Connection::open(path)
-            .and_then(|conn| add_approval_columns(&conn).and_then(|()| add_caller_column(&conn)))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let db = crate::sqlite_file::SqliteFile::open(path, &SCHEMA)?;
         Ok(Self { db })
     }
 }
+
+/// The store's shape by version (`sqlite_file::Schema`): 2 added the
+/// approvals' decision columns and the question's caller.
+pub const SCHEMA: crate::sqlite_file::Schema = crate::sqlite_file::Schema {
+    tables: &[sql::SCHEMA],
+    upgrades: &[|c| add_approval_columns(c).and_then(|()| add_caller_column(c))],
+    indexes: &[],
+};
 
 /// A file written before approvals had their decision columns gains them
 /// (empty: an approval answered through a link before then has no

@@ -23,6 +23,7 @@ use crate::registry::ToolSource;
 use crate::tool::{Tool, ToolSpec};
 
 mod tool;
+mod words;
 pub use tool::ProxyTool;
 
 type Client = RunningService<RoleClient, ()>;
@@ -205,7 +206,8 @@ impl ToolSource for CloudTools {
             return Some(Ok(t.clone() as Arc<dyn Tool>));
         }
         Some(Err(match (&l.error, l.listed) {
-            (Some(e), _) => unavailable(account, e),
+            // Said whole when it was met.
+            (Some(e), _) => ToolError::new(ErrorCode::UpstreamUnavailable, e.clone()),
             (None, false) => unavailable(account, "its tools have not been listed yet"),
             (None, true) => ToolError::new(
                 ErrorCode::UnknownTool,
@@ -252,12 +254,7 @@ impl Upstream {
         let connect = ().serve(StreamableHttpClientTransport::from_config(cfg));
         let client = match tokio::time::timeout(self.settings.timeout, connect).await {
             Ok(Ok(c)) => Arc::new(c),
-            Ok(Err(e)) => {
-                return Err(unavailable(
-                    &a.id,
-                    format!("cannot connect to {}: {e}", a.url),
-                ));
-            }
+            Ok(Err(e)) => return Err(unavailable(&a.id, words::in_words(&a.url, &e))),
             Err(_) => {
                 return Err(unavailable(
                     &a.id,
@@ -270,6 +267,22 @@ impl Upstream {
         };
         *slot = Some(client.clone());
         Ok(client)
+    }
+
+    /// A call found the account failing: `/healthz` and `toolgate check`
+    /// say so at once, and its tools are listed again at the next chance.
+    fn failed(&self, why: &str) {
+        let mut l = self.listing.write().unwrap_or_else(|p| p.into_inner());
+        l.error = Some(why.to_owned());
+        l.next_due = Some(Instant::now());
+    }
+
+    /// A call went through: whatever a failed call said no longer holds.
+    fn answered(&self) {
+        let mut l = self.listing.write().unwrap_or_else(|p| p.into_inner());
+        if l.listed {
+            l.error = None;
+        }
     }
 
     /// Drops a session that failed, closing it in the background.
@@ -295,7 +308,13 @@ impl Upstream {
                 Ok(Ok(tools)) => Ok(tools),
                 Ok(Err(e)) => {
                     self.discard(&client).await;
-                    Err(unavailable(&id, format!("listing tools failed: {e}")))
+                    Err(unavailable(
+                        &id,
+                        format!(
+                            "listing its tools failed: {}",
+                            words::in_words(&self.account.url, &e)
+                        ),
+                    ))
                 }
                 Err(_) => Err(unavailable(
                     &id,

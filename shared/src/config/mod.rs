@@ -57,6 +57,12 @@ pub struct Config {
     /// else `~/.local/share/toolgate`): the local stores' home, kept
     /// private (0700).
     pub data_dir: PathBuf,
+    /// The config file read, if any.
+    pub file: Option<PathBuf>,
+    /// What the operator should hear about, once, at start-up: values the
+    /// contract clamped or replaced by a default, and `TOOLGATE_*`
+    /// variables nothing reads (with the closest name that is read).
+    pub warnings: Vec<String>,
 }
 
 /// What is wrong with the configuration, one message per kind.
@@ -179,7 +185,9 @@ impl Config {
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
-        Self::from_parts(&text, &shown, env)
+        let mut c = Self::from_parts(&text, &shown, env)?;
+        c.file = chosen;
+        Ok(c)
     }
 
     /// Builds a config from TOML text and an environment lookup;
@@ -195,6 +203,7 @@ impl Config {
             reason: parse_reason(&e, toml_text),
         })?;
         let env = Env(lookup);
+        let warnings = python::timeout_warnings(&file.python, env);
         let c = Self {
             server: ServerConfig::load(file.server, env)?,
             python: PythonConfig::load(file.python, env)?,
@@ -204,6 +213,8 @@ impl Config {
             clarify: ClarifyConfig::load(file.clarify, path_for_errors, env)?,
             approvals: ApprovalsConfig::load(file.approvals, env)?,
             data_dir: env::data_dir(env),
+            file: None,
+            warnings,
         };
         tokens::check_apart(&c.server.tokens, &c.approvals.approvers)?;
         Ok(c)
@@ -216,9 +227,26 @@ impl Config {
         tokens::check_apart(&self.server.tokens, &self.approvals.approvers)
     }
 
-    /// Reads the process environment.
+    /// Reads the process environment; a `TOOLGATE_*` variable that nothing
+    /// reads is named in [`Config::warnings`].
     pub fn from_env_and_file(path: Option<&Path>) -> Result<Self, ConfigError> {
-        Self::load(path, &|k| std::env::var(k).ok())
+        let asked = std::sync::Mutex::new(std::collections::BTreeSet::new());
+        let mut c = Self::load(path, &|k| {
+            asked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(k.to_owned());
+            std::env::var(k).ok()
+        })?;
+        let asked = asked.into_inner().unwrap_or_else(|p| p.into_inner());
+        let set: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect();
+        c.warnings.extend(env::unknown_variables(
+            set.iter().map(String::as_str),
+            &asked,
+        ));
+        Ok(c)
     }
 }
 

@@ -385,6 +385,35 @@ pub fn parse_timeout(raw: &str) -> u64 {
         .unwrap_or(DEFAULT_TIMEOUT_SECS)
 }
 
+/// What the timeout's clamping or default changed from what was given, in
+/// words for the operator (the contract clamps rather than refuses).
+pub(super) fn timeout_warnings(file: &FilePython, env: Env<'_>) -> Vec<String> {
+    let range = format!("{MIN_TIMEOUT_SECS}–{MAX_TIMEOUT_SECS} seconds");
+    let mut said = Vec::new();
+    if let Some(t) = file.timeout
+        && clamp_timeout(t) as i64 != t
+    {
+        said.push(format!(
+            "python.timeout = {t} is outside {range}: using {}",
+            clamp_timeout(t)
+        ));
+    }
+    if let Some(raw) = env.raw("TOOLGATE_PYTHON_TIMEOUT") {
+        match raw.trim().parse::<i64>() {
+            Ok(t) if clamp_timeout(t) as i64 != t => said.push(format!(
+                "TOOLGATE_PYTHON_TIMEOUT={raw:?} is outside {range}: using {}",
+                clamp_timeout(t)
+            )),
+            Ok(_) => {}
+            Err(_) => said.push(format!(
+                "TOOLGATE_PYTHON_TIMEOUT={raw:?} is not a whole number of seconds: using the \
+                 default, {DEFAULT_TIMEOUT_SECS}"
+            )),
+        }
+    }
+    said
+}
+
 /// A timeout in seconds, clamped to 1–1200.
 pub fn clamp_timeout(secs: i64) -> u64 {
     secs.clamp(MIN_TIMEOUT_SECS as i64, MAX_TIMEOUT_SECS as i64) as u64

@@ -37,7 +37,29 @@ fn challenged(state: &AppState, req: &Request, message: &str, invalid: bool) -> 
     r
 }
 
-pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+pub(super) async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    match admit(&state, req) {
+        Ok(req) => next.run(req).await,
+        Err(refusal) => {
+            let (refused, caller) = *refusal;
+            crate::logging::refused(
+                refused.status().as_u16(),
+                method.as_str(),
+                &path,
+                caller.as_deref(),
+            );
+            refused
+        }
+    }
+}
+
+/// A refusal, and the name of the token's holder when it was one of ours
+/// (boxed: the common path returns small).
+type Refusal = Box<(Response, Option<String>)>;
+
+/// The request with who sent it attached, or its refusal.
+fn admit(state: &AppState, mut req: Request) -> Result<Request, Refusal> {
     let route = Route::of(req.method(), req.uri().path());
     let given = req
         .headers()
@@ -52,8 +74,11 @@ pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: 
     match (route, bearer) {
         (Route::Approver, Bearer::Approver(_)) | (Route::Open, _) => {}
         (Route::Approver, _) if runtime_approver => {}
-        (Route::Approver, Bearer::Caller(_)) => {
-            return refuse(ErrorCode::Forbidden, CALLER_ON_APPROVALS);
+        (Route::Approver, Bearer::Caller(name)) => {
+            return Err(Box::new((
+                refuse(ErrorCode::Forbidden, CALLER_ON_APPROVALS),
+                Some(name.to_owned()),
+            )));
         }
         (Route::Approver, _) => {
             // A caller the runtime authenticated (Lambda) is still no approver.
@@ -61,28 +86,30 @@ pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: 
                 .extensions()
                 .get::<CallContext>()
                 .is_some_and(|c| c.caller.is_some());
-            return if runtime_caller {
-                refuse(ErrorCode::Forbidden, CALLER_ON_APPROVALS)
+            return Err(Box::new(if runtime_caller {
+                (refuse(ErrorCode::Forbidden, CALLER_ON_APPROVALS), None)
             } else {
-                challenged(&state, &req, SIGN_IN_AS_APPROVER, false)
-            };
+                (challenged(state, &req, SIGN_IN_AS_APPROVER, false), None)
+            }));
         }
-        (Route::Tool, Bearer::Approver(_)) => {
-            return refuse(ErrorCode::Forbidden, APPROVER_ON_TOOLS);
+        (Route::Tool, Bearer::Approver(name)) => {
+            return Err(Box::new((
+                refuse(ErrorCode::Forbidden, APPROVER_ON_TOOLS),
+                Some(format!("approver {name}")),
+            )));
         }
         (Route::Tool, Bearer::Caller(_)) => {}
         (Route::Tool, _) if !state.tokens.has_callers() => {}
         // A 401 says where to learn how to sign in (MCP's authorization).
         (Route::Tool, Bearer::Unknown) => {
-            return challenged(&state, &req, "Invalid bearer token", true);
+            return Err(Box::new((
+                challenged(state, &req, "Invalid bearer token", true),
+                None,
+            )));
         }
         (Route::Tool, Bearer::Missing) => {
-            return challenged(
-                &state,
-                &req,
-                "Missing bearer token: send Authorization: Bearer <token>",
-                false,
-            );
+            let message = "Missing bearer token: send Authorization: Bearer <token>";
+            return Err(Box::new((challenged(state, &req, message, false), None)));
         }
     }
     match bearer {
@@ -104,5 +131,5 @@ pub(super) async fn auth(State(state): State<AppState>, mut req: Request, next: 
         }
         Bearer::Missing | Bearer::Unknown => {}
     }
-    next.run(req).await
+    Ok(req)
 }

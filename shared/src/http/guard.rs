@@ -24,8 +24,11 @@ pub(super) struct Guard {
 
 pub(super) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next) -> Response {
     if g.loopback_hosts_only
-        && let Some(why) = super::host::loopback_problem(req.uri(), req.headers())
+        && let Some(why) = super::host::loopback_problem_but(req.uri(), req.headers(), |a| {
+            g.origins.is_public_authority(a)
+        })
     {
+        crate::logging::refused(403, req.method().as_str(), req.uri().path(), None);
         return ToolError::new(ErrorCode::Forbidden, why).into_response();
     }
     // Where the request was sent: the URI's authority wins over `Host`
@@ -49,7 +52,13 @@ pub(super) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next)
     ) {
         // For the operator whose own page is refused: the message names the
         // setting that allows it.
-        tracing::info!(path = %crate::logging::field(req.uri().path()), reason = %crate::logging::field(&why), "request refused");
+        tracing::info!(
+            status = 403,
+            method = %crate::logging::field(req.method().as_str()),
+            path = %crate::logging::field(&crate::logging::redact_ids(req.uri().path())),
+            reason = %crate::logging::field(&why),
+            "request refused"
+        );
         return ToolError::new(ErrorCode::Forbidden, why).into_response();
     }
     next.run(req).await

@@ -18,6 +18,18 @@ pub const MISSING: &str =
 
 /// Why a server bound to loopback must refuse this request, if it must.
 pub fn loopback_problem(uri: &Uri, headers: &HeaderMap) -> Option<&'static str> {
+    loopback_problem_but(uri, headers, |_| false)
+}
+
+/// As [`loopback_problem`], with the authorities `also` accepts taken too:
+/// the public URL's, which a reverse proxy in front passes on (the
+/// operator's own name, not one a rebinding page could use).
+pub fn loopback_problem_but(
+    uri: &Uri,
+    headers: &HeaderMap,
+    also: impl Fn(&str) -> bool,
+) -> Option<&'static str> {
+    let is_loopback_authority = |a: &str| is_loopback_authority(a) || also(a);
     let mut hosts = headers.get_all(header::HOST).iter();
     let host = hosts.next();
     // Two `Host` headers: a proxy and the server may each read another.

@@ -9,7 +9,8 @@
 //! - `serve`: `toolgate serve`'s connections (HTTP/1.1, timeouts, caps);
 //! - `context`: a call's context from the request (what a runtime put in
 //!   its extensions, else the scope header);
-//! - `errors`: `ToolError` as a response, and JSON for axum's own rejections.
+//! - `errors`: `ToolError` as a response, and JSON for axum's own rejections;
+//! - `request_id`: one id per request, on its log lines and in its answer.
 
 mod auth;
 pub mod body;
@@ -19,6 +20,7 @@ mod guard;
 pub mod host;
 pub mod identity;
 pub mod origin;
+pub mod request_id;
 pub mod resource;
 mod router;
 #[cfg(not(target_arch = "wasm32"))]
@@ -28,4 +30,4 @@ pub use body::{BodyTimeout, MAX_BODY_BYTES, read_json_body};
 pub use context::{call_context, call_context_of, header_scope};
 pub use identity::{Approver, Caller, Tokens};
 pub use origin::Origins;
-pub use router::{AppState, HealthFn, HealthFuture, router};
+pub use router::{AppState, HealthFn, HealthFuture, MetricsFn, router};

@@ -19,6 +19,9 @@ const SHOWN_CHARS: usize = 200;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Origins {
     allowed: Vec<String>,
+    /// The public URL's origin, normalized: its authority is the server's
+    /// own name behind a reverse proxy.
+    public: Option<String>,
 }
 
 impl Origins {
@@ -26,12 +29,21 @@ impl Origins {
     /// of `public_url` (`clarify.public_url`: the server's own face).
     pub fn new(listed: &[String], public_url: Option<&str>) -> Self {
         let mut allowed: Vec<String> = listed.iter().filter_map(|o| normalize(o)).collect();
-        if let Some(o) = public_url.and_then(url_origin) {
-            allowed.push(o);
-        }
+        let public = public_url.and_then(url_origin);
+        allowed.extend(public.clone());
         allowed.sort();
         allowed.dedup();
-        Self { allowed }
+        Self { allowed, public }
+    }
+
+    /// Whether `authority` (a `Host` header's `host[:port]`) names the
+    /// public URL's host and port (its scheme's default port implied).
+    pub fn is_public_authority(&self, authority: &str) -> bool {
+        let Some(public) = &self.public else {
+            return false;
+        };
+        let scheme = public.split_once("://").map_or("", |(s, _)| s);
+        normalize(&format!("{scheme}://{authority}")).as_ref() == Some(public)
     }
 
     /// The origins `cfg` allows.
@@ -404,5 +416,26 @@ mod tests {
             )
             .is_some()
         );
+    }
+
+    #[test]
+    fn the_public_urls_authority_is_known_with_or_without_its_default_port() {
+        let o = Origins::new(&[], Some("https://Toolgate.example.com/base/"));
+        for yes in ["toolgate.example.com", "TOOLGATE.example.com:443"] {
+            assert!(o.is_public_authority(yes), "{yes}");
+        }
+        for no in [
+            "toolgate.example.com:80",
+            "toolgate.example.com.evil.example",
+            "evil.example",
+            "toolgate.example.com@evil.example",
+            "",
+        ] {
+            assert!(!o.is_public_authority(no), "{no}");
+        }
+        assert!(!Origins::new(&[], None).is_public_authority("localhost"));
+        let with_port = Origins::new(&[], Some("http://10.0.0.5:8443"));
+        assert!(with_port.is_public_authority("10.0.0.5:8443"));
+        assert!(!with_port.is_public_authority("10.0.0.5"));
     }
 }

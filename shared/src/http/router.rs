@@ -32,6 +32,10 @@ pub type HealthFn = Arc<dyn Fn() -> HealthFuture + Send + Sync>;
 /// What a [`HealthFn`] returns: the fields to add.
 pub type HealthFuture = std::pin::Pin<Box<dyn Future<Output = Value> + Send>>;
 
+/// `/metrics`'s text, made at each scrape.
+pub type MetricsFn =
+    Arc<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync>;
+
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
@@ -43,6 +47,9 @@ pub struct AppState {
     pub tokens: Arc<super::identity::Tokens>,
     /// Extra fields for `/healthz` (the sandbox's walls).
     pub health: HealthFn,
+    /// `GET /metrics`, where the process lives on between requests
+    /// (`toolgate serve`); no such route elsewhere.
+    pub metrics: Option<MetricsFn>,
     /// Refuse requests addressed to a name that is not loopback (`Host`, the
     /// URI's authority; `host`): a server bound to 127.0.0.1 must not be
     /// reachable through DNS rebinding from a browser.
@@ -74,9 +81,14 @@ pub fn router(state: AppState, origins: Origins) -> Router {
         Some(a) => crate::approvals::http::routes(a.clone()),
         None => Router::new(),
     };
+    let metrics = match &state.metrics {
+        Some(_) => Router::new().route("/metrics", get(metrics)),
+        None => Router::new(),
+    };
     let router = Router::new()
         .merge(clarify)
         .merge(approvals)
+        .merge(metrics)
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
         .route("/healthz", get(healthz))
@@ -98,9 +110,11 @@ pub fn router(state: AppState, origins: Origins) -> Router {
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(mcp_refusals))
         .layer(middleware::from_fn(json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .layer(middleware::from_fn_with_state(checks, guard))
+        .layer(middleware::from_fn(super::request_id::request_id))
         .with_state(state)
 }
 
@@ -153,6 +167,46 @@ async fn healthz(
         obj.extend(extra);
     }
     Json(body)
+}
+
+/// `/mcp`'s refusals of requests a client sent wrong (no `Accept` of both
+/// types, another content type, a bad protocol header): logged as the
+/// refusals before them are (`auth`). A tool's failure is a 200 there, so
+/// each status of 400 and up is a refusal.
+async fn mcp_refusals(req: Request, next: middleware::Next) -> Response {
+    if !req.uri().path().starts_with("/mcp") {
+        return next.run(req).await;
+    }
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let caller = req.extensions().get::<Caller>().map(|c| c.0.clone());
+    let res = next.run(req).await;
+    if res.status().as_u16() >= 400 {
+        crate::logging::refused(
+            res.status().as_u16(),
+            method.as_str(),
+            &path,
+            caller.as_deref(),
+        );
+    }
+    res
+}
+
+/// Prometheus's text format (docs/http-api.md#metrics): callers only, as the
+/// tool routes.
+async fn metrics(State(state): State<AppState>) -> Response {
+    let text = match &state.metrics {
+        Some(m) => m().await,
+        None => String::new(),
+    };
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
 }
 
 async fn openapi(State(state): State<AppState>) -> Json<Value> {

@@ -117,12 +117,13 @@ pub fn after_call(mut seen: Files, returned: Option<&Value>) -> Result<Files, St
     Ok(seen)
 }
 
-/// The answer to `session` where no session store is set up (the Worker and
-/// Lambda for now).
+/// The answer to `session` where no session store is set up (a Lambda
+/// function without its table).
 pub fn unavailable() -> ToolError {
     ToolError::new(
         ErrorCode::NotConfigured,
-        "sessions are not available on this deployment: run without \"session\", or use `toolgate serve`",
+        "sessions are not set up on this deployment (its operator names a table in \
+         TOOLGATE_SESSIONS_TABLE to keep them): run without \"session\"",
     )
 }
 
@@ -245,7 +246,11 @@ impl Sessions {
         }
         let mut state = out.state.take();
         if state.is_none() && !out.stderr.contains("[session: ") {
+            // Not the call's files either: the session stays as it was.
             out.add_note(NOT_FINISHED);
+            let before = held.record.files.clone();
+            out.session = Some(self.close(held, None, &before).await?);
+            return Ok(out);
         }
         let mut kept = match after_call(files, out.files.as_ref()) {
             Ok(kept) => kept,

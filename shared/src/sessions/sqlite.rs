@@ -5,11 +5,8 @@ use std::path::Path;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::store::{Claim, Lease, Record, SessionStore, StoreFuture, Usage, sql};
+use super::store::{Claim, FORGET_AFTER_MS, Lease, Record, SessionStore, StoreFuture, Usage, sql};
 use crate::files::Files;
-
-/// Expired sessions answer `expired` for a day, then are forgotten.
-const FORGET_AFTER_MS: i64 = 86_400_000;
 
 /// The local [`SessionStore`].
 pub struct SqliteSessions {
@@ -19,16 +16,21 @@ pub struct SqliteSessions {
 impl SqliteSessions {
     /// Opens (creating) the database file and its folder.
     pub fn open(path: &Path) -> Result<Self, String> {
-        let db = crate::sqlite_file::SqliteFile::open(path, sql::SCHEMA)?;
-        rusqlite::Connection::open(path)
-            .and_then(|conn| add_bytes(&conn))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let db = crate::sqlite_file::SqliteFile::open(path, &SCHEMA)?;
         Ok(Self { db })
     }
 }
 
-/// A file written before sessions counted their bytes gains the column,
-/// then the indexes that count them.
+/// The store's shape by version (`sqlite_file::Schema`): 2 added the
+/// `bytes` column the quotas count with, and its indexes.
+pub const SCHEMA: crate::sqlite_file::Schema = crate::sqlite_file::Schema {
+    tables: &[sql::SCHEMA],
+    upgrades: &[add_bytes],
+    indexes: &[sql::USAGE_INDEXES],
+};
+
+/// A file written before sessions counted their bytes gains the column
+/// (some such files have it: it came before versions did).
 fn add_bytes(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     let has: bool = conn.query_row(
         "SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'bytes'",
@@ -38,7 +40,7 @@ fn add_bytes(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     if !has {
         conn.execute_batch(sql::ADD_BYTES)?;
     }
-    conn.execute_batch(sql::USAGE_INDEXES)
+    Ok(())
 }
 
 fn files_json(files: &Files) -> String {

@@ -63,14 +63,21 @@ pub enum Claim {
     Busy,
 }
 
+/// How long an expired session answers `expired` before it reads as
+/// missing (and its store may forget it).
+pub const FORGET_AFTER_MS: i64 = 86_400_000;
+
 impl Claim {
     /// Why a claim that did not take failed, from what the store holds
     /// for the id: its `(owner, expires_at)` (Unix ms), if any. Another
-    /// owner's session reads as missing.
+    /// owner's session reads as missing, and so does one expired for
+    /// longer than [`FORGET_AFTER_MS`], whether or not its store has
+    /// deleted it yet (a purge or a TTL runs late).
     pub fn refused(found: Option<(&str, i64)>, owner: &str, now: i64) -> Self {
         match found {
             Some((o, _)) if o != owner => Self::NotFound,
             None => Self::NotFound,
+            Some((_, expires_at)) if expires_at <= now - FORGET_AFTER_MS => Self::NotFound,
             Some((_, expires_at)) if expires_at <= now => Self::Expired,
             Some(_) => Self::Busy,
         }

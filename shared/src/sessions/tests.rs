@@ -40,3 +40,22 @@ fn idle_lives_read_as_words() {
     assert_eq!(idle_words(Duration::from_secs(1800)), "30 minutes");
     assert_eq!(idle_words(Duration::from_secs(90)), "90 seconds");
 }
+
+#[test]
+fn an_expired_session_answers_expired_for_a_day_then_reads_as_missing() {
+    use store::{Claim, FORGET_AFTER_MS};
+    let now = 10 * FORGET_AFTER_MS;
+    let refused = |expires_at: i64| Claim::refused(Some(("alice", expires_at)), "alice", now);
+    assert!(matches!(refused(now + 1), Claim::Busy));
+    assert!(matches!(refused(now), Claim::Expired));
+    assert!(matches!(refused(now - FORGET_AFTER_MS + 1), Claim::Expired));
+    assert!(matches!(refused(now - FORGET_AFTER_MS), Claim::NotFound));
+    assert!(matches!(
+        Claim::refused(Some(("bob", now + 1)), "alice", now),
+        Claim::NotFound
+    ));
+    assert!(matches!(
+        Claim::refused(None, "alice", now),
+        Claim::NotFound
+    ));
+}

@@ -53,6 +53,21 @@ fn child(io: ChildIo) -> ! {
                 .as_bytes(),
         )
     };
+    // A finished run's report claiming `files`, and a state frame after it
+    // when `state` is given (the report promises one either way when
+    // `promise`).
+    let done_with = |files: serde_json::Value, promise: bool, state: Option<Vec<u8>>| {
+        let mut v = frame(
+            serde_json::json!({"kind": "done", "exit_code": 0, "result": "42", "files": files, "state": promise})
+                .to_string()
+                .as_bytes(),
+        );
+        if let Some(state) = state {
+            v.extend_from_slice(&frame(&state));
+        }
+        v
+    };
+    let b64 = |n: usize| base64_of(&vec![b'x'; n]);
     let bytes: Vec<u8> = match lie.as_str() {
         "garbage" => frame(b"\xff\xfe this is not a report"),
         "not_utf8" => frame(b"{\"kind\":\"crashed\",\"message\":\"\xff\xfe\"}"),
@@ -77,11 +92,32 @@ fn child(io: ChildIo) -> ! {
                 .to_string()
                 .as_bytes(),
         ),
+        "file_outside" => done_with(serde_json::json!({"../outside.txt": b64(3)}), false, None),
+        "file_absolute" => done_with(serde_json::json!({"/etc/cron.d/x": b64(3)}), false, None),
+        "file_not_base64" => done_with(serde_json::json!({"a.txt": "*not base64*"}), false, None),
+        // The sandbox under test caps files at 1 MiB in all.
+        "file_over_cap" => done_with(
+            serde_json::json!({"big.bin": b64((1 << 20) + 1)}),
+            false,
+            None,
+        ),
+        // Its session state caps at 1 MiB too.
+        "state_over_cap" => done_with(serde_json::json!({}), true, Some(vec![b'x'; (1 << 20) + 1])),
+        "state_cut" => {
+            let mut v = done_with(serde_json::json!({}), true, None);
+            v.extend_from_slice(&1000u32.to_le_bytes());
+            v.extend_from_slice(b"only this");
+            v
+        }
+        "state_outside_session" => {
+            done_with(serde_json::json!({}), true, Some(b"smuggled".to_vec()))
+        }
+        "state_empty_outside_session" => done_with(serde_json::json!({}), true, Some(Vec::new())),
         "silent" => Vec::new(),
         _ => done("42"),
     };
     let _ = sock.write_all(&bytes);
-    if lie == "silent" || lie.starts_with("cut_") {
+    if lie == "silent" || lie.starts_with("cut_") || lie == "state_cut" {
         // Close the socket: the report ends where it is.
         // SAFETY: _exit has no preconditions.
         unsafe { libc::_exit(3) }
@@ -91,4 +127,13 @@ fn child(io: ChildIo) -> ! {
     while matches!(sock.read(&mut byte), Ok(1)) {}
     // SAFETY: _exit has no preconditions.
     unsafe { libc::_exit(0) }
+}
+
+/// Standard base64, padded: what a real child sends files in.
+fn base64_of(bytes: &[u8]) -> String {
+    let files = toolgate_shared::files::Files::from([(String::new(), bytes.to_vec())]);
+    toolgate_shared::files::to_wire(&files)
+        .into_values()
+        .next()
+        .unwrap_or_default()
 }

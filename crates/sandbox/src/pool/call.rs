@@ -35,7 +35,8 @@ pub(super) struct Limits {
     pub memory_mb: u64,
     /// The files it may return, in bytes in all.
     pub files_cap: u64,
-    /// The session state it may return, in bytes.
+    /// The session state it may return, in bytes; 0 outside a session,
+    /// where a state is refused.
     pub state_cap: u64,
 }
 
@@ -202,6 +203,11 @@ async fn read_report(
     let report: ChildReport = serde_json::from_slice(&body)
         .map_err(|e| NoReport::Invalid(format!("not a report: {e}")))?;
     let state = match report {
+        ChildReport::Done { state: true, .. } if state_cap == 0 => {
+            return Err(NoReport::Invalid(
+                "a session state for a call outside a session".into(),
+            ));
+        }
         ChildReport::Done { state: true, .. } => {
             let cap = usize::try_from(state_cap).unwrap_or(usize::MAX);
             // The report promised it: a socket closed before it is a report

@@ -94,6 +94,17 @@ impl Sandbox {
         })
     }
 
+    /// Warm children ready for a call now (0 while a call waits for
+    /// one), and zygotes started so far (restarts and recycles included).
+    pub fn stats(&self) -> (usize, u64) {
+        let spares = self.spares.try_lock().map_or(0, |rx| rx.len());
+        let started = self
+            .shared
+            .zygotes_started
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (spares, started)
+    }
+
     /// The walls active around each call.
     pub fn walls(&self) -> Option<Walls> {
         self.shared.walls.read().expect("walls lock").clone()
@@ -161,13 +172,22 @@ impl Sandbox {
             proto::write_frame(&mut frame, state).map_err(SandboxError::Child)?;
         }
 
+        // A child that sends a session's state for a call outside one lies.
+        let limits = call::Limits {
+            state_cap: if session.is_some() {
+                self.limits.state_cap
+            } else {
+                0
+            },
+            ..self.limits
+        };
         let call = self.calls.call_started();
         // A spare may have died with an earlier zygote; try a few.
         let mut last_err = None;
         for _ in 0..3 {
             let child = self.take_child().await?;
             match self
-                .run_child(child, &frame, timeout, call.back_to_back)
+                .run_child(child, &frame, timeout, limits, call.back_to_back)
                 .await
             {
                 Ok(out) => return Ok(out),
@@ -182,6 +202,7 @@ impl Sandbox {
         child: Child,
         frame: &[u8],
         timeout: Duration,
+        limits: call::Limits,
         back_to_back: bool,
     ) -> Result<ExecOutput, SandboxError> {
         let (exit_tx, exit_rx) = oneshot::channel();
@@ -197,7 +218,7 @@ impl Sandbox {
             shared: self.shared.clone(),
             back_to_back,
         };
-        let result = call::drive(&used.child, frame, timeout, exit_rx, self.limits).await;
+        let result = call::drive(&used.child, frame, timeout, exit_rx, limits).await;
         // The answer does not wait for the child's end (~0.05 ms of
         // syscalls): a task ends it while the answer goes out.
         tokio::spawn(async move { drop(used) });

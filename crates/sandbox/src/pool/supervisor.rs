@@ -50,6 +50,8 @@ pub(super) struct Shared {
     /// Every zygote not yet reaped: the current one, one warming, and
     /// retired ones whose calls still run.
     zygote_pids: Mutex<Vec<i32>>,
+    /// Zygotes started: the first, each restart and each recycle.
+    pub zygotes_started: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -60,6 +62,7 @@ impl Shared {
             walls: RwLock::new(None),
             shutdown: AtomicBool::new(false),
             zygote_pids: Mutex::new(Vec::new()),
+            zygotes_started: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -239,6 +242,9 @@ impl Supervisor {
         let (process, control) = spawn_zygote(&self.cfg)?;
         let pid = process.id() as i32;
         self.shared.zygote_pids.lock().expect("pids lock").push(pid);
+        self.shared
+            .zygotes_started
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.ids += 1;
         let events = self.events_tx.clone();
         let generation = Arc::new(Generation::new(

@@ -37,7 +37,7 @@ impl ProxyTool {
                 ));
             }
         };
-        let client = up.client().await?;
+        let client = up.client().await.inspect_err(|e| up.failed(&e.message))?;
         let mut call = CallToolRequestParams::new(self.remote.clone());
         call.arguments = Some(arguments);
         let result = match tokio::time::timeout(up.settings.timeout, client.call_tool(call)).await {
@@ -56,15 +56,23 @@ impl ProxyTool {
             }
             Ok(Err(e)) => {
                 up.discard(&client).await;
-                return Err(unavailable(id, e));
+                let e = unavailable(id, super::words::in_words(&up.account.url, &e));
+                up.failed(&e.message);
+                return Err(e);
             }
             Err(_) => {
-                return Err(unavailable(
+                let e = unavailable(
                     id,
-                    format!("no answer within {:?}", up.settings.timeout),
-                ));
+                    format!(
+                        "{} did not answer within {:?}: check that it is reachable from here",
+                        up.account.url, up.settings.timeout
+                    ),
+                );
+                up.failed(&e.message);
+                return Err(e);
             }
         };
+        up.answered();
         serde_json::to_value(result)
             .map_err(|e| ToolError::internal(format!("cannot encode the result: {e}")))
     }

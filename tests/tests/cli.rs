@@ -1,0 +1,230 @@
+//! The `toolgate` command line as an operator meets it: no panic when the
+//! reader of its output goes away, `init` writing a file that `check`
+//! reads back, `check` against a real sshd (a good pin, a wrong one, a
+//! server that is down), and the warnings start-up gives for values the
+//! contract clamps and for misspelt variables.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use serde_json::Value;
+use toolgate_e2e::launch::{Launch, TempDir};
+use toolgate_e2e::sshd::Sshd;
+use toolgate_e2e::temp_file;
+
+/// Runs `toolgate args` with its stdout a pipe whose reader is already
+/// gone (as under `| head -c1` once head has its byte): its exit code and
+/// stderr. Python closes the read end before it starts the child.
+fn with_stdout_closed(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    const RUN: &str = "import json, os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+p = subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+print(json.dumps([p.returncode, p.stderr.decode(errors='replace')]))";
+    let out = Launch::new("python3")
+        .args(["-c", RUN])
+        .arg(toolgate_e2e::toolgate_bin())
+        .args(args)
+        .envs(env)
+        .within(Duration::from_secs(60))
+        .output();
+    let said: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (
+        said[0].as_i64().unwrap() as i32,
+        said[1].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn no_command_panics_when_its_reader_goes_away() {
+    let call = r#"{"code": "print('x' * 100000)"}"#;
+    let commands: &[&[&str]] = &[
+        &["--help"],
+        &["--version"],
+        &["help", "call"],
+        &["serve", "--help"],
+        &["tools"],
+        &["tools", "--format", "openai"],
+        &["init", "-"],
+        &["check"],
+        &["check", "--json"],
+        &["call", "python.execute", "--json", call],
+        &["approvals", "list"],
+        &["clarifications", "list"],
+    ];
+    let mut failures = Vec::new();
+    for args in commands {
+        let (code, stderr) = with_stdout_closed(args, &[]);
+        if code != 0 || stderr.contains("panicked") {
+            failures.push(format!("{args:?}: exit {code}\n{stderr}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn help_lists_values_variables_and_examples() {
+    let out = Launch::toolgate(&["--help"]).output();
+    let top = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "toolgate init",
+        "toolgate check",
+        "TOOLGATE_DATA_DIR",
+        "TOOLGATE_TOKEN",
+    ] {
+        assert!(top.contains(needle), "--help lacks {needle}:\n{top}");
+    }
+    for (cmd, needle) in [
+        ("call", "toolgate call python.execute --json"),
+        ("tools", "[possible values: native, openai, anthropic, mcp]"),
+        ("serve", "TOOLGATE_ADDR"),
+        ("init", "--force"),
+        ("check", "Exit status"),
+    ] {
+        let out = Launch::toolgate(&["help", cmd]).output();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "help {cmd}: {out:?}");
+        assert!(
+            text.contains(needle),
+            "help {cmd} lacks {needle:?}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn init_writes_a_private_file_that_check_reads_back() {
+    let dir = TempDir::new("toolgate-init");
+    let file = dir.path().join("toolgate.toml");
+    let path = file.to_str().unwrap();
+    let out = Launch::toolgate(&["init", path]).output();
+    assert!(out.status.success(), "{out:?}");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "tokens may go in it");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.starts_with("# toolgate.toml: written by `toolgate init`"));
+
+    // Never over a file, unless told.
+    std::fs::write(&file, "# mine\n").unwrap();
+    let out = Launch::toolgate(&["init", path]).output();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        format!("toolgate: {path} already exists: left as it is (--force replaces it)")
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "# mine\n");
+    let out = Launch::toolgate(&["init", "--force", path]).output();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
+
+    let out = Launch::toolgate(&["--config", path, "check"]).output();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        format!("ok    config: {path} and the TOOLGATE_* variables"),
+        "ok    python.execute: ran a script in ".to_owned(),
+        "ok    clarify: its store answers; answer links start http://127.0.0.1:8080".to_owned(),
+        "ok    clarify notifications: none".to_owned(),
+        "ok    data folder: ".to_owned(),
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(&line)),
+            "no {line:?} in:\n{text}"
+        );
+    }
+    assert!(text.ends_with(" 0 failed\n"), "{text}");
+}
+
+/// One sshd, pinned right; the same sshd pinned to another's key; and a
+/// port nothing listens on: `check` connects to each and says which fail,
+/// and why, with exit code 1.
+#[test]
+fn check_connects_to_each_ssh_server_and_names_those_that_fail() {
+    let d = Sshd::start();
+    let other = Sshd::start();
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let text = format!(
+        "{}{}{}[ssh]\nconnect_timeout = 5\n",
+        d.server_toml("good", ""),
+        d.server_toml("wrongpin", "")
+            .replace(&d.host_key_line(), &other.host_key_line()),
+        d.server_toml("down", "")
+            .replace(&format!("port = {}", d.port), &format!("port = {down}")),
+    );
+    let cfg = temp_file("toolgate-check-ssh", &text);
+    let out = Launch::toolgate(&["--config", cfg.0.to_str().unwrap(), "check", "--json"]).output();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    let of = |what: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["what"] == what)
+            .unwrap_or_else(|| panic!("no {what} in {report}"))
+            .clone()
+    };
+    let good = of("ssh good");
+    assert_eq!(good["status"], "ok", "{good}");
+    assert!(
+        good["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&d.host_fingerprint()),
+        "{good}"
+    );
+    let wrong = of("ssh wrongpin");
+    assert_eq!(wrong["status"], "fail", "{wrong}");
+    assert!(
+        wrong["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&d.host_fingerprint()),
+        "names the key it saw: {wrong}"
+    );
+    let down = of("ssh down");
+    assert_eq!(down["status"], "fail", "{down}");
+    assert_eq!(of("python.execute")["status"], "ok");
+}
+
+/// A value the contract clamps, one it replaces by the default, and a
+/// misspelt variable are each named once at start-up, with what is used.
+#[test]
+fn start_up_warns_of_clamped_values_and_unknown_variables() {
+    let cfg = temp_file("toolgate-clamped", "[python]\ntimeout = 99999\n");
+    let out = Launch::toolgate(&["--config", cfg.0.to_str().unwrap(), "tools"])
+        .env("TOOLGATE_PYTHN_MEMORY_MB", "512")
+        .output();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for said in [
+        "python.timeout = 99999 is outside 1–1200 seconds: using 1200",
+        "TOOLGATE_PYTHN_MEMORY_MB is set but no setting has that name: did you mean TOOLGATE_PYTHON_MEMORY_MB?",
+    ] {
+        assert_eq!(
+            stderr.matches(said).count(),
+            1,
+            "{said:?} once in:\n{stderr}"
+        );
+    }
+    let out = Launch::toolgate(&["tools"])
+        .env("TOOLGATE_PYTHON_TIMEOUT", "abc")
+        .output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "TOOLGATE_PYTHON_TIMEOUT=\"abc\" is not a whole number of seconds: using the default, 20"
+        ),
+        "{stderr}"
+    );
+    // Written to a pipe, the log has no colour codes.
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}
