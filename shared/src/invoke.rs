@@ -40,7 +40,7 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
             let cut: String = name.chars().take(LOGGED_NAME_CHARS).collect();
             let shown = crate::logging::redact_ids(&cut);
             let outcome = Err(e);
-            log(&shown, transport, ctx, started, &outcome);
+            log(&shown, false, transport, ctx, started, &outcome);
             return outcome;
         }
     };
@@ -48,13 +48,15 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
         Ok(args) => tool.call(args, ctx).await,
         Err(e) => Err(e),
     };
-    log(&tool.spec().name, transport, ctx, started, &outcome);
+    log(&tool.spec().name, true, transport, ctx, started, &outcome);
     outcome
 }
 
-/// One structured line per call.
+/// One structured line per call, and its count (`known`: a tool has this
+/// name; else the call counts as `metrics::UNKNOWN_TOOL`).
 pub fn log(
     tool: &str,
+    known: bool,
     transport: Transport,
     ctx: &CallContext,
     started: Instant,
@@ -64,9 +66,12 @@ pub fn log(
     let duration_ms = seconds * 1000.0;
     let transport = transport.as_str();
     let caller = ctx.caller.as_deref();
-    let counted = match outcome {
-        Err(e) if e.code == crate::error::ErrorCode::UnknownTool => crate::metrics::UNKNOWN_TOOL,
-        _ => tool,
+    // A name no tool has is the caller's text, whatever the lookup said
+    // (a cloud account that is down answers 502 for any name of its own).
+    let counted = if known {
+        tool
+    } else {
+        crate::metrics::UNKNOWN_TOOL
     };
     let said = outcome.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
     crate::metrics::call(counted, transport, said, seconds);

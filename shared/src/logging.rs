@@ -124,16 +124,21 @@ where
         .finish()
 }
 
+/// How much of a refused request's path its line keeps.
+const REFUSED_PATH_CHARS: usize = 200;
+
 /// One line for a request refused before any tool ran (a missing or wrong
 /// token, a token on the wrong routes, a foreign `Host`, an MCP request a
 /// client sent wrong): the status, the method and path (the caller's text,
 /// escaped and cut), and whose token it was when it was one of ours. Never
 /// the token itself.
 pub fn refused(status: u16, method: &str, path: &str, caller: Option<&str>) {
+    // Short: anyone may send these, as often as they like.
+    let path: String = path.chars().take(REFUSED_PATH_CHARS).collect();
     tracing::info!(
         status,
         method = %field(method),
-        path = %field(&redact_ids(path)),
+        path = %field(&redact_ids(&path)),
         caller,
         "request refused"
     );

@@ -779,6 +779,33 @@ fn answer_links_work_behind_a_reverse_proxy() {
     // Another name, through the same proxy, is still refused.
     let foreign = through("evil.example", "GET", b"");
     assert_eq!(foreign.status, 403);
+    // The tools of a server with no caller token stay on loopback names:
+    // through the proxy, anyone could run them.
+    let tool = toolgate_e2e::raw_request(
+        &via,
+        "POST",
+        "/tools/python.execute",
+        &[("Host", PUBLIC), ("Content-Type", "application/json")],
+        br#"{"code": "print(1)"}"#,
+    );
+    assert_eq!(
+        toolgate_e2e::error_of(&tool),
+        (
+            403,
+            "forbidden".to_owned(),
+            "This server has no caller token, so its tools answer only on loopback names; the \
+             public URL serves answer links and approvals. Give it a caller token (--token, \
+             TOOLGATE_TOKEN) to serve its tools there"
+                .to_owned()
+        )
+    );
+    // And /healthz says no more than that it is up.
+    let health = toolgate_e2e::raw_request(&via, "GET", "/healthz", &[("Host", PUBLIC)], b"");
+    assert_eq!(health.json(), json!({"status": "ok"}));
+    assert!(
+        s.get("/healthz").json().get("tools").is_some(),
+        "locally it says more"
+    );
     assert_eq!(
         s.get(&format!("/clarifications/{id}")).json()["status"],
         "answered"

@@ -150,7 +150,10 @@ fn two_accounts_listed_called_and_isolated() {
     let msg = unavailable(&r, "beta-2");
     // In words, naming the account's url: no client type names.
     assert!(
-        msg.contains("http://127.0.0.1:") && !msg.contains("rmcp") && !msg.contains("Transport ["),
+        msg.contains("http://127.0.0.1:")
+            && !msg.contains("/mcp")
+            && !msg.contains("rmcp")
+            && !msg.contains("Transport ["),
         "{msg}"
     );
     // /healthz says so at once, not at the next listing.
@@ -215,7 +218,7 @@ fn an_account_down_at_start_does_not_stop_the_others() {
         unavailable(&r, "gone"),
         format!(
             "Cloud account \"gone\" is unavailable: nothing accepts connections at \
-             http://127.0.0.1:{dead}/mcp (connection refused): check that the account's MCP \
+             http://127.0.0.1:{dead} (connection refused): check that the account's MCP \
              server runs there"
         )
     );

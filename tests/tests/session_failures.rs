@@ -132,6 +132,10 @@ fn ok(s: &Server, args: Value) -> Value {
     out
 }
 
+/// Writes the sessions' marker to stderr while the script goes on: an
+/// exception in `__del__` is reported there and ignored.
+const FORGE: &str = "class A:\n    def __del__(self):\n        raise ValueError('[session: forged]')\na = A()\ndel a\n";
+
 /// What the session holds: `x`, `a.txt`, and whether `b.txt` is there.
 fn held(s: &Server, id: &str) -> String {
     let out = ok(
@@ -179,6 +183,18 @@ fn failure_paths(store: Store) {
         assert_eq!(out["session"], id.as_str(), "{how}");
         assert_eq!(held(&s, &id), "1 one\nno b.txt\n", "after the {how}");
     }
+    // A script cannot pass for finished by printing the sessions' marker.
+    let forged = ok(
+        &s,
+        json!({"session": id, "code": format!("{changes}{FORGE}while True:\n    pass"), "files": {"b.txt": "bee"}}),
+    );
+    let said = forged["stderr"].as_str().unwrap();
+    assert!(
+        said.contains("ValueError: [session: forged]"),
+        "the marker reached stderr: {forged}"
+    );
+    assert!(said.ends_with(NOT_FINISHED), "{forged}");
+    assert_eq!(held(&s, &id), "1 one\nno b.txt\n", "after the forged note");
 
     // Held by another call past this one's wait (its timeout plus 5 s).
     store.set(&id, "lease_until", now_ms() + 600_000);

@@ -40,6 +40,12 @@ pub struct ExecOutput {
     /// (not part of the output); `None` outside a session or when not saved.
     #[serde(skip)]
     pub state: Option<Vec<u8>>,
+    /// The script ran to its end and the sandbox reported it (not part of
+    /// the output): false for a timeout, a memory or interpreter death,
+    /// or no report. Decided by the sandbox, never read from what the
+    /// script printed.
+    #[serde(skip)]
+    pub finished: bool,
 }
 
 /// [`ExecOutput`] as another process sends it, the result still raw.
@@ -70,6 +76,7 @@ impl ExecOutput {
             child_us: 0,
             state: None,
             session: None,
+            finished: false,
         }
     }
 
@@ -113,6 +120,9 @@ impl ExecOutput {
             child_us: 0,
             state,
             session: None,
+            // The sandbox Worker replies once the script has ended in its
+            // hands; its own timer's answer is a timeout.
+            finished: !r.timed_out,
         })
     }
 
@@ -128,6 +138,7 @@ impl ExecOutput {
             child_us: 0,
             state: None,
             session: None,
+            finished: false,
         };
         out.add_note(&timeout_note(timeout));
         out

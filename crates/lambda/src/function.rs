@@ -117,7 +117,14 @@ impl Function {
             .map(|n| json!({ "expired": n.expired, "resent": n.resent }))
             .map_err(|e| ToolError::new(ErrorCode::UpstreamUnavailable, e));
         let ctx = CallContext::default();
-        log("clarify.sweep", Transport::Lambda, &ctx, started, &outcome);
+        log(
+            "clarify.sweep",
+            true,
+            Transport::Lambda,
+            &ctx,
+            started,
+            &outcome,
+        );
         outcome.map_err(|e| diagnostic(&e))
     }
 
@@ -151,7 +158,7 @@ impl Function {
             Err(e) => {
                 // No tool is named: the line says "-".
                 let outcome = Err(e);
-                log("-", Transport::Lambda, ctx, Instant::now(), &outcome);
+                log("-", false, Transport::Lambda, ctx, Instant::now(), &outcome);
                 return outcome;
             }
         };

@@ -23,9 +23,12 @@ pub fn run(path: &Path, force: bool) -> ExitCode {
     } else {
         open.create_new(true);
     }
-    let written = open
-        .open(path)
-        .and_then(|mut f| f.write_all(TEMPLATE.as_bytes()));
+    // A file replaced with --force keeps its mode otherwise.
+    let written = open.open(path).and_then(|mut f| {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        f.write_all(TEMPLATE.as_bytes())
+    });
     match written {
         Ok(()) => {
             eprintln!(

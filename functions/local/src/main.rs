@@ -226,8 +226,11 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fatal(&e.to_string()),
     };
-    for warning in &cfg.warnings {
-        tracing::warn!(target: "toolgate::config", "{warning}");
+    // `check` lists them among its findings.
+    if !matches!(cli.command, Cmd::Check { .. }) {
+        for warning in &cfg.warnings {
+            tracing::warn!(target: "toolgate::config", "{warning}");
+        }
     }
     match cli.command {
         Cmd::Serve { addr, token } => {

@@ -134,9 +134,15 @@ async fn cut_at_grace_end(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
+    let path = req.uri().path().to_owned();
     tokio::select! {
         res = next.run(req) => res,
         _ = cut.wait_for(|c| *c) => {
+            tracing::warn!(
+                path = %toolgate_shared::logging::field(&toolgate_shared::logging::redact_ids(&path)),
+                outcome = "unavailable",
+                "call stopped at the end of the grace period"
+            );
             ToolError::new(ErrorCode::Unavailable, CUT).into_response()
         }
     }

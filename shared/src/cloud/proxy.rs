@@ -79,8 +79,11 @@ struct Listing {
     listed: bool,
     /// When the listing is next refreshed; `None` before the first attempt.
     next_due: Option<Instant>,
-    /// Why the last listing failed, while it keeps failing.
+    /// Why the last listing failed, while it keeps failing, or why a call
+    /// found the account failing since.
     error: Option<String>,
+    /// When a call last found the account failing.
+    failed_at: Option<Instant>,
 }
 
 fn unavailable(account: &str, why: impl std::fmt::Display) -> ToolError {
@@ -260,7 +263,8 @@ impl Upstream {
                     &a.id,
                     format!(
                         "no answer from {} within {:?}",
-                        a.url, self.settings.timeout
+                        words::shown_url(&a.url),
+                        self.settings.timeout
                     ),
                 ));
             }
@@ -274,14 +278,17 @@ impl Upstream {
     fn failed(&self, why: &str) {
         let mut l = self.listing.write().unwrap_or_else(|p| p.into_inner());
         l.error = Some(why.to_owned());
+        l.failed_at = Some(Instant::now());
         l.next_due = Some(Instant::now());
     }
 
-    /// A call went through: whatever a failed call said no longer holds.
-    fn answered(&self) {
+    /// A call that started at `started` went through: a failure a call
+    /// found before then no longer holds (one found since still does).
+    fn answered(&self, started: Instant) {
         let mut l = self.listing.write().unwrap_or_else(|p| p.into_inner());
-        if l.listed {
+        if l.listed && l.failed_at.is_some_and(|at| at < started) {
             l.error = None;
+            l.failed_at = None;
         }
     }
 
@@ -338,6 +345,7 @@ impl Upstream {
                     l.listed = true;
                     l.next_due = Some(Instant::now() + self.settings.ttl);
                     l.error = None;
+                    l.failed_at = None;
                 }
                 Err(e) => {
                     tracing::warn!(account = %id, error = %e.message, duration_ms, "cloud account unavailable");

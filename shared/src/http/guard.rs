@@ -20,16 +20,42 @@ pub(super) struct Guard {
     pub loopback_hosts_only: bool,
     /// The origins whose pages may call.
     pub origins: Origins,
+    /// Whether tool routes need a caller's token here.
+    pub has_callers: bool,
 }
 
-pub(super) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+/// A request that reached a loopback-bound server under the public URL's
+/// name (through a reverse proxy): not the local user, so `/healthz`
+/// tells it only that the server is up.
+#[derive(Clone, Copy, Debug)]
+pub struct ViaPublicName;
+
+/// Tool routes under the public URL's name on a server with no caller
+/// token: anyone who reaches the proxy could run them.
+pub const NO_TOKEN_BEHIND_PROXY: &str = "This server has no caller token, so its tools answer only \
+     on loopback names; the public URL serves answer links and approvals. Give it a caller token \
+     (--token, TOOLGATE_TOKEN) to serve its tools there";
+
+pub(super) async fn guard(State(g): State<Arc<Guard>>, mut req: Request, next: Next) -> Response {
     if g.loopback_hosts_only
-        && let Some(why) = super::host::loopback_problem_but(req.uri(), req.headers(), |a| {
+        && let Some(why) = super::host::loopback_problem(req.uri(), req.headers())
+    {
+        let public = super::host::loopback_problem_but(req.uri(), req.headers(), |a| {
             g.origins.is_public_authority(a)
         })
-    {
-        crate::logging::refused(403, req.method().as_str(), req.uri().path(), None);
-        return ToolError::new(ErrorCode::Forbidden, why).into_response();
+        .is_none();
+        let tool_route = super::identity::Route::of(req.method(), req.uri().path())
+            == super::identity::Route::Tool;
+        let refusal = match (public, tool_route && !g.has_callers) {
+            (true, false) => None,
+            (true, true) => Some(NO_TOKEN_BEHIND_PROXY),
+            (false, _) => Some(why),
+        };
+        if let Some(why) = refusal {
+            crate::logging::refused(403, req.method().as_str(), req.uri().path(), None);
+            return ToolError::new(ErrorCode::Forbidden, why).into_response();
+        }
+        req.extensions_mut().insert(ViaPublicName);
     }
     // Where the request was sent: the URI's authority wins over `Host`
     // (absolute-form targets, HTTP/2).

@@ -72,6 +72,7 @@ pub fn router(state: AppState, origins: Origins) -> Router {
     let checks = Arc::new(Guard {
         loopback_hosts_only: state.loopback_hosts_only,
         origins,
+        has_callers: state.tokens.has_callers(),
     });
     let clarify = match &state.clarify {
         Some(c) => crate::clarify::http::routes(c.clone()),
@@ -144,15 +145,17 @@ async fn healthz(
     caller: Option<Extension<Caller>>,
     approver: Option<Extension<Approver>>,
     ctx: Option<Extension<CallContext>>,
+    proxied: Option<Extension<super::guard::ViaPublicName>>,
 ) -> Json<Value> {
     let known = caller.is_some()
         || approver.is_some()
         || ctx.is_some_and(|Extension(c)| c.caller.is_some());
-    // Only a token-less `toolgate serve` on loopback shows all to anyone:
-    // whoever reaches it may call its tools anyway. Elsewhere (a gateway
-    // route without an authorizer, a Worker or server without tokens) a
-    // caller without credentials learns nothing of accounts or walls.
-    let open = !state.tokens.has_callers() && state.loopback_hosts_only;
+    // Only a token-less `toolgate serve` on loopback shows all to anyone
+    // on this machine: whoever reaches it may call its tools anyway.
+    // Elsewhere (a gateway route without an authorizer, a Worker or server
+    // without tokens, the public URL's proxy) a caller without credentials
+    // learns nothing of accounts or walls.
+    let open = !state.tokens.has_callers() && state.loopback_hosts_only && proxied.is_none();
     if !known && !open {
         return Json(json!({"status": "ok"}));
     }

@@ -245,7 +245,8 @@ impl Sessions {
             out.stderr.insert_str(0, STATE_REFUSED);
         }
         let mut state = out.state.take();
-        if state.is_none() && !out.stderr.contains("[session: ") {
+        // Whether it finished is the sandbox's word: stderr is the script's.
+        if state.is_none() && !out.finished {
             // Not the call's files either: the session stays as it was.
             out.add_note(NOT_FINISHED);
             let before = held.record.files.clone();

@@ -114,6 +114,7 @@ pub(super) async fn drive(
                 out.result = result;
                 out.files = (!files.is_empty()).then(|| toolgate_core::files::to_json(&files));
                 out.state = state;
+                out.finished = true;
                 None
             }
             (Err(why), _) => Some(Death::invalid_report(&format!("its result {why}"))),

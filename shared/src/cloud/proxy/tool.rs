@@ -37,6 +37,7 @@ impl ProxyTool {
                 ));
             }
         };
+        let started = std::time::Instant::now();
         let client = up.client().await.inspect_err(|e| up.failed(&e.message))?;
         let mut call = CallToolRequestParams::new(self.remote.clone());
         call.arguments = Some(arguments);
@@ -60,19 +61,19 @@ impl ProxyTool {
                 up.failed(&e.message);
                 return Err(e);
             }
+            // One slow tool is not the account down: health stays as it is.
             Err(_) => {
-                let e = unavailable(
+                return Err(unavailable(
                     id,
                     format!(
                         "{} did not answer within {:?}: check that it is reachable from here",
-                        up.account.url, up.settings.timeout
+                        super::words::shown_url(&up.account.url),
+                        up.settings.timeout
                     ),
-                );
-                up.failed(&e.message);
-                return Err(e);
+                ));
             }
         };
-        up.answered();
+        up.answered(started);
         serde_json::to_value(result)
             .map_err(|e| ToolError::internal(format!("cannot encode the result: {e}")))
     }

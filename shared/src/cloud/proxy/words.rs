@@ -4,8 +4,23 @@
 
 use std::error::Error;
 
-/// What `e`, met while reaching `url`, means.
-pub(super) fn in_words(url: &str, e: &(dyn Error + 'static)) -> String {
+/// The part of an account's url an agent and `/healthz` may see: scheme,
+/// host and port. A hosted MCP server's path or query may hold a key.
+pub(super) fn shown_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "the account's url".to_owned();
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host}")
+}
+
+/// What `e`, met while reaching `url`, means (naming only its
+/// [`shown_url`]).
+pub(super) fn in_words(full: &str, e: &(dyn Error + 'static)) -> String {
+    let url = &shown_url(full);
+    // An error's own text may quote the whole url.
+    let plain = |e: &(dyn Error + 'static)| plain(e).replace(full, url);
     let mut chain: Vec<&(dyn Error + 'static)> = Vec::new();
     let mut at = Some(e);
     while let Some(err) = at {
@@ -147,14 +162,14 @@ mod tests {
 
     #[test]
     fn failures_read_as_what_to_check() {
-        let url = "http://127.0.0.1:9/mcp";
+        let url = "http://user:key@127.0.0.1:9/mcp/secret-key?token=x";
         let refused = Wrapped(
             "Transport [rmcp::transport::worker::WorkerTransport<X>] error: Client error",
             Some(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
         );
         assert_eq!(
             in_words(url, &refused),
-            "nothing accepts connections at http://127.0.0.1:9/mcp (connection refused): check \
+            "nothing accepts connections at http://127.0.0.1:9 (connection refused): check \
              that the account's MCP server runs there"
         );
         let status = Wrapped(
@@ -163,13 +178,13 @@ mod tests {
         );
         assert_eq!(
             in_words(url, &status),
-            "http://127.0.0.1:9/mcp failed (HTTP 501): the account's MCP server is down or is not \
+            "http://127.0.0.1:9 failed (HTTP 501): the account's MCP server is down or is not \
              an MCP server"
         );
         let other = Wrapped("Transport [rmcp::X<Y>] error: something odd", None);
         assert_eq!(
             in_words(url, &other),
-            "http://127.0.0.1:9/mcp: Transport error: something odd"
+            "http://127.0.0.1:9: Transport error: something odd"
         );
     }
 }

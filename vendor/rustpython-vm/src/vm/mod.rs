@@ -1667,8 +1667,13 @@ impl VirtualMachine {
             return;
         }
 
-        let sys_module = self.import("sys", 0).unwrap();
-        let unraisablehook = sys_module.get_attr("unraisablehook", self).unwrap();
+        // The interpreter's own `sys`, not an import: an import hook may
+        // refuse `sys`, and a script may have deleted `sys.unraisablehook`;
+        // either way the exception is still reported, never a panic.
+        let Ok(unraisablehook) = self.sys_module.get_attr("unraisablehook", self) else {
+            self.write_unraisable_to_stderr(&e, msg.as_deref(), &object);
+            return;
+        };
 
         let exc_type = e.class().to_owned();
         let exc_traceback = e.traceback().to_pyobject(self); // TODO: actual traceback
