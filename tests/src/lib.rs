@@ -184,6 +184,20 @@ impl Server {
         )
     }
 
+    /// [`Server::post_json`] with `Authorization: Bearer token`.
+    pub fn post_json_as(&self, path: &str, token: &str, body: &Value) -> Response {
+        let auth = format!("Bearer {token}");
+        self.request(
+            "POST",
+            path,
+            &[
+                ("Content-Type", "application/json"),
+                ("Authorization", &auth),
+            ],
+            body.to_string().as_bytes(),
+        )
+    }
+
     pub fn get(&self, path: &str) -> Response {
         self.request("GET", path, &[], b"")
     }

@@ -41,12 +41,17 @@ impl Sshd {
         } else {
             std::env::var("USER").unwrap_or_else(|_| "nobody".into())
         };
+        // Unique within this process by a counter: tests start sshds at
+        // once, and a port number (this used one) can be handed out twice.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "toolgate-sshd-{}-{}",
             std::process::id(),
-            free_port()
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Left by an earlier run whose process had this pid.
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
         keygen(&dir.join("host_ed25519"), "toolgate test host");
         keygen(&dir.join("client_ed25519"), "toolgate test client");
         std::fs::copy(dir.join("client_ed25519.pub"), dir.join("authorized_keys")).unwrap();

@@ -11,17 +11,7 @@ use toolgate_e2e::peer::tools_dir;
 const TOKEN: &str = "metrics-caller-token-0123456789";
 
 fn post(s: &Server, path: &str, body: &Value) -> u16 {
-    let auth = format!("Bearer {TOKEN}");
-    s.request(
-        "POST",
-        path,
-        &[
-            ("Content-Type", "application/json"),
-            ("Authorization", &auth),
-        ],
-        body.to_string().as_bytes(),
-    )
-    .status
+    s.post_json_as(path, TOKEN, body).status
 }
 
 /// The samples of `text`, as the reference parser reads them.

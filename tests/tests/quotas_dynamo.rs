@@ -28,16 +28,7 @@ table('clarifications', [('id', 'S'), ('awaiting', 'S'), ('due_at', 'N'), ('pend
 "#;
 
 fn post(s: &Server, path: &str, token: &str, body: &Value) -> Response {
-    let auth = format!("Bearer {token}");
-    s.request(
-        "POST",
-        path,
-        &[
-            ("Content-Type", "application/json"),
-            ("Authorization", &auth),
-        ],
-        body.to_string().as_bytes(),
-    )
+    s.post_json_as(path, token, body)
 }
 
 fn code_of(r: &Response) -> String {

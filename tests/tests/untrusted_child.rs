@@ -29,6 +29,19 @@ fn hostile_sandbox() -> Sandbox {
     .expect("start the hostile zygote")
 }
 
+/// The call failed as the script's own failure, saying `reason`, with what
+/// it printed kept and nothing of the lie (result, files, state) taken.
+fn refused(out: &toolgate_shared::outcome::ExecOutput, reason: &str) -> bool {
+    out.exit_code == 1
+        && !out.timed_out
+        && out.result.is_none()
+        && out.files.is_none()
+        && out.state.is_none()
+        && out.stdout == PRINTED
+        && out.stderr.contains("invalid report")
+        && out.stderr.contains(reason)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lie_is_the_scripts_failure_with_its_output_kept() {
     let sandbox = hostile_sandbox();
@@ -50,13 +63,7 @@ async fn every_lie_is_the_scripts_failure_with_its_output_kept() {
             .execute(lie, Duration::from_secs(5))
             .await
             .unwrap_or_else(|e| panic!("{lie}: a lying child failed the sandbox itself: {e}"));
-        let ok = out.exit_code == 1
-            && !out.timed_out
-            && out.result.is_none()
-            && out.stdout == PRINTED
-            && out.stderr.contains("invalid report")
-            && out.stderr.contains(reason);
-        if !ok {
+        if !refused(&out, reason) {
             failures.push(format!("{lie}: {out:?}"));
         }
     }
@@ -143,15 +150,7 @@ async fn lies_about_files_and_state_are_refused() {
             .execute_for("anonymous", lie, &files, session, Duration::from_secs(5))
             .await
             .unwrap_or_else(|e| panic!("{lie}: a lying child failed the sandbox itself: {e}"));
-        let ok = out.exit_code == 1
-            && !out.timed_out
-            && out.result.is_none()
-            && out.files.is_none()
-            && out.state.is_none()
-            && out.stdout == PRINTED
-            && out.stderr.contains("invalid report")
-            && out.stderr.contains(reason);
-        if !ok {
+        if !refused(&out, reason) {
             failures.push(format!("{lie}: {out:?}"));
         }
     }
