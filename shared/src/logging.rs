@@ -45,7 +45,7 @@ pub fn init(default_level: &str) {
     let filter = EnvFilter::try_from_env("TOOLGATE_LOG_LEVEL")
         .unwrap_or_else(|_| EnvFilter::new(default_filter(default_level)));
     let payload_free = tracing_subscriber::filter::filter_fn(|m| !carries_a_payload(m));
-    let on_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    let on_lambda = crate::metrics::on_lambda();
     let json =
         on_lambda || std::env::var("TOOLGATE_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     if !json {

@@ -135,6 +135,10 @@ impl Toolset {
         let health = cloud.clone();
         self.health
             .push(("cloud", Arc::new(move || health.health())));
+        let listed = cloud.clone();
+        self.add_check(Arc::new(move || {
+            Box::pin(std::future::ready(cloud_findings(&listed.health())))
+        }));
         self.cloud = Some(cloud);
         Ok(self)
     }
@@ -385,27 +389,11 @@ impl Toolset {
         self.checks.push(check);
     }
 
-    /// Runs every component's checks, in the order they were added, then
-    /// reports each cloud account as its first listing left it.
+    /// Runs every component's checks, in the order they were added.
     pub async fn check(&self) -> Vec<Finding> {
         let mut found = Vec::new();
         for check in &self.checks {
             found.extend(check().await);
-        }
-        if let Some(cloud) = &self.cloud {
-            for (account, state) in cloud.health()["accounts"].as_object().into_iter().flatten() {
-                let what = format!("cloud {account}");
-                found.push(match state["error"].as_str() {
-                    None if state["ok"] == true => {
-                        Finding::new(what, Status::Ok, format!("{} tools listed", state["tools"]))
-                    }
-                    why => Finding::new(
-                        what,
-                        Status::Fail,
-                        why.unwrap_or("its tools were never listed").to_owned(),
-                    ),
-                });
-            }
         }
         found
     }
@@ -478,4 +466,27 @@ async fn pending_samples(c: &crate::clarify::Clarify) -> Vec<crate::metrics::Sam
         }
     }
     out
+}
+
+/// `toolgate check`'s view of the cloud accounts: each as its listing (at
+/// start) or a call since left it.
+fn cloud_findings(health: &Value) -> Vec<Finding> {
+    health["accounts"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(account, state)| {
+            let what = format!("cloud {account}");
+            match state["error"].as_str() {
+                None if state["ok"] == true => {
+                    Finding::new(what, Status::Ok, format!("{} tools listed", state["tools"]))
+                }
+                why => Finding::new(
+                    what,
+                    Status::Fail,
+                    why.unwrap_or("its tools were never listed").to_owned(),
+                ),
+            }
+        })
+        .collect()
 }
