@@ -4,6 +4,7 @@
 //! the HTTP router) only decode a request into this and encode its outcome.
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::clock::Instant;
 use crate::error::ToolError;
@@ -44,10 +45,34 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
             return outcome;
         }
     };
-    let outcome = match args(tool.max_body_bytes()).await {
-        Ok(args) => tool.call(args, ctx).await,
-        Err(e) => Err(e),
+    // A trace's span for the call (`traces`): its outcome is the error
+    // code, never the message (which may hold the caller's text).
+    let span = tracing::info_span!(
+        target: "toolgate::trace",
+        "tool call",
+        tool = %tool.spec().name,
+        transport = transport.as_str(),
+        caller = ctx.caller.as_deref(),
+        outcome = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_message = tracing::field::Empty,
+    );
+    let outcome = async {
+        match args(tool.max_body_bytes()).await {
+            Ok(args) => tool.call(args, ctx).await,
+            Err(e) => Err(e),
+        }
+    }
+    .instrument(span.clone())
+    .await;
+    match &outcome {
+        Ok(_) => span.record("outcome", "ok"),
+        Err(e) => span
+            .record("outcome", e.code.as_str())
+            .record("otel.status_message", e.code.as_str())
+            .record("otel.status_code", "error"),
     };
+    drop(span);
     log(&tool.spec().name, true, transport, ctx, started, &outcome);
     outcome
 }

@@ -30,3 +30,5 @@ pub mod tool;
 pub mod tools;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod toolset;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod traces;

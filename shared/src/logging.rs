@@ -38,44 +38,54 @@ pub fn default_filter(level: &str) -> String {
 /// Toolgate's own line for the call says what failed, with ids as refs.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn init(default_level: &str) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::FilterExt;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
 
-    let filter = EnvFilter::try_from_env("TOOLGATE_LOG_LEVEL")
+    let level = EnvFilter::try_from_env("TOOLGATE_LOG_LEVEL")
         .unwrap_or_else(|_| EnvFilter::new(default_filter(default_level)));
-    let payload_free = tracing_subscriber::filter::filter_fn(|m| !carries_a_payload(m));
+    // What lines show: no payloads, and no trace steps (a line's `span`
+    // stays the request's).
+    let shown = level.and(tracing_subscriber::filter::filter_fn(|m| {
+        !carries_a_payload(m) && m.target() != crate::traces::TARGET
+    }));
     let on_lambda = crate::metrics::on_lambda();
     let json =
         on_lambda || std::env::var("TOOLGATE_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
-    if !json {
+    let lines = if !json {
         // Colour only for a person at a terminal: not in a file, a pipe or
         // a journal, and never with NO_COLOR set (no-color.org).
         use std::io::IsTerminal;
         let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        let _ = text_subscriber(filter, std::io::stderr, colour)
-            .with(payload_free)
-            .try_init();
-        return;
-    }
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .json()
-        .flatten_event(true)
-        // The request's span (`http::request_id`) rides on every line of
-        // it as `span.request_id`; no list of every enclosing span.
-        .with_current_span(true)
-        .with_span_list(false);
-    let _ = if on_lambda {
-        builder
-            .without_time()
-            .finish()
-            .with(payload_free)
-            .try_init()
+        text_layer(std::io::stderr, colour).boxed()
     } else {
-        builder.finish().with(payload_free).try_init()
+        let json = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .json()
+            .flatten_event(true)
+            // The request's span (`http::request_id`) rides on every line of
+            // it as `span.request_id`; no list of every enclosing span.
+            .with_current_span(true)
+            .with_span_list(false);
+        if on_lambda {
+            json.without_time().boxed()
+        } else {
+            json.boxed()
+        }
     };
+    // Traces follow OpenTelemetry's variables, not the log level.
+    let (traces, said) = crate::traces::layer();
+    let traces = traces.with_filter(tracing_subscriber::filter::filter_fn(|m| {
+        m.target().starts_with("toolgate") && *m.level() <= tracing::Level::INFO
+    }));
+    let _ = tracing_subscriber::registry()
+        .with(lines.with_filter(shown))
+        .with(traces)
+        .try_init();
+    for warning in said {
+        tracing::warn!(target: "toolgate::config", "{warning}");
+    }
 }
 
 /// Lines never written (see [`init`]). lambda_runtime 1.x logs a handler's `Err(Diagnostic)` as
@@ -95,15 +105,12 @@ fn carries_a_payload(m: &tracing::Metadata<'_>) -> bool {
     }
 }
 
-/// The text-mode subscriber over `writer`: compact lines whose every field
+/// The text-mode layer over `writer`: compact lines whose every field
 /// is [`Escaped`], coloured by level when `colour`.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn text_subscriber<W>(
-    filter: tracing_subscriber::EnvFilter,
-    writer: W,
-    colour: bool,
-) -> impl tracing::Subscriber + Send + Sync + 'static
+pub fn text_layer<S, W>(writer: W, colour: bool) -> impl tracing_subscriber::Layer<S> + Send + Sync
 where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     use tracing_subscriber::field::MakeExt;
@@ -115,13 +122,11 @@ where
         }
     })
     .delimited(" ");
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(colour)
         .compact()
         .fmt_fields(fields)
-        .finish()
 }
 
 /// How much of a refused request's path its line keeps.
@@ -317,36 +322,39 @@ mod tests {
 
     #[cfg(not(target_arch = "wasm32"))]
     fn text_of(filter: &str, log: impl FnOnce()) -> String {
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::layer::SubscriberExt;
         let out = Capture::default();
         let w = out.clone();
-        let sub = text_subscriber(
-            tracing_subscriber::EnvFilter::new(filter),
-            move || w.clone(),
-            false,
+        let sub = tracing_subscriber::registry().with(
+            text_layer(move || w.clone(), false)
+                .with_filter(tracing_subscriber::EnvFilter::new(filter)),
         );
         tracing::subscriber::with_default(sub, log);
         String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
     }
 
-    /// As [`text_of`], with `extra` layered on, as `init` does.
+    /// As [`text_of`], with `extra` as the lines' filter too, as `init`
+    /// does.
     #[cfg(not(target_arch = "wasm32"))]
     fn text_of_filtered(
         filter: &str,
-        extra: impl tracing_subscriber::Layer<Box<dyn tracing::Subscriber + Send + Sync>>
+        extra: impl tracing_subscriber::layer::Filter<tracing_subscriber::Registry>
         + Send
         + Sync
         + 'static,
         log: impl FnOnce(),
     ) -> String {
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::filter::FilterExt;
         use tracing_subscriber::layer::SubscriberExt;
         let out = Capture::default();
         let w = out.clone();
-        let sub: Box<dyn tracing::Subscriber + Send + Sync> = Box::new(text_subscriber(
-            tracing_subscriber::EnvFilter::new(filter),
-            move || w.clone(),
-            false,
-        ));
-        tracing::subscriber::with_default(sub.with(extra), log);
+        let sub = tracing_subscriber::registry().with(
+            text_layer(move || w.clone(), false)
+                .with_filter(tracing_subscriber::EnvFilter::new(filter).and(extra)),
+        );
+        tracing::subscriber::with_default(sub, log);
         String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
     }
 

@@ -448,24 +448,18 @@ async fn clarify_findings(c: &crate::clarify::Clarify) -> Vec<Finding> {
 /// Questions and approvals waiting for a person, for `/metrics` (none when
 /// the store cannot list them).
 async fn pending_samples(c: &crate::clarify::Clarify) -> Vec<crate::metrics::Sample> {
-    let mut out = Vec::new();
-    for (approvals, kind) in [(false, "question"), (true, "approval")] {
-        let q = crate::clarify::ListQuery {
-            approvals,
-            pending_only: true,
-            now: crate::clock::unix_ms(),
-            limit: 100_000,
-        };
-        if let Ok(found) = c.list(q).await {
-            out.push(crate::metrics::Sample {
-                name: "toolgate_pending",
-                help: "Questions and approvals waiting for a person.",
-                labels: vec![("kind", kind.to_owned())],
-                value: found.len() as f64,
-            });
-        }
-    }
-    out
+    let Ok(w) = c.waiting().await else {
+        return Vec::new();
+    };
+    [("question", w.questions), ("approval", w.approvals)]
+        .into_iter()
+        .map(|(kind, n)| crate::metrics::Sample {
+            name: "toolgate_pending",
+            help: "Questions and approvals waiting for a person.",
+            labels: vec![("kind", kind.to_owned())],
+            value: n as f64,
+        })
+        .collect()
 }
 
 /// `toolgate check`'s view of the cloud accounts: each as its listing (at

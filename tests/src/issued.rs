@@ -203,7 +203,11 @@ pub fn record_request_json(v: &Value) {
 fn secret_key(key: &str) -> bool {
     let k = key.to_ascii_uppercase();
     // `…_ENV` and `…_PARAMETER` name where a secret is, not the secret.
-    (k.contains("TOKEN") || k.contains("SECRET") || k.contains("PASSWORD"))
+    // An OTLP collector's headers carry its API key.
+    (k.contains("TOKEN")
+        || k.contains("SECRET")
+        || k.contains("PASSWORD")
+        || (k.starts_with("OTEL_EXPORTER_OTLP") && k.ends_with("HEADERS")))
         && !k.ends_with("_ENV")
         && !k.ends_with("_PARAMETER")
 }

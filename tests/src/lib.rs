@@ -21,6 +21,7 @@ pub mod lambda_events;
 pub mod launch;
 pub mod logsink;
 pub mod mcp;
+pub mod otlp;
 pub mod peer;
 pub mod sshd;
 pub mod stepfunctions;

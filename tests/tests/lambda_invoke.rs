@@ -135,8 +135,15 @@ fn http(fixture: &str, outcome: Outcome) -> (u64, Value) {
 
 #[test]
 fn python_execute_function_answers_every_event_kind() {
+    // Traces go to a receiver; a batch would wait a minute, so only the
+    // flush after each invocation brings them in time.
+    let (_otlp, otlp) = toolgate_e2e::otlp::receiver();
     // A 1 MiB files cap keeps the over-the-limit event small (2.7 MB).
-    let (watch, port) = watch(&[("TOOLGATE_PYTHON_MAX_FILES_MB", "1")]);
+    let (watch, port) = watch(&[
+        ("TOOLGATE_PYTHON_MAX_FILES_MB", "1"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp),
+        ("OTEL_BSP_SCHEDULE_DELAY", "60000"),
+    ]);
     let f = "python-execute";
 
     let (status, body) = http("list", invoke(port, f, "apigw_v2_list_tools.json"));
@@ -290,6 +297,39 @@ fn python_execute_function_answers_every_event_kind() {
     let logs = watch.logs_when(Duration::from_secs(10), said);
     assert!(said(&logs), "{logs}");
     emf_lines_are_metrics(&logs);
+    spans_sent_after_each_invocation(&otlp);
+}
+
+/// The traces of the calls above reached the receiver within seconds,
+/// under the function's resource: a direct call's tool call, and an HTTP
+/// call's request with its tool call and sandbox run.
+fn spans_sent_after_each_invocation(otlp: &str) {
+    use toolgate_e2e::otlp::{child_of, named, spans_within};
+    let seen = spans_within(otlp, Duration::from_secs(10), "the calls' spans", |spans| {
+        named(spans, "tool call")
+            .iter()
+            .any(|s| s["attributes"]["transport"] == "lambda")
+            && named(spans, "tool call")
+                .iter()
+                .any(|s| s["attributes"]["transport"] == "http")
+    });
+    let spans = seen["spans"].as_array().unwrap();
+    let direct = named(spans, "tool call")
+        .into_iter()
+        .find(|s| s["attributes"]["transport"] == "lambda")
+        .unwrap();
+    assert_eq!(direct["resource"]["cloud.provider"], "aws", "{direct}");
+    assert!(direct["resource"]["faas.name"].is_string(), "{direct}");
+    let request = named(spans, "request")
+        .into_iter()
+        .find(|r| {
+            spans
+                .iter()
+                .any(|s| s["name"] == "tool call" && s["parent_span_id"] == r["span_id"])
+        })
+        .expect("an HTTP call's request span with its tool call");
+    let call = child_of(spans, request, "tool call");
+    child_of(spans, call, "sandbox run");
 }
 
 /// Each call's CloudWatch embedded-metric-format line (stdout), checked as

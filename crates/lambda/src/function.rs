@@ -413,7 +413,13 @@ where
         );
         let handler = lambda_runtime::service_fn(move |event: LambdaEvent<Value>| {
             let function = function.clone();
-            async move { function.handle(event).await }
+            async move {
+                let answer = function.handle(event).await;
+                // Lambda freezes the instance once the answer is sent: the
+                // call's spans go first.
+                toolgate_shared::traces::flush().await;
+                answer
+            }
         });
         match lambda_runtime::run(handler).await {
             Ok(()) => ExitCode::SUCCESS,

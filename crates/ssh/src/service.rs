@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::connection::Pool;
 use crate::exec;
 use toolgate_shared::error::{ErrorCode, ToolError};
@@ -125,6 +127,12 @@ impl Ssh {
         let session = self
             .pool
             .open(req.server, req.timeout.max(self.settings.connect_timeout))
+            .instrument(tracing::info_span!(
+                target: "toolgate::trace",
+                "ssh connect",
+                server = %req.server.name,
+                otel.kind = "client",
+            ))
             .await?;
         let reused = session.reused;
         // Whole seconds for the remote `timeout`: a connect of a few ms
@@ -137,6 +145,13 @@ impl Ssh {
             left.max(Duration::from_secs(1)),
             self.settings.max_output_bytes,
         )
+        .instrument(tracing::info_span!(
+            target: "toolgate::trace",
+            "ssh exec",
+            server = %req.server.name,
+            reused,
+            otel.kind = "client",
+        ))
         .await
         .map_err(|e| {
             ToolError::new(

@@ -28,6 +28,16 @@ pub async fn run(cfg: &Config, as_json: bool) -> ExitCode {
             .map(|w| Finding::new("config", Status::Warn, w.clone())),
     );
     found.push(Finding::of("data folder", data_folder(&cfg.data_dir)));
+    found.push(match toolgate_shared::traces::probe().await {
+        None => Finding::new(
+            "traces",
+            Status::Ok,
+            "off (no OTEL_EXPORTER_OTLP_ENDPOINT)".to_owned(),
+        ),
+        Some(Ok(said)) => Finding::new("traces", Status::Ok, said),
+        // The tools work without it: a warning, not a failure.
+        Some(Err(why)) => Finding::new("traces", Status::Warn, why),
+    });
     match crate::build(cfg, false).await {
         Ok(set) => {
             found.extend(set.check().await);

@@ -202,7 +202,12 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fatal(&format!("cannot start the runtime: {e}")),
     };
-    rt.block_on(run(cli))
+    rt.block_on(async {
+        let code = run(cli).await;
+        // Spans still queued are sent before the process ends.
+        toolgate_shared::traces::flush().await;
+        code
+    })
 }
 
 fn fatal(msg: &str) -> ExitCode {

@@ -127,10 +127,18 @@ impl Approvals {
         ask: impl FnOnce() -> Details,
         wait: Duration,
     ) -> Result<Receipt, ToolError> {
-        match id {
-            Some(id) => self.redeem(id, binding, arg).await,
-            None => self.request(binding, arg, ask(), wait).await,
-        }
+        let span = tracing::info_span!(
+            target: "toolgate::trace",
+            "approval check",
+            asked = id.is_none(),
+        );
+        let gate = async {
+            match id {
+                Some(id) => self.redeem(id, binding, arg).await,
+                None => self.request(binding, arg, ask(), wait).await,
+            }
+        };
+        tracing::Instrument::instrument(gate, span).await
     }
 
     /// Asks approvers to decide `binding`, shown as `details`, and waits up

@@ -274,7 +274,12 @@ async fn listings_separate_approvals_from_questions() {
     let questions = a.list(false, true).await.unwrap();
     assert_eq!(questions.len(), 1);
     assert_eq!(questions[0]["id"], q.id);
+    // `/metrics` counts them in the store, as the listings see them.
+    let waiting = a.clarify().waiting().await.unwrap();
+    assert_eq!((waiting.questions, waiting.approvals), (1, 1));
     a.decide(&id, true, &approver("token:ops")).await.unwrap();
+    let waiting = a.clarify().waiting().await.unwrap();
+    assert_eq!((waiting.questions, waiting.approvals), (1, 0));
     assert!(a.list(true, true).await.unwrap().is_empty());
     assert_eq!(a.list(true, false).await.unwrap()[0]["status"], "approved");
 }

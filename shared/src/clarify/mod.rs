@@ -29,7 +29,7 @@ use crate::error::ToolError;
 pub use callback::{CallbackError, TaskCallback};
 pub use clarification::*;
 pub use settle::{Swept, refusal_error};
-pub use store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement};
+pub use store::{ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement, Waiting};
 
 /// Longest `?wait=` a reader may ask for: under API Gateway's 30 s limit.
 pub const MAX_WAIT_SECS: u64 = 25;
@@ -301,6 +301,36 @@ impl Clarify {
     /// Marks approval `id` used: true for the one call that did.
     pub async fn consume(&self, id: &str, at: i64) -> Result<bool, ToolError> {
         self.store.consume(id, at).await.map_err(Self::store_error)
+    }
+
+    /// Questions and approvals waiting for a person now: counted by the
+    /// store, or read and counted where it cannot count.
+    pub async fn waiting(&self) -> Result<Waiting, ToolError> {
+        let now = crate::clock::unix_ms();
+        if let Some(w) = self
+            .store
+            .count_waiting(now)
+            .await
+            .map_err(Self::store_error)?
+        {
+            return Ok(w);
+        }
+        let mut w = Waiting::default();
+        for approvals in [false, true] {
+            let q = ListQuery {
+                approvals,
+                pending_only: true,
+                now,
+                limit: 100_000,
+            };
+            let n = self.list(q).await?.len() as u64;
+            if approvals {
+                w.approvals = n;
+            } else {
+                w.questions = n;
+            }
+        }
+        Ok(w)
     }
 
     /// The newest clarifications of one kind ([`ListQuery`]), with their

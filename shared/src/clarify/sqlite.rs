@@ -7,7 +7,7 @@ use std::path::Path;
 use rusqlite::{OptionalExtension, params};
 
 use super::store::{
-    ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement, StoreFuture, sql,
+    ApprovalRow, ClarifyStore, Decision, ListQuery, Pending, Settlement, StoreFuture, Waiting, sql,
 };
 use super::{Clarification, Status};
 
@@ -178,6 +178,17 @@ impl ClarifyStore for SqliteStore {
                 Ok(Some(Pending {
                     mine: r.get::<_, i64>(0)? as u64,
                     all: r.get::<_, i64>(1)? as u64,
+                }))
+            })
+        }))
+    }
+
+    fn count_waiting(&self, now: i64) -> StoreFuture<'_, Option<Waiting>> {
+        Box::pin(self.db.with(move |conn| {
+            conn.query_row(sql::COUNT_WAITING, params![now], |r| {
+                Ok(Some(Waiting {
+                    questions: r.get::<_, i64>(0)? as u64,
+                    approvals: r.get::<_, i64>(1)? as u64,
                 }))
             })
         }))

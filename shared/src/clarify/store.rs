@@ -43,6 +43,12 @@ pub trait ClarifyStore: Send + Sync {
     ) -> StoreFuture<'a, Option<Pending>> {
         Box::pin(async { Ok(None) })
     }
+    /// Questions and approvals pending and unexpired at `now`, counted
+    /// without reading them (`/metrics` asks at every scrape); `None` where
+    /// the store cannot count without a scan.
+    fn count_waiting(&self, _now: i64) -> StoreFuture<'_, Option<Waiting>> {
+        Box::pin(async { Ok(None) })
+    }
     /// The clarification with this id as stored, or `None`; one past its expiry
     /// may still read `pending` here.
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Clarification>>;
@@ -117,6 +123,15 @@ pub struct Pending {
     pub mine: u64,
     /// Asked by anyone.
     pub all: u64,
+}
+
+/// What waits for a person ([`ClarifyStore::count_waiting`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Waiting {
+    /// Questions.
+    pub questions: u64,
+    /// Approvals.
+    pub approvals: u64,
 }
 
 /// Which clarifications [`ClarifyStore::list`] returns.
@@ -258,6 +273,13 @@ CREATE TABLE IF NOT EXISTS approvals (
          FROM clarifications
          WHERE status = 'pending' AND expires_at > ?2
            AND id NOT IN (SELECT id FROM approvals)";
+
+    /// ?1 now: questions and approvals pending and unexpired, by the
+    /// `(status, expires_at)` index.
+    pub const COUNT_WAITING: &str = "SELECT coalesce(sum(a.id IS NULL), 0) AS questions,
+                coalesce(sum(a.id IS NOT NULL), 0) AS approvals
+         FROM clarifications c LEFT JOIN approvals a ON a.id = c.id
+         WHERE c.status = 'pending' AND c.expires_at > ?1";
 
     /// ?1 id, ?2 binding, ?3 details, ?4 cap_sha256.
     pub const INSERT_APPROVAL: &str =

@@ -25,6 +25,7 @@ pub mod resource;
 mod router;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod serve;
+pub mod traceparent;
 
 pub use body::{BodyTimeout, MAX_BODY_BYTES, read_json_body};
 pub use context::{call_context, call_context_of, header_scope};

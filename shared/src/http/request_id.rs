@@ -2,7 +2,8 @@
 //! with `request_id`) and returned as `X-Request-Id`, so an operator can
 //! find a caller's report in the log. A client's own `X-Request-Id` (a
 //! proxy's) is kept when it is a short token of safe characters; anything
-//! else is replaced, never logged.
+//! else is replaced, never logged. A W3C `traceparent` rides on the span
+//! too, so a trace (`traces`) continues the caller's.
 
 use axum::extract::Request;
 use axum::http::HeaderValue;
@@ -34,7 +35,19 @@ fn new_id() -> String {
 
 pub(super) async fn request_id(req: Request, next: Next) -> Response {
     let id = given(&req).unwrap_or_else(new_id);
-    let span = tracing::info_span!("request", request_id = %id);
+    // A caller's trace, continued (`traces`) and named on its lines; only
+    // a well-formed one, since it is the caller's text.
+    let traceparent = req
+        .headers()
+        .get(super::traceparent::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| super::traceparent::parse(v).is_some())
+        .map(str::to_owned);
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        traceparent = traceparent.as_deref()
+    );
     let mut res = next.run(req).instrument(span).await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         res.headers_mut().insert(HEADER, v);

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use futures_util::future::{Either, select};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::error::{ErrorCode, ToolError};
 use crate::files::Files;
@@ -212,7 +213,10 @@ impl Sessions {
         F: FnOnce(Files, Vec<u8>) -> Fut,
         Fut: std::future::Future<Output = Result<ExecOutput, ToolError>>,
     {
-        let mut held = self.open(arg, owner, limits.timeout).await?;
+        let mut held = self
+            .open(arg, owner, limits.timeout)
+            .instrument(tracing::info_span!(target: "toolgate::trace", "session open"))
+            .await?;
         let files = match with_files(&held.record.files, given, limits.files_cap) {
             Ok(f) => f,
             Err(e) => {
@@ -278,7 +282,8 @@ impl Sessions {
             state = None;
             kept = held.record.files.clone();
         }
-        out.session = Some(self.close(held, state, &kept).await?);
+        let saving = tracing::info_span!(target: "toolgate::trace", "session save");
+        out.session = Some(self.close(held, state, &kept).instrument(saving).await?);
         Ok(out)
     }
 

@@ -27,6 +27,17 @@ pub struct ProxyTool {
 
 impl ProxyTool {
     async fn forward(&self, args: Value) -> Result<Value, ToolError> {
+        let span = tracing::info_span!(
+            target: "toolgate::trace",
+            "cloud call",
+            account = %self.upstream.account.id,
+            remote_tool = %self.remote,
+            otel.kind = "client",
+        );
+        tracing::Instrument::instrument(self.send(args), span).await
+    }
+
+    async fn send(&self, args: Value) -> Result<Value, ToolError> {
         let up = &self.upstream;
         let id = &up.account.id;
         let arguments = match args {

@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::backlog::Backlog;
 use super::{ExecOutput, max_body_bytes, parse_input, spec};
@@ -120,6 +121,13 @@ impl PythonExecute {
             Some(b) => Some(b.reserve(caller.unwrap_or(ANONYMOUS), bytes)?),
             None => None,
         };
+        let span = tracing::info_span!(
+            target: "toolgate::trace",
+            "sandbox run",
+            timeout_s = timeout.as_secs(),
+            code_bytes = code.len(),
+            timed_out = tracing::field::Empty,
+        );
         let mut out = self
             .runner
             .run(Run {
@@ -131,7 +139,9 @@ impl PythonExecute {
                 files_cap: self.files_cap,
                 state_cap: if session.is_some() { self.state_cap } else { 0 },
             })
+            .instrument(span.clone())
             .await?;
+        span.record("timed_out", out.timed_out);
         if lowered {
             out.stderr = crate::truncate::truncate(&format!(
                 "{}{}[timeout lowered to {}s to fit the runtime's remaining time]\n",

@@ -1,0 +1,277 @@
+//! OpenTelemetry traces, sent over OTLP/HTTP (protobuf) when OpenTelemetry's
+//! own variables name an endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`; the list
+//! in `docs/operations.md`). One span per request (kind server), one per
+//! tool call under it, and the tool's own steps under that: the sandbox run,
+//! a session's open and save, an SSH connection and command, a cloud
+//! account's call, an approval's check. Only Toolgate's own spans are sent
+//! (target `toolgate…`), never a library's. A request's W3C `traceparent`
+//! continues the caller's trace.
+//!
+//! Steps are spans with target [`TARGET`], which the log lines never show
+//! (`logging::init` filters them from its layer), so a line's `span` stays
+//! the request's. Their fields follow tracing-opentelemetry's names:
+//! `otel.kind`, `otel.status_code`, `otel.status_message`.
+
+pub mod export;
+pub mod proto;
+pub mod settings;
+
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+
+use proto::{Failed, Kind, Value};
+
+/// The target of a step's span: sent as a trace, not shown in log lines.
+pub const TARGET: &str = "toolgate::trace";
+
+/// The most characters of one attribute's text.
+const VALUE_CHARS: usize = 1_000;
+
+static EXPORTER: OnceLock<export::Exporter> = OnceLock::new();
+
+/// The layer for the variables in this process's environment, and the
+/// warnings to log once logging is up; `None` when traces are off.
+pub fn layer() -> (Option<Layer>, Vec<String>) {
+    let (settings, mut warnings) = settings::read(|k| std::env::var(k).ok());
+    let Some(s) = settings else {
+        return (None, warnings);
+    };
+    let shown = settings::shown(&s.endpoint);
+    let _ = SETTINGS.set(s.clone());
+    match export::Exporter::start(s) {
+        Ok(e) => {
+            let _ = EXPORTER.set(e);
+            let _ = DESTINATION.set(shown);
+            (Some(Layer), warnings)
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "traces: cannot start the exporting thread ({e}); no traces are sent"
+            ));
+            (None, warnings)
+        }
+    }
+}
+
+/// Where traces go (`scheme://host:port`), when they are sent.
+pub fn destination() -> Option<&'static str> {
+    DESTINATION.get().map(String::as_str)
+}
+
+static DESTINATION: OnceLock<String> = OnceLock::new();
+static SETTINGS: OnceLock<settings::Settings> = OnceLock::new();
+
+/// `toolgate check`'s view: `None` when traces are off; else whether the
+/// collector takes an export (an empty one, which adds no span).
+pub async fn probe() -> Option<Result<String, String>> {
+    let s = SETTINGS.get()?;
+    let shown = settings::shown(&s.endpoint);
+    Some(match export::post(s, Vec::new()).await {
+        None => Ok(format!("{shown} takes exports (http/protobuf)")),
+        Some(why) => Err(format!("{shown}: {why}")),
+    })
+}
+
+/// Sends every span finished so far, waiting up to the export timeout;
+/// nothing when traces are off. Lambda calls it after each invocation,
+/// `toolgate serve` on its way out.
+pub async fn flush() {
+    if let Some(e) = EXPORTER.get() {
+        e.flush().await;
+    }
+}
+
+/// The tracing layer that turns Toolgate's spans into OTLP spans.
+pub struct Layer;
+
+/// What a live span carries until it closes.
+struct Open {
+    span: proto::Span,
+    /// `otel.status_message`, for when `otel.status_code` comes later.
+    message: Option<String>,
+}
+
+impl<S> tracing_subscriber::Layer<S> for Layer
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        if !span.metadata().target().starts_with("toolgate") {
+            return;
+        }
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        let inherited = span.scope().skip(1).find_map(|s| {
+            s.extensions()
+                .get::<Open>()
+                .map(|o| (o.span.trace_id, o.span.span_id))
+        });
+        let (trace_id, parent) = match inherited {
+            Some((t, p)) => (t, Some(p)),
+            None => match fields
+                .traceparent
+                .as_deref()
+                .and_then(crate::http::traceparent::parse)
+            {
+                Some((t, p)) => (t, Some(p)),
+                None => (random_id(), None),
+            },
+        };
+        // A span with no span of ours above it answers a request.
+        let kind = fields.kind.unwrap_or(if inherited.is_none() {
+            Kind::Server
+        } else {
+            Kind::Internal
+        });
+        let open = Open {
+            span: proto::Span {
+                trace_id,
+                span_id: random_id(),
+                parent,
+                name: span.metadata().name().to_owned(),
+                kind,
+                start_ns: now_ns(),
+                end_ns: 0,
+                attributes: fields.attributes,
+                failed: fields.failed,
+            },
+            message: fields.status_message,
+        };
+        span.extensions_mut().insert(open);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut ext = span.extensions_mut();
+        let Some(open) = ext.get_mut::<Open>() else {
+            return;
+        };
+        let mut fields = Fields::default();
+        values.record(&mut fields);
+        for (k, v) in fields.attributes {
+            open.span.attributes.retain(|(key, _)| *key != k);
+            open.span.attributes.push((k, v));
+        }
+        if let Some(m) = fields.status_message {
+            if let Some(Failed(why)) = &mut open.span.failed {
+                why.clone_from(&m);
+            }
+            open.message = Some(m);
+        }
+        if let Some(Failed(why)) = fields.failed {
+            let why = if why.is_empty() {
+                open.message.clone().unwrap_or_default()
+            } else {
+                why
+            };
+            open.span.failed = Some(Failed(why));
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(mut open) = span.extensions_mut().remove::<Open>() else {
+            return;
+        };
+        open.span.end_ns = now_ns().max(open.span.start_ns);
+        if let Some(e) = EXPORTER.get() {
+            e.push(open.span);
+        }
+    }
+}
+
+/// A span's fields: its attributes, and the ones that say how to send it.
+#[derive(Default)]
+struct Fields {
+    attributes: Vec<(String, Value)>,
+    kind: Option<Kind>,
+    failed: Option<Failed>,
+    status_message: Option<String>,
+    traceparent: Option<String>,
+}
+
+impl Fields {
+    fn put(&mut self, field: &Field, v: Value) {
+        let text = || match &v {
+            Value::Str(s) => s.clone(),
+            other => format!("{other:?}"),
+        };
+        match field.name() {
+            "otel.kind" => {
+                self.kind = match text().as_str() {
+                    "server" => Some(Kind::Server),
+                    "client" => Some(Kind::Client),
+                    "internal" => Some(Kind::Internal),
+                    _ => None,
+                }
+            }
+            "otel.status_code" => {
+                if text().eq_ignore_ascii_case("error") {
+                    let why = self.status_message.clone().unwrap_or_default();
+                    self.failed = Some(Failed(why));
+                }
+            }
+            "otel.status_message" => {
+                let why = text();
+                if let Some(Failed(m)) = &mut self.failed {
+                    *m = why.clone();
+                }
+                self.status_message = Some(why);
+            }
+            "traceparent" => self.traceparent = Some(text()),
+            name => self.attributes.push((name.to_owned(), v)),
+        }
+    }
+}
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let mut s = format!("{value:?}");
+        if let Some((i, _)) = s.char_indices().nth(VALUE_CHARS) {
+            s.truncate(i);
+        }
+        self.put(field, Value::Str(s));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        let s: String = value.chars().take(VALUE_CHARS).collect();
+        self.put(field, Value::Str(s));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.put(field, Value::Int(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.put(field, Value::Int(i64::try_from(value).unwrap_or(i64::MAX)));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.put(field, Value::Double(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.put(field, Value::Bool(value));
+    }
+}
+
+fn random_id<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    while b == [0; N] {
+        if getrandom::fill(&mut b).is_err() {
+            // No randomness: the clock, which is at least not zero.
+            let n = now_ns().to_le_bytes();
+            for (i, x) in b.iter_mut().enumerate() {
+                *x = n[i % 8] ^ (i as u8).wrapping_mul(31);
+            }
+        }
+    }
+    b
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
