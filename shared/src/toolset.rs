@@ -433,16 +433,58 @@ async fn clarify_findings(c: &crate::clarify::Clarify) -> Vec<Finding> {
         .await
         .map(|_| format!("its store answers; answer links start {}", c.base_url()))
         .map_err(|e| format!("its store fails: {}", e.message));
-    let names = c.channel_names();
-    let channels = if names.is_empty() {
-        "none: people answer on the page or with `toolgate clarifications`".to_owned()
-    } else {
-        format!("{} (none sent a test message)", names.join(", "))
+    let mut found = vec![Finding::of("clarify", store)];
+    let channels = c.notifier().map(|n| n.addresses()).unwrap_or_default();
+    if channels.is_empty() {
+        found.push(Finding::new(
+            "clarify notifications",
+            Status::Ok,
+            "none: people answer on the page or with `toolgate clarifications`".to_owned(),
+        ));
+    }
+    for (name, address) in channels {
+        found.push(Finding::of(
+            format!("notify {name}"),
+            reach_channel(address).await,
+        ));
+    }
+    found
+}
+
+/// Whether a channel's endpoint takes a connection (TCP, within 5 s),
+/// sending nothing; its URL is shown as scheme, host and port only (a
+/// Slack webhook's path is its credential).
+async fn reach_channel(address: crate::clarify::notify::Address<'_>) -> Result<String, String> {
+    use crate::clarify::notify::Address;
+    let url = match address {
+        Address::Url(u) => u,
+        Address::Unusable(why) => return Err(format!("not set up: {why}")),
+        Address::Elsewhere => {
+            return Ok("sent through its own API when a question comes; not reached here".into());
+        }
     };
-    vec![
-        Finding::of("clarify", store),
-        Finding::new("clarify notifications", Status::Ok, channels),
-    ]
+    let parsed: axum::http::Uri = url
+        .parse()
+        .map_err(|e| format!("its URL does not parse: {e}"))?;
+    let scheme = parsed.scheme_str().unwrap_or("https");
+    let port = parsed
+        .port_u16()
+        .unwrap_or(if scheme == "http" { 80 } else { 443 });
+    let Some(host) = parsed.host() else {
+        return Err("its URL names no host".into());
+    };
+    let shown = format!("{scheme}://{host}:{port}");
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::net::TcpStream::connect((host, port)),
+    )
+    .await
+    {
+        Ok(Ok(_)) => Ok(format!("{shown} takes a connection (no message sent)")),
+        Ok(Err(e)) => Err(format!("{shown}: cannot connect ({e})")),
+        Err(_) => Err(format!("{shown}: no connection within 5 s")),
+    }
 }
 
 /// Questions and approvals waiting for a person, for `/metrics` (none when

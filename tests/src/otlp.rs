@@ -23,12 +23,48 @@ pub fn receiver() -> (Peer, String) {
     (peer, format!("http://127.0.0.1:{port}"))
 }
 
+/// The receiver over TLS, with a certificate for 127.0.0.1 made for it
+/// (openssl); its base URL (`https://127.0.0.1:PORT`) and the certificate
+/// file, for `SSL_CERT_FILE`.
+pub fn tls_receiver(dir: &std::path::Path) -> (Peer, String, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = crate::launch::Launch::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    assert!(out.status.success(), "openssl: {out:?}");
+    let mut peer = Peer::spawn(
+        "OTLP receiver (TLS)",
+        Command::new(tools_dir().join("venv/bin/python"))
+            .arg(support("otlp_receiver.py"))
+            .arg("0")
+            .arg(&cert)
+            .arg(&key),
+    );
+    let port = peer.wait_for_announced_port(Duration::from_secs(20));
+    (peer, format!("https://127.0.0.1:{port}"), cert)
+}
+
 /// Everything the receiver has recorded: `spans`, `exports`, `refused`.
 pub fn seen(base: &str) -> Value {
+    // A TLS receiver's certificate is its own: the test reads it unverified.
     let out = crate::launch::Launch::new("python3")
         .args([
             "-c",
-            "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + '/seen', timeout=10).read().decode())",
+            "import ssl, sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + '/seen', timeout=10, context=ssl._create_unverified_context()).read().decode())",
             base,
         ])
         .within(Duration::from_secs(20))

@@ -8,7 +8,8 @@ POST /v1/traces  reads the body with OpenTelemetry's own protobuf bindings
 POST /status/N   answers N (an export that fails).
 GET  /seen       everything recorded, as JSON.
 
-Usage: otlp_receiver.py PORT (0: any; the first line says which)
+Usage: otlp_receiver.py PORT [CERT KEY] (PORT 0: any; the first line says
+which; with CERT and KEY it answers over TLS)
 """
 import json
 import sys
@@ -91,5 +92,10 @@ class Handler(BaseHTTPRequestHandler):
 
 
 server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+if len(sys.argv) > 3:
+    import ssl
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[2], sys.argv[3])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 print(f"listening on 127.0.0.1:{server.server_address[1]}", flush=True)
 server.serve_forever()

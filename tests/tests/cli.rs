@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use toolgate_e2e::launch::{Launch, TempDir};
 use toolgate_e2e::sshd::Sshd;
 use toolgate_e2e::temp_file;
@@ -227,4 +227,52 @@ fn start_up_warns_of_clamped_values_and_unknown_variables() {
     );
     // Written to a pipe, the log has no colour codes.
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}
+
+/// `toolgate check` reaches each notification channel's endpoint (a
+/// connection, no message) and names it by scheme, host and port only.
+#[test]
+fn check_reaches_notification_channels_without_sending() {
+    let (_receiver, base) = toolgate_e2e::webhook::receiver("a-webhook-secret-of-32-characters");
+    let closed = toolgate_e2e::peer::free_port();
+    let text = format!(
+        "[[clarify.notify]]\nkind = \"webhook\"\nname = \"up\"\nurl = \"{base}/hook\"\n\
+         secret = \"a-webhook-secret-of-32-characters\"\n\n\
+         [[clarify.notify]]\nkind = \"webhook\"\nname = \"down\"\n\
+         url = \"http://127.0.0.1:{closed}/hook\"\nsecret = \"a-webhook-secret-of-32-characters\"\n\n\
+         [[clarify.notify]]\nkind = \"slack\"\nname = \"team\"\n\
+         url = \"{base}/slack/T000/B000/credential-in-path\"\n"
+    );
+    let cfg = temp_file("toolgate-check-notify", &text);
+    let out = Launch::toolgate(&["--config", cfg.0.to_str().unwrap(), "check", "--json"]).output();
+    assert_eq!(out.status.code(), Some(1), "one channel is down: {out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let of = |what: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["what"] == what)
+            .unwrap_or_else(|| panic!("no {what} in {report}"))
+            .clone()
+    };
+    let port = base.rsplit(':').next().unwrap();
+    assert_eq!(
+        of("notify up"),
+        json!({"what": "notify up", "status": "ok", "detail": format!("http://127.0.0.1:{port} takes a connection (no message sent)")})
+    );
+    let down = of("notify down");
+    assert_eq!(down["status"], "fail", "{down}");
+    assert!(
+        down["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("http://127.0.0.1:{closed}: cannot connect")),
+        "{down}"
+    );
+    assert_eq!(of("notify team")["status"], "ok");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("credential-in-path"));
+    let seen = toolgate_e2e::webhook::seen(&base);
+    assert_eq!(seen["hook"], json!([]), "nothing was sent: {seen}");
+    assert_eq!(seen["slack"], json!([]), "nothing was sent: {seen}");
 }

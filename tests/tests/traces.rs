@@ -300,3 +300,41 @@ fn check_says_whether_the_collector_takes_exports() {
     let none = report(None);
     assert_eq!(none["detail"], "off (no OTEL_EXPORTER_OTLP_ENDPOINT)");
 }
+
+/// Over TLS: the collector's certificate checked against the system's
+/// roots (here `SSL_CERT_FILE`, which names the test's own); one the roots
+/// do not hold is refused and said.
+#[test]
+fn traces_go_over_tls_to_a_collector_the_roots_trust() {
+    let dir = toolgate_e2e::launch::TempDir::new("toolgate-otlp-tls");
+    let (_receiver, base, cert) = toolgate_e2e::otlp::tls_receiver(dir.path());
+    let trusted = Server::start(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &base),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("SSL_CERT_FILE", cert.to_str().unwrap()),
+    ]);
+    assert_eq!(trusted.exec("result = 1")["result"], 1);
+    spans_when(&base, "spans over TLS", |spans| {
+        !named(spans, "sandbox run").is_empty()
+    });
+    drop(trusted);
+    // The system's own roots do not hold the test's certificate.
+    let untrusted = Server::start(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &base),
+        ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+    ]);
+    assert_eq!(untrusted.exec("result = 2")["result"], 2);
+    let logs = untrusted.json_logs_when(Duration::from_secs(10), |l| {
+        l.iter().any(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("traces: cannot export (TLS"))
+        })
+    });
+    assert!(
+        logs.iter().any(|l| l["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("traces: cannot export (TLS"))),
+        "{logs:#?}"
+    );
+}

@@ -156,12 +156,9 @@ impl Clarify {
         self
     }
 
-    /// The names of the channels that hear of questions, in order.
-    pub fn channel_names(&self) -> Vec<String> {
-        self.notifier
-            .as_ref()
-            .map(|n| n.names().into_iter().map(str::to_owned).collect())
-            .unwrap_or_default()
+    /// The channels told of events, when there are any.
+    pub fn notifier(&self) -> Option<&notify::Notifier> {
+        self.notifier.as_deref()
     }
 
     /// Tells `notifier`'s channels of every event from now on.

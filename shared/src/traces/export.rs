@@ -70,10 +70,10 @@ fn run(s: Settings, rx: Receiver<Msg>, dropped: std::sync::Arc<AtomicU64>) {
     else {
         return;
     };
-    let client = match client(&s) {
+    let client = match client() {
         Ok(c) => c,
         Err(e) => {
-            tracing::warn!(error = %e, "traces: no HTTP client; no traces are sent");
+            tracing::warn!("traces: {e}; no traces are sent");
             return;
         }
     };
@@ -122,40 +122,109 @@ fn run(s: Settings, rx: Receiver<Msg>, dropped: std::sync::Arc<AtomicU64>) {
 /// Posts `body` (an empty one is an export of nothing) with a client of
 /// its own; why it failed, or `None`.
 pub async fn post(s: &Settings, body: Vec<u8>) -> Option<String> {
-    match client(s) {
+    match client() {
         Ok(c) => send(&c, s, body).await,
-        Err(e) => Some(format!("no HTTP client: {e}")),
+        Err(e) => Some(e),
     }
 }
 
-fn client(s: &Settings) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .timeout(s.timeout)
-        // A collector that redirects is misconfigured: say so, not follow.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
+/// TLS with the system's roots, over the rustls the AWS SDK already links.
+/// The exchange itself is one HTTP/1.1 POST per batch on a connection of
+/// its own: a pooling client (hyper's, reqwest's) would add a third of a
+/// megabyte to python-execute's zip, which is held under 20 MiB.
+type Client = tokio_rustls::TlsConnector;
+
+fn client() -> Result<Client, String> {
+    use hyper_rustls::ConfigBuilderExt;
+    let config = tokio_rustls::rustls::ClientConfig::builder()
+        .with_native_roots()
+        .map_err(|e| format!("no TLS root certificates: {e}"))?
+        .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(std::sync::Arc::new(
+        config,
+    )))
 }
 
-async fn send(client: &reqwest::Client, s: &Settings, body: Vec<u8>) -> Option<String> {
-    let mut req = client
-        .post(&s.endpoint)
-        .header("content-type", "application/x-protobuf")
-        .body(body);
+async fn send(tls: &Client, s: &Settings, body: Vec<u8>) -> Option<String> {
+    match tokio::time::timeout(s.timeout, exchange(tls, s, &body)).await {
+        Ok(Ok(status)) if (200..300).contains(&status) => None,
+        Ok(Ok(status)) => Some(format!("the collector answered {status}")),
+        Ok(Err(why)) => Some(why),
+        Err(_) => Some(format!("no answer in {:?}", s.timeout)),
+    }
+}
+
+/// Connects, sends the request, and reads the status code. Redirects are
+/// not followed: a collector that redirects is misconfigured.
+async fn exchange(tls: &Client, s: &Settings, body: &[u8]) -> Result<u16, String> {
+    let uri: axum::http::Uri = s.endpoint.parse().map_err(|_| "not a URL".to_owned())?;
+    let https = uri.scheme_str() == Some("https");
+    let host = uri.host().ok_or("no host")?;
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let authority = uri.authority().map_or(host, |a| a.as_str());
+    // Userinfo is not sent (OTLP authenticates with headers).
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    // Header names and values were checked at start-up (no CR or LF).
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/x-protobuf\r\n\
+         Content-Length: {}\r\nConnection: close\r\nUser-Agent: toolgate/{}\r\n",
+        body.len(),
+        env!("CARGO_PKG_VERSION")
+    );
     for (k, v) in &s.headers {
-        req = req.header(k, v);
+        head.push_str(&format!("{k}: {v}\r\n"));
     }
-    match req.send().await {
-        Ok(r) if r.status().is_success() => None,
-        Ok(r) => Some(format!("the collector answered {}", r.status())),
-        Err(e) if e.is_timeout() => Some(format!("no answer in {:?}", s.timeout)),
-        Err(e) if e.is_connect() => Some("cannot connect".to_owned()),
-        Err(_) => Some("the request failed".to_owned()),
+    head.push_str("\r\n");
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let tcp = tokio::net::TcpStream::connect((bare, port))
+        .await
+        .map_err(|_| "cannot connect".to_owned())?;
+    if https {
+        let name = tokio_rustls::rustls::pki_types::ServerName::try_from(bare.to_owned())
+            .map_err(|_| "its host is not a TLS server name".to_owned())?;
+        let stream = tls
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS: {e}"))?;
+        status(stream, &head, body).await
+    } else {
+        status(tcp, &head, body).await
+    }
+}
+
+async fn status<S>(mut io: S, head: &str, body: &[u8]) -> Result<u16, String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let failed = |_| "the request failed".to_owned();
+    io.write_all(head.as_bytes()).await.map_err(failed)?;
+    io.write_all(body).await.map_err(failed)?;
+    io.flush().await.map_err(failed)?;
+    // The status line alone: `HTTP/1.1 200 OK`.
+    let mut line = Vec::with_capacity(64);
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") && line.len() < 1024 {
+        if io.read(&mut byte).await.map_err(failed)? == 0 {
+            break;
+        }
+        line.push(byte[0]);
+    }
+    let text = String::from_utf8_lossy(&line);
+    let mut parts = text.split(' ');
+    match (
+        parts.next(),
+        parts.next().and_then(|c| c.trim().parse::<u16>().ok()),
+    ) {
+        (Some(v), Some(code)) if v.starts_with("HTTP/1.") => Ok(code),
+        _ => Err("the collector's answer is not HTTP/1.1".to_owned()),
     }
 }
 
 struct Post<'a> {
     s: &'a Settings,
-    client: reqwest::Client,
+    client: Client,
     failing: bool,
 }
 

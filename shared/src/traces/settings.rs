@@ -60,8 +60,8 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> (Option<Settings>, Vec<Stri
         },
     };
     let (name, endpoint) = endpoint;
-    match reqwest::Url::parse(&endpoint) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+    match endpoint.parse::<axum::http::Uri>() {
+        Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some() => {}
         _ => {
             warnings.push(format!(
                 "{name} is not an http:// or https:// URL; no traces are sent"
@@ -92,8 +92,8 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> (Option<Settings>, Vec<Stri
             let parsed = pair.split_once('=').and_then(|(k, v)| {
                 let k = percent_decode(k.trim())?;
                 let v = percent_decode(v.trim())?;
-                let ok = reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_ok()
-                    && reqwest::header::HeaderValue::from_str(&v).is_ok();
+                let ok = axum::http::HeaderName::from_bytes(k.as_bytes()).is_ok()
+                    && axum::http::HeaderValue::from_str(&v).is_ok();
                 ok.then_some((k, v))
             });
             match parsed {
@@ -227,10 +227,10 @@ fn percent_decode(s: &str) -> Option<String> {
 
 /// The endpoint as a log line may name it: scheme, host and port.
 pub fn shown(endpoint: &str) -> String {
-    match reqwest::Url::parse(endpoint) {
-        Ok(u) => match (u.host_str(), u.port()) {
-            (Some(h), Some(p)) => format!("{}://{h}:{p}", u.scheme()),
-            (Some(h), None) => format!("{}://{h}", u.scheme()),
+    match endpoint.parse::<axum::http::Uri>() {
+        Ok(u) => match (u.scheme_str(), u.host(), u.port_u16()) {
+            (Some(s), Some(h), Some(p)) => format!("{s}://{h}:{p}"),
+            (Some(s), Some(h), None) => format!("{s}://{h}"),
             _ => "(no host)".into(),
         },
         Err(_) => "(not a URL)".into(),

@@ -121,6 +121,21 @@ pub trait Channel: Send + Sync {
     }
     /// Tells it of `event`; `body` is [`event_json`].
     fn send<'a>(&'a self, event: Event, body: &'a Value) -> Sent<'a>;
+    /// Where it sends, for `toolgate check` to reach without sending.
+    fn address(&self) -> Address<'_> {
+        Address::Elsewhere
+    }
+}
+
+/// Where a channel sends ([`Channel::address`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Address<'a> {
+    /// A URL it POSTs to (a credential, for Slack: never shown whole).
+    Url(&'a str),
+    /// It could not be set up, and why.
+    Unusable(&'a str),
+    /// Somewhere only its own API reaches (an SNS topic).
+    Elsewhere,
 }
 
 /// Runs a delivery after the answer has gone (tokio's spawn natively, the
@@ -144,6 +159,14 @@ impl Notifier {
     /// The names of the channels, in order.
     pub fn names(&self) -> Vec<&str> {
         self.channels.iter().map(|c| c.name()).collect()
+    }
+
+    /// Each channel's name and where it sends, in order.
+    pub fn addresses(&self) -> Vec<(&str, Address<'_>)> {
+        self.channels
+            .iter()
+            .map(|c| (c.name(), c.address()))
+            .collect()
     }
 
     /// The channels that hear of `event`.
@@ -190,6 +213,10 @@ impl Channel for Unusable {
 
     fn send<'a>(&'a self, _: Event, _: &'a Value) -> Sent<'a> {
         Box::pin(std::future::ready(Err(format!("not set up: {}", self.why))))
+    }
+
+    fn address(&self) -> Address<'_> {
+        Address::Unusable(&self.why)
     }
 }
 

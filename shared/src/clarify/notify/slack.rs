@@ -459,6 +459,10 @@ impl Channel for Slack {
         &self.listener
     }
 
+    fn address(&self) -> super::Address<'_> {
+        super::Address::Url(&self.to.url)
+    }
+
     fn send<'a>(&'a self, event: Event, body: &'a Value) -> Sent<'a> {
         Box::pin(async move {
             let bytes = serde_json::to_vec(&message_for(event, body, self.interactive))

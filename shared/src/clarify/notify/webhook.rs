@@ -46,6 +46,10 @@ impl Channel for Webhook {
         &self.listener
     }
 
+    fn address(&self) -> super::Address<'_> {
+        super::Address::Url(&self.to.url)
+    }
+
     fn send<'a>(&'a self, event: Event, body: &'a Value) -> Sent<'a> {
         Box::pin(async move {
             let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
