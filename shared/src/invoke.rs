@@ -13,6 +13,11 @@ use crate::tool::CallContext;
 
 pub use crate::tool::Transport;
 
+/// The target of the spans a call's steps make (the call's own, the
+/// sandbox's, SSH's, …): sent as traces where traces are on, never shown in
+/// log lines.
+pub const STEPS: &str = "toolgate::trace";
+
 /// A requested name is logged as sent only when it named no tool; this
 /// many characters of it, so that a hostile name cannot flood the log.
 const LOGGED_NAME_CHARS: usize = 80;

@@ -47,9 +47,14 @@ pub fn init(default_level: &str) {
         .unwrap_or_else(|_| EnvFilter::new(default_filter(default_level)));
     // What lines show: no payloads, and no trace steps (a line's `span`
     // stays the request's).
-    let shown = level.and(tracing_subscriber::filter::filter_fn(|m| {
-        !carries_a_payload(m) && m.target() != crate::traces::TARGET
-    }));
+    // TRACE as this filter's hint, so that the pair keeps the level's (the
+    // `log` crate's bridge reads it: russh's debug lines stay unmade).
+    let shown = level.and(
+        tracing_subscriber::filter::filter_fn(|m| {
+            !carries_a_payload(m) && m.target() != crate::traces::TARGET
+        })
+        .with_max_level_hint(tracing::level_filters::LevelFilter::TRACE),
+    );
     let on_lambda = crate::metrics::on_lambda();
     let json =
         on_lambda || std::env::var("TOOLGATE_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
@@ -76,9 +81,13 @@ pub fn init(default_level: &str) {
     };
     // Traces follow OpenTelemetry's variables, not the log level.
     let (traces, said) = crate::traces::layer();
-    let traces = traces.with_filter(tracing_subscriber::filter::filter_fn(|m| {
-        m.target().starts_with("toolgate") && *m.level() <= tracing::Level::INFO
-    }));
+    // Off: no layer and no filter, so no step span is made for nobody.
+    let traces = traces.map(|t| {
+        t.with_filter(
+            tracing_subscriber::filter::filter_fn(crate::traces::sent)
+                .with_max_level_hint(tracing::level_filters::LevelFilter::INFO),
+        )
+    });
     let _ = tracing_subscriber::registry()
         .with(lines.with_filter(shown))
         .with(traces)

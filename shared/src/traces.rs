@@ -27,6 +27,7 @@ use tracing_subscriber::registry::LookupSpan;
 use proto::{Failed, Kind, Value};
 
 /// The target of a step's span: sent as a trace, not shown in log lines.
+/// (`invoke::STEPS`, which the Worker's lines filter on: one string.)
 pub const TARGET: &str = "toolgate::trace";
 
 /// The most characters of one attribute's text.
@@ -42,9 +43,9 @@ pub fn layer() -> (Option<Layer>, Vec<String>) {
         return (None, warnings);
     };
     let shown = settings::shown(&s.endpoint);
-    let _ = SETTINGS.set(s.clone());
-    match export::Exporter::start(s) {
+    match export::Exporter::start(s.clone()) {
         Ok(e) => {
+            let _ = SETTINGS.set(s);
             let _ = EXPORTER.set(e);
             let _ = DESTINATION.set(shown);
             (Some(Layer), warnings)
@@ -77,14 +78,23 @@ pub async fn probe() -> Option<Result<String, String>> {
     })
 }
 
-/// Sends every span finished so far, waiting up to the export timeout;
-/// nothing when traces are off. Lambda calls it after each invocation,
-/// `toolgate serve` on its way out.
-pub async fn flush() {
+/// Sends every span finished so far, waiting at most `within` (and the
+/// export timeout); nothing when traces are off, and no wait while the
+/// collector is failing. Lambda calls it after each invocation with what
+/// is left of its deadline, `toolgate serve` on its way out.
+pub async fn flush(within: std::time::Duration) {
     if let Some(e) = EXPORTER.get() {
-        e.flush().await;
+        e.flush(within).await;
     }
 }
+
+/// Whether a span is one this layer sends: a request's, and the steps'.
+pub fn sent(m: &tracing::Metadata<'_>) -> bool {
+    (m.target() == TARGET || m.target() == REQUEST_TARGET) && *m.level() <= tracing::Level::INFO
+}
+
+/// The target of a request's span (`http::request_id`), shown on its lines.
+pub const REQUEST_TARGET: &str = "toolgate::request";
 
 /// The tracing layer that turns Toolgate's spans into OTLP spans.
 pub struct Layer;
@@ -92,6 +102,8 @@ pub struct Layer;
 /// What a live span carries until it closes.
 struct Open {
     span: proto::Span,
+    /// Whether its trace is sent (the caller's `traceparent` may say not).
+    sampled: bool,
     /// `otel.status_message`, for when `otel.status_code` comes later.
     message: Option<String>,
 }
@@ -102,7 +114,7 @@ where
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        if !span.metadata().target().starts_with("toolgate") {
+        if !sent(span.metadata()) {
             return;
         }
         let mut fields = Fields::default();
@@ -110,17 +122,19 @@ where
         let inherited = span.scope().skip(1).find_map(|s| {
             s.extensions()
                 .get::<Open>()
-                .map(|o| (o.span.trace_id, o.span.span_id))
+                .map(|o| (o.span.trace_id, o.span.span_id, o.sampled))
         });
-        let (trace_id, parent) = match inherited {
-            Some((t, p)) => (t, Some(p)),
+        let (trace_id, parent, sampled) = match inherited {
+            Some((t, p, sampled)) => (t, Some(p), sampled),
+            // The caller's trace, sent only when the caller samples it
+            // (OpenTelemetry's default, parent-based, sampler).
             None => match fields
                 .traceparent
                 .as_deref()
                 .and_then(crate::http::traceparent::parse)
             {
-                Some((t, p)) => (t, Some(p)),
-                None => (random_id(), None),
+                Some(p) => (p.trace, Some(p.span), p.sampled),
+                None => (random_id(), None, true),
             },
         };
         // A span with no span of ours above it answers a request.
@@ -142,6 +156,7 @@ where
                 failed: fields.failed,
             },
             message: fields.status_message,
+            sampled,
         };
         span.extensions_mut().insert(open);
     }
@@ -180,6 +195,9 @@ where
             return;
         };
         open.span.end_ns = now_ns().max(open.span.start_ns);
+        if !open.sampled {
+            return;
+        }
         if let Some(e) = EXPORTER.get() {
             e.push(open.span);
         }
@@ -274,4 +292,12 @@ fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn steps_have_one_target_everywhere() {
+        assert_eq!(super::TARGET, crate::invoke::STEPS);
+    }
 }

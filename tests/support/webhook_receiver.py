@@ -8,6 +8,8 @@ POST /sns    records an SNS HTTP notification (moto delivers them);
 POST /sns-cancelled  the same, for a subscription filtered by `event`.
 POST /down   always 500 (counts attempts).
 POST /slow   answers after 3 s.
+POST /redirect  307 to /hook (counts attempts): a sender must not follow.
+POST /hang   answers after 8 s (records when each attempt began).
 GET  /seen   everything recorded, as JSON.
 
 Usage: webhook_receiver.py PORT SECRET (PORT 0: any; the first line says which)
@@ -39,7 +41,8 @@ def verify(secret: bytes, headers, body: bytes, seen: set, now: float) -> str | 
 # --- docs snippet end ---
 
 LOCK = threading.Lock()
-SEEN = {"hook": [], "slack": [], "sns": [], "sns-cancelled": [], "down": 0, "slow": [], "refused": []}
+SEEN = {"hook": [], "slack": [], "sns": [], "sns-cancelled": [], "down": 0, "slow": [], "refused": [],
+        "redirect": 0, "hang": []}
 DELIVERIES: set = set()
 SECRET = sys.argv[2].encode()
 
@@ -80,6 +83,19 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 SEEN["down"] += 1
             return self.reply(500)
+        if path == "redirect":
+            with LOCK:
+                SEEN["redirect"] += 1
+            self.send_response(307)
+            self.send_header("Location", "/hook")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if path == "hang":
+            with LOCK:
+                SEEN["hang"].append(time.time())
+            time.sleep(8)
+            return self.reply(200)
         if path == "slow":
             with LOCK:
                 SEEN["slow"].append("started")

@@ -227,6 +227,76 @@ fn webhook_and_slack_hear_of_each_event_signed_once_and_after_the_answer() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The delivery rules docs/notifications.md gives: each attempt has 5 s
+/// (then the two retries, 0.5 s and 2 s later), a redirect is not followed
+/// nor retried, and a failed delivery is not sent again later; none of it
+/// delays the answer.
+#[test]
+fn deliveries_time_out_follow_no_redirect_and_are_not_sent_again() {
+    let (_rx, base) = receiver(SECRET);
+    let dir = std::env::temp_dir().join(format!("toolgate-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("toolgate.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[clarify.notify]]\nkind = \"webhook\"\nname = \"moved\"\nurl = \"{base}/redirect\"\n\
+             secret = \"{SECRET}\"\nevents = [\"created\"]\n\n\
+             [[clarify.notify]]\nkind = \"webhook\"\nname = \"hung\"\nurl = \"{base}/hang\"\n\
+             secret = \"{SECRET}\"\nevents = [\"created\"]\n"
+        ),
+    )
+    .unwrap();
+    let s = Server::start_with_args(&[], &["--config", path.to_str().unwrap()]);
+    let asked = Instant::now();
+    let r = s.post_json("/tools/clarify", &json!({"question": "Rules?"}));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "the answer waited"
+    );
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    let state = toolgate_e2e::timing::poll_until(Duration::from_secs(40), "both outcomes", || {
+        let st = s.get(&format!("/clarifications/{id}")).json();
+        (st["notified"]["moved"]["created"].is_string()
+            && st["notified"]["hung"]["created"].is_string())
+        .then_some(st)
+    });
+    assert_eq!(
+        state["notified"],
+        json!({
+            "moved": {"created": "error: HTTP 307 (not retried)"},
+            "hung": {"created": "error: no answer within 5s after 3 attempts"},
+        })
+    );
+    let v = seen(&base);
+    assert_eq!(v["redirect"], 1, "a redirect is not retried: {v}");
+    assert_eq!(v["hook"], json!([]), "nor followed: {v}");
+    let starts: Vec<f64> = v["hang"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_f64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 3, "{v}");
+    // 5 s for the attempt, then the wait before the next.
+    let (first, second) = (starts[1] - starts[0], starts[2] - starts[1]);
+    assert!((5.4..8.0).contains(&first), "{starts:?}");
+    assert!((6.9..10.0).contains(&second), "{starts:?}");
+    // Not sent again: the next event would be the answer, and nothing else
+    // is due; the counts stay as they are.
+    std::thread::sleep(Duration::from_secs(3));
+    let later = seen(&base);
+    assert_eq!(
+        (
+            later["redirect"].clone(),
+            later["hang"].as_array().unwrap().len()
+        ),
+        (json!(1), 3)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `toolgate serve`'s sweep (`TOOLGATE_CLARIFY_SWEEP_SECS`): a question
 /// that expires while nobody reads it is expired by the timer, and the
 /// webhook hears `clarification.expired` with no request to the server

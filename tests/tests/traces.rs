@@ -338,3 +338,50 @@ fn traces_go_over_tls_to_a_collector_the_roots_trust() {
         "{logs:#?}"
     );
 }
+
+/// A caller that does not sample its trace gets none sent (the default,
+/// parent-based, sampler); a later version's header is continued and
+/// logged in version 00's form, never as the caller wrote it.
+#[test]
+fn an_unsampled_caller_is_not_traced_and_headers_are_logged_rebuilt() {
+    const UNSAMPLED: &str = "11111111111111111111111111111111";
+    const LATER: &str = "22222222222222222222222222222222";
+    let (_receiver, base) = receiver();
+    let s = Server::start(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &base),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ]);
+    let call = |traceparent: &str| {
+        let r = s.request(
+            "POST",
+            "/tools/python.execute",
+            &[
+                ("Content-Type", "application/json"),
+                ("traceparent", traceparent),
+            ],
+            json!({"code": "result = 1"}).to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 200);
+    };
+    call(&format!("00-{UNSAMPLED}-{CALLER_SPAN}-00"));
+    call(&format!("01-{LATER}-{CALLER_SPAN}-01-\" forged=yes"));
+    let seen = spans_when(&base, "the later version's trace", |spans| {
+        spans
+            .iter()
+            .any(|s| s["trace_id"] == LATER && s["name"] == "sandbox run")
+    });
+    let spans = seen["spans"].as_array().unwrap();
+    assert!(
+        !spans.iter().any(|s| s["trace_id"] == UNSAMPLED),
+        "an unsampled trace was sent: {spans:#?}"
+    );
+    let logs = s.json_logs_when(Duration::from_secs(10), |l| {
+        l.iter().filter(|l| l["message"] == "tool call").count() == 2
+    });
+    assert!(
+        logs.iter()
+            .any(|l| l["span"]["traceparent"] == format!("00-{LATER}-{CALLER_SPAN}-01")),
+        "{logs:#?}"
+    );
+    assert!(!s.logs().contains("forged"), "{}", s.logs());
+}

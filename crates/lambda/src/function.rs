@@ -414,10 +414,15 @@ where
         let handler = lambda_runtime::service_fn(move |event: LambdaEvent<Value>| {
             let function = function.clone();
             async move {
+                let deadline = event.context.deadline;
                 let answer = function.handle(event).await;
                 // Lambda freezes the instance once the answer is sent: the
-                // call's spans go first.
-                toolgate_shared::traces::flush().await;
+                // call's spans go first, within what is left of the
+                // invocation's time (less a margin for the answer itself).
+                let left = deadline
+                    .saturating_sub(toolgate_shared::clock::unix_ms() as u64)
+                    .saturating_sub(200);
+                toolgate_shared::traces::flush(std::time::Duration::from_millis(left)).await;
                 answer
             }
         });

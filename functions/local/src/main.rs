@@ -205,7 +205,7 @@ fn main() -> ExitCode {
     rt.block_on(async {
         let code = run(cli).await;
         // Spans still queued are sent before the process ends.
-        toolgate_shared::traces::flush().await;
+        toolgate_shared::traces::flush(std::time::Duration::from_secs(3)).await;
         code
     })
 }

@@ -28,13 +28,21 @@ impl Drop for ConsoleLine {
 }
 
 pub fn init() {
-    // Later calls in the same isolate find the subscriber set and do nothing.
-    let _ = tracing_subscriber::fmt()
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::filter::{FilterExt, LevelFilter, filter_fn};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let lines = tracing_subscriber::fmt::layer()
         .json()
         .flatten_event(true)
         .with_current_span(false)
         .without_time()
-        .with_max_level(tracing::Level::INFO)
         .with_writer(|| ConsoleLine(Vec::new()))
-        .try_init();
+        // A call's steps are spans for traces, not for lines: a line's span
+        // list stays the request's.
+        .with_filter(
+            LevelFilter::INFO.and(filter_fn(|m| m.target() != toolgate_shared::invoke::STEPS)),
+        );
+    // Later calls in the same isolate find the subscriber set and do nothing.
+    let _ = tracing_subscriber::registry().with(lines).try_init();
 }

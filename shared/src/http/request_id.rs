@@ -35,20 +35,18 @@ fn new_id() -> String {
 
 pub(super) async fn request_id(req: Request, next: Next) -> Response {
     let id = given(&req).unwrap_or_else(new_id);
-    // A caller's trace, continued (`traces`) and named on its lines; only
-    // a well-formed one, since it is the caller's text.
-    let traceparent = req
-        .headers()
-        .get(super::traceparent::HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| super::traceparent::parse(v).is_some())
-        .map(str::to_owned);
+    // A caller's trace, continued (`traces`) and named on its lines: only a
+    // valid one, and in its canonical form (not the caller's text).
+    let traceparent = super::traceparent::of(req.headers()).map(|p| p.header());
     let span = tracing::info_span!(
+        target: "toolgate::request",
         "request",
         request_id = %id,
-        traceparent = traceparent.as_deref()
+        traceparent = traceparent.as_deref(),
+        status = tracing::field::Empty,
     );
-    let mut res = next.run(req).instrument(span).await;
+    let mut res = next.run(req).instrument(span.clone()).await;
+    span.record("status", res.status().as_u16());
     if let Ok(v) = HeaderValue::from_str(&id) {
         res.headers_mut().insert(HEADER, v);
     }

@@ -4,7 +4,7 @@
 //! again. Neither the headers (an API key, often) nor the endpoint's path
 //! and query are ever logged.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,8 @@ pub(super) enum Msg {
 pub struct Exporter {
     tx: SyncSender<Msg>,
     dropped: std::sync::Arc<AtomicU64>,
+    /// The last export failed.
+    failing: std::sync::Arc<AtomicBool>,
     timeout: Duration,
 }
 
@@ -28,14 +30,16 @@ impl Exporter {
     pub fn start(s: Settings) -> std::io::Result<Exporter> {
         let (tx, rx) = std::sync::mpsc::sync_channel(s.queue);
         let dropped = std::sync::Arc::new(AtomicU64::new(0));
+        let failing = std::sync::Arc::new(AtomicBool::new(false));
         let timeout = s.timeout;
-        let seen = dropped.clone();
+        let (seen, said) = (dropped.clone(), failing.clone());
         std::thread::Builder::new()
             .name("toolgate-traces".into())
-            .spawn(move || run(s, rx, seen))?;
+            .spawn(move || run(s, rx, seen, said))?;
         Ok(Exporter {
             tx,
             dropped,
+            failing,
             timeout,
         })
     }
@@ -47,23 +51,30 @@ impl Exporter {
         }
     }
 
-    /// Sends every span finished so far and waits for the answer, up to
-    /// the export timeout. On Lambda after each invocation: a frozen
-    /// instance sends nothing.
-    pub async fn flush(&self) {
+    /// Sends every span finished so far and waits for the answer, at most
+    /// `within` and the export timeout. On Lambda after each invocation (a
+    /// frozen instance sends nothing), with what is left of its deadline.
+    /// No wait while the collector fails, nor when the queue is full (the
+    /// thread is sending already): a collector that is down costs nothing.
+    pub async fn flush(&self, within: Duration) {
+        if self.failing.load(Ordering::Relaxed) {
+            return;
+        }
         let (done, wait) = tokio::sync::oneshot::channel();
-        // A full queue: the flush message waits its turn off the runtime.
-        let tx = self.tx.clone();
-        let sent = tokio::task::spawn_blocking(move || tx.send(Msg::Flush(done)).is_ok());
-        if matches!(sent.await, Ok(true)) {
-            let _ = tokio::time::timeout(self.timeout, wait).await;
+        if self.tx.try_send(Msg::Flush(done)).is_ok() {
+            let _ = tokio::time::timeout(within.min(self.timeout), wait).await;
         }
     }
 }
 
 /// The exporting thread: a batch goes when it is full, when its oldest span
 /// has waited `delay`, or on a flush.
-fn run(s: Settings, rx: Receiver<Msg>, dropped: std::sync::Arc<AtomicU64>) {
+fn run(
+    s: Settings,
+    rx: Receiver<Msg>,
+    dropped: std::sync::Arc<AtomicU64>,
+    failing: std::sync::Arc<AtomicBool>,
+) {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -80,7 +91,7 @@ fn run(s: Settings, rx: Receiver<Msg>, dropped: std::sync::Arc<AtomicU64>) {
     let mut post = Post {
         s: &s,
         client,
-        failing: false,
+        failing,
     };
     let mut batch: Vec<Span> = Vec::new();
     let mut oldest: Option<Instant> = None;
@@ -225,7 +236,8 @@ where
 struct Post<'a> {
     s: &'a Settings,
     client: Client,
-    failing: bool,
+    /// Shared with the [`Exporter`]: a flush does not wait while set.
+    failing: std::sync::Arc<AtomicBool>,
 }
 
 impl Post<'_> {
@@ -243,17 +255,18 @@ impl Post<'_> {
             env!("CARGO_PKG_VERSION"),
             &spans,
         );
+        let was = self.failing.load(Ordering::Relaxed);
         match send(&self.client, self.s, body).await {
-            Some(why) if !self.failing => {
-                self.failing = true;
+            Some(why) if !was => {
+                self.failing.store(true, Ordering::Relaxed);
                 tracing::warn!(
                     endpoint = %shown(&self.s.endpoint),
                     spans = spans.len(),
                     "traces: cannot export ({why}); spans are dropped until an export works"
                 );
             }
-            None if self.failing => {
-                self.failing = false;
+            None if was => {
+                self.failing.store(false, Ordering::Relaxed);
                 tracing::info!(endpoint = %shown(&self.s.endpoint), "traces: exports work again");
             }
             _ => {}

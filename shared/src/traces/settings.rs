@@ -48,14 +48,37 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> (Option<Settings>, Vec<Stri
     {
         return (None, warnings);
     }
+    // Every trace is sent unless the caller's parent is unsampled (the
+    // default, parent-based, sampler); `always_off` sends none.
+    match var("OTEL_TRACES_SAMPLER").as_deref().map(str::trim) {
+        None | Some("" | "always_on" | "parentbased_always_on") => {}
+        Some("always_off") => return (None, warnings),
+        Some(other) => warnings.push(format!(
+            "OTEL_TRACES_SAMPLER={}: only parentbased_always_on, always_on and always_off are \
+             known; parentbased_always_on is used",
+            quoted(other)
+        )),
+    }
+    for unsupported in [
+        "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+        "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+    ] {
+        if var(unsupported).is_some_and(|v| !v.trim().is_empty()) {
+            warnings.push(format!(
+                "{unsupported} is not supported and is ignored (SSL_CERT_FILE names the roots \
+                 a collector's certificate is checked against)"
+            ));
+        }
+    }
     let endpoint = match var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").filter(|v| !v.trim().is_empty())
     {
         Some(v) => ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", v.trim().to_owned()),
         None => match var("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|v| !v.trim().is_empty()) {
-            Some(v) => (
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
-                format!("{}/v1/traces", v.trim().trim_end_matches('/')),
-            ),
+            Some(v) => ("OTEL_EXPORTER_OTLP_ENDPOINT", traces_url(v.trim())),
             None => return (None, warnings),
         },
     };
@@ -133,7 +156,8 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> (Option<Settings>, Vec<Stri
         10_000,
     );
     let delay = millis("OTEL_BSP_SCHEDULE_DELAY", None, 5_000);
-    let queue = millis("OTEL_BSP_MAX_QUEUE_SIZE", None, 2_048);
+    // The queue is allocated whole: bounded.
+    let queue = millis("OTEL_BSP_MAX_QUEUE_SIZE", None, 2_048).min(MAX_QUEUE);
     let batch = millis("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", None, 512);
     let resource = resource(&var, &mut warnings);
     let settings = Settings {
@@ -146,6 +170,24 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> (Option<Settings>, Vec<Stri
         resource,
     };
     (Some(settings), warnings)
+}
+
+/// The most spans held, whatever `OTEL_BSP_MAX_QUEUE_SIZE` says.
+const MAX_QUEUE: u64 = 65_536;
+
+/// A base endpoint with the traces path after its own path, before any
+/// query (`http://c:4318/base?x=1` → `http://c:4318/base/v1/traces?x=1`).
+fn traces_url(base: &str) -> String {
+    let (head, query) = match base.split_once('?') {
+        Some((h, q)) => (h, Some(q)),
+        None => (base, None),
+    };
+    let mut url = format!("{}/v1/traces", head.trim_end_matches('/'));
+    if let Some(q) = query {
+        url.push('?');
+        url.push_str(q);
+    }
+    url
 }
 
 /// `service.name` (`OTEL_SERVICE_NAME`, else `toolgate`), `service.version`,
@@ -257,6 +299,19 @@ mod tests {
         assert!(given(&[on]).0.is_some());
         assert_eq!(given(&[on, ("OTEL_SDK_DISABLED", "true")]).0, None);
         assert_eq!(given(&[on, ("OTEL_TRACES_EXPORTER", "none")]).0, None);
+        assert_eq!(given(&[on, ("OTEL_TRACES_SAMPLER", "always_off")]).0, None);
+        let (s, w) = given(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/base?k=1"),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "999999999999"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+        ]);
+        let s = s.unwrap();
+        assert_eq!(s.endpoint, "http://c:4318/base/v1/traces?k=1");
+        assert_eq!(s.queue, MAX_QUEUE as usize);
+        assert!(
+            w[0].contains("OTEL_EXPORTER_OTLP_COMPRESSION is not supported"),
+            "{w:?}"
+        );
         let (s, w) = given(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "c:4318")]);
         assert!(s.is_none() && w[0].contains("not an http"), "{w:?}");
     }
