@@ -163,15 +163,7 @@ fn check_connects_to_each_ssh_server_and_names_those_that_fail() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["ok"], false);
-    let of = |what: &str| {
-        report["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["what"] == what)
-            .unwrap_or_else(|| panic!("no {what} in {report}"))
-            .clone()
-    };
+    let of = |what: &str| finding(&report, what);
     let good = of("ssh good");
     assert_eq!(good["status"], "ok", "{good}");
     assert!(
@@ -247,15 +239,7 @@ fn check_reaches_notification_channels_without_sending() {
     let out = Launch::toolgate(&["--config", cfg.0.to_str().unwrap(), "check", "--json"]).output();
     assert_eq!(out.status.code(), Some(1), "one channel is down: {out:?}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let of = |what: &str| {
-        report["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["what"] == what)
-            .unwrap_or_else(|| panic!("no {what} in {report}"))
-            .clone()
-    };
+    let of = |what: &str| finding(&report, what);
     let port = base.rsplit(':').next().unwrap();
     assert_eq!(
         of("notify up"),
@@ -275,4 +259,65 @@ fn check_reaches_notification_channels_without_sending() {
     let seen = toolgate_e2e::webhook::seen(&base);
     assert_eq!(seen["hook"], json!([]), "nothing was sent: {seen}");
     assert_eq!(seen["slack"], json!([]), "nothing was sent: {seen}");
+}
+
+/// The finding of `toolgate check --json`'s `report` about `what`.
+fn finding(report: &Value, what: &str) -> Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["what"] == what)
+        .unwrap_or_else(|| panic!("no {what} in {report}"))
+        .clone()
+}
+
+/// `scripts/release local` packs the binary under its version with its
+/// checksum, and refuses a binary of another version. It packs the test
+/// run's build (`TOOLGATE_RELEASE_BINARY`): an optimised RustPython takes
+/// minutes to build.
+#[test]
+fn release_packs_the_versioned_binary_with_its_checksum() {
+    let out_dir = TempDir::new("toolgate-release");
+    let release = |binary: &std::path::Path| {
+        Launch::new("bash")
+            .arg(toolgate_e2e::workspace().join("scripts/release"))
+            .arg("local")
+            .env("TOOLGATE_RELEASE_DIR", out_dir.path())
+            .env("TOOLGATE_RELEASE_BINARY", binary)
+            .output()
+    };
+    // A binary that is not this version is not packed as it.
+    let other = out_dir.path().join("other");
+    std::fs::write(&other, "#!/bin/sh\necho toolgate 9.9.9\n").unwrap();
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let refused = release(&other);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("toolgate 9.9.9"));
+    let out = release(&toolgate_e2e::toolgate_bin());
+    assert!(out.status.success(), "{out:?}");
+    let manifest =
+        std::fs::read_to_string(toolgate_e2e::workspace().join("functions/local/Cargo.toml"))
+            .unwrap();
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("toolgate's version");
+    let dir = out_dir.path().join(format!("toolgate-{version}"));
+    let arch = std::env::consts::ARCH;
+    let binary = dir.join(format!("toolgate-{version}-linux-{arch}"));
+    let said = Launch::new(&binary).arg("--version").output();
+    assert_eq!(
+        String::from_utf8_lossy(&said.stdout).trim(),
+        format!("toolgate {version}")
+    );
+    let mut check = std::process::Command::new("sha256sum");
+    check.args(["-c", "SHA256SUMS"]).current_dir(&dir);
+    let checked = Launch::from_command(check).output();
+    assert!(checked.status.success(), "{checked:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&checked.stdout).trim(),
+        format!("toolgate-{version}-linux-{arch}: OK")
+    );
 }

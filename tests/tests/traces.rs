@@ -149,14 +149,7 @@ fn a_call_is_a_trace_with_the_tools_own_steps() {
         .unwrap_or_else(|| panic!("ssh_run's audit line: {logs:#?}"));
     assert_eq!(audit["span"]["name"], "request", "{audit}");
     assert!(audit["span"]["request_id"].is_string(), "{audit}");
-    let started = logs
-        .iter()
-        .find(|l| {
-            l["message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("toolgate listening"))
-        })
-        .unwrap();
+    let started = start_up_line(&logs);
     assert_eq!(started["traces"], base);
     assert!(!s.logs().contains(COLLECTOR_KEY), "{}", s.logs());
 }
@@ -252,14 +245,7 @@ fn bad_settings_are_warned_about_and_a_wrong_url_sends_nothing() {
         warned("OTEL_EXPORTER_OTLP_ENDPOINT is not an http:// or https:// URL"),
         "{logs:#?}"
     );
-    let started = logs
-        .iter()
-        .find(|l| {
-            l["message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("toolgate listening"))
-        })
-        .unwrap();
+    let started = start_up_line(&logs);
     assert_eq!(started["traces"], "off");
     assert_eq!(s.exec("result = 2")["result"], 2);
 }
@@ -384,4 +370,15 @@ fn an_unsampled_caller_is_not_traced_and_headers_are_logged_rebuilt() {
         "{logs:#?}"
     );
     assert!(!s.logs().contains("forged"), "{}", s.logs());
+}
+
+/// `toolgate serve`'s "listening" line.
+fn start_up_line(logs: &[Value]) -> &Value {
+    logs.iter()
+        .find(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("toolgate listening"))
+        })
+        .expect("the start-up line")
 }
