@@ -1611,6 +1611,9 @@ for r in ev.list_rules()['Rules']:
         ("AWS_ENDPOINT_URL", endpoint.as_str()),
         ("TOOLGATE_CLARIFY_TABLE", table.as_str()),
         ("TOOLGATE_CLARIFY_EXPIRY_SECS", "2"),
+        // `toolgate serve` sweeps on this timer: a function that ran one
+        // would sweep within the wait below.
+        ("TOOLGATE_CLARIFY_SWEEP_SECS", "1"),
         ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
     ]);
     let (watch, port) = watch(&env);
@@ -1624,9 +1627,9 @@ for r in ev.list_rules()['Rules']:
     assert_eq!(asked["status"], "pending", "{asked}");
 
     // Past the expiry, with nothing invoked: the workflow still waits. The
-    // wait outlasts the 30 s timer that `toolgate serve` runs, so a timer
-    // in the function doing the schedule's work would show here.
-    std::thread::sleep(Duration::from_secs(32));
+    // wait is three sweep intervals past the expiry, so a timer in the
+    // function doing the schedule's work would show here.
+    std::thread::sleep(Duration::from_secs(5));
     let waiting = boto(
         &endpoint,
         "print(boto3.client('stepfunctions', **kw).describe_execution(executionArn=sys.argv[2])['status'])",
