@@ -1,11 +1,11 @@
 //! OpenTelemetry traces, sent over OTLP/HTTP (protobuf) when OpenTelemetry's
 //! own variables name an endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`; the list
-//! in `docs/operations.md`). One span per request (kind server), one per
-//! tool call under it, and the tool's own steps under that: the sandbox run,
-//! a session's open and save, an SSH connection and command, a cloud
-//! account's call, an approval's check. Only Toolgate's own spans are sent
-//! (target `toolgate…`), never a library's. A request's W3C `traceparent`
-//! continues the caller's trace.
+//! in `docs/http-api.md#traces`). One span per request (kind server), one
+//! per tool call under it, and the tool's own steps under that: the sandbox
+//! run, a session's open and save, an SSH connection and command, a cloud
+//! account's call, an approval's check. Only those are sent ([`sent`]),
+//! never a library's span. A request's W3C `traceparent` continues the
+//! caller's trace.
 //!
 //! Steps are spans with target [`TARGET`], which the log lines never show
 //! (`logging::init` filters them from its layer), so a line's `span` stays
@@ -42,12 +42,9 @@ pub fn layer() -> (Option<Layer>, Vec<String>) {
     let Some(s) = settings else {
         return (None, warnings);
     };
-    let shown = settings::shown(&s.endpoint);
-    match export::Exporter::start(s.clone()) {
+    match export::Exporter::start(s) {
         Ok(e) => {
-            let _ = SETTINGS.set(s);
             let _ = EXPORTER.set(e);
-            let _ = DESTINATION.set(shown);
             (Some(Layer), warnings)
         }
         Err(e) => {
@@ -60,17 +57,16 @@ pub fn layer() -> (Option<Layer>, Vec<String>) {
 }
 
 /// Where traces go (`scheme://host:port`), when they are sent.
-pub fn destination() -> Option<&'static str> {
-    DESTINATION.get().map(String::as_str)
+pub fn destination() -> Option<String> {
+    EXPORTER
+        .get()
+        .map(|e| settings::shown(&e.settings.endpoint))
 }
-
-static DESTINATION: OnceLock<String> = OnceLock::new();
-static SETTINGS: OnceLock<settings::Settings> = OnceLock::new();
 
 /// `toolgate check`'s view: `None` when traces are off; else whether the
 /// collector takes an export (an empty one, which adds no span).
 pub async fn probe() -> Option<Result<String, String>> {
-    let s = SETTINGS.get()?;
+    let s = &EXPORTER.get()?.settings;
     let shown = settings::shown(&s.endpoint);
     Some(match export::post(s, Vec::new()).await {
         None => Ok(format!("{shown} takes exports (http/protobuf)")),
@@ -104,8 +100,9 @@ struct Open {
     span: proto::Span,
     /// Whether its trace is sent (the caller's `traceparent` may say not).
     sampled: bool,
-    /// `otel.status_message`, for when `otel.status_code` comes later.
-    message: Option<String>,
+    /// `otel.status_code` and `otel.status_message`, in whichever order
+    /// they were recorded: the span's status when it closes.
+    status: Status,
 }
 
 impl<S> tracing_subscriber::Layer<S> for Layer
@@ -153,9 +150,9 @@ where
                 start_ns: now_ns(),
                 end_ns: 0,
                 attributes: fields.attributes,
-                failed: fields.failed,
+                failed: None,
             },
-            message: fields.status_message,
+            status: fields.status,
             sampled,
         };
         span.extensions_mut().insert(open);
@@ -173,19 +170,9 @@ where
             open.span.attributes.retain(|(key, _)| *key != k);
             open.span.attributes.push((k, v));
         }
-        if let Some(m) = fields.status_message {
-            if let Some(Failed(why)) = &mut open.span.failed {
-                why.clone_from(&m);
-            }
-            open.message = Some(m);
-        }
-        if let Some(Failed(why)) = fields.failed {
-            let why = if why.is_empty() {
-                open.message.clone().unwrap_or_default()
-            } else {
-                why
-            };
-            open.span.failed = Some(Failed(why));
+        open.status.error |= fields.status.error;
+        if fields.status.message.is_some() {
+            open.status.message = fields.status.message;
         }
     }
 
@@ -195,6 +182,8 @@ where
             return;
         };
         open.span.end_ns = now_ns().max(open.span.start_ns);
+        let Status { error, message } = open.status;
+        open.span.failed = error.then(|| Failed(message.unwrap_or_default()));
         if !open.sampled {
             return;
         }
@@ -209,9 +198,15 @@ where
 struct Fields {
     attributes: Vec<(String, Value)>,
     kind: Option<Kind>,
-    failed: Option<Failed>,
-    status_message: Option<String>,
+    status: Status,
     traceparent: Option<String>,
+}
+
+/// What `otel.status_code` (`error`) and `otel.status_message` said.
+#[derive(Default)]
+struct Status {
+    error: bool,
+    message: Option<String>,
 }
 
 impl Fields {
@@ -229,19 +224,8 @@ impl Fields {
                     _ => None,
                 }
             }
-            "otel.status_code" => {
-                if text().eq_ignore_ascii_case("error") {
-                    let why = self.status_message.clone().unwrap_or_default();
-                    self.failed = Some(Failed(why));
-                }
-            }
-            "otel.status_message" => {
-                let why = text();
-                if let Some(Failed(m)) = &mut self.failed {
-                    *m = why.clone();
-                }
-                self.status_message = Some(why);
-            }
+            "otel.status_code" => self.status.error |= text().eq_ignore_ascii_case("error"),
+            "otel.status_message" => self.status.message = Some(text()),
             "traceparent" => self.traceparent = Some(text()),
             name => self.attributes.push((name.to_owned(), v)),
         }

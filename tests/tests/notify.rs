@@ -54,18 +54,23 @@ fn slack_type_errors(messages: &[Value]) -> Result<(), String> {
     }
 }
 
+/// `[[clarify.notify]]` webhooks, each a name and the receiver's route it
+/// posts to, hearing of `created` only.
+fn webhooks(base: &str, channels: &[(&str, &str)]) -> String {
+    channels
+        .iter()
+        .map(|(name, route)| {
+            format!(
+                "[[clarify.notify]]\nkind = \"webhook\"\nname = \"{name}\"\nurl = \"{base}/{route}\"\n\
+                 secret = \"{SECRET}\"\nevents = [\"created\"]\n\n"
+            )
+        })
+        .collect()
+}
+
 fn config(dir: &Path, base: &str) -> PathBuf {
     let path = dir.join("toolgate.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[[clarify.notify]]\nkind = \"webhook\"\nname = \"down\"\nurl = \"{base}/down\"\n\
-             secret = \"{SECRET}\"\nevents = [\"created\"]\n\n\
-             [[clarify.notify]]\nkind = \"webhook\"\nname = \"slow\"\nurl = \"{base}/slow\"\n\
-             secret = \"{SECRET}\"\nevents = [\"created\"]\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(&path, webhooks(base, &[("down", "down"), ("slow", "slow")])).unwrap();
     path
 }
 
@@ -239,12 +244,7 @@ fn deliveries_time_out_follow_no_redirect_and_are_not_sent_again() {
     let path = dir.join("toolgate.toml");
     std::fs::write(
         &path,
-        format!(
-            "[[clarify.notify]]\nkind = \"webhook\"\nname = \"moved\"\nurl = \"{base}/redirect\"\n\
-             secret = \"{SECRET}\"\nevents = [\"created\"]\n\n\
-             [[clarify.notify]]\nkind = \"webhook\"\nname = \"hung\"\nurl = \"{base}/hang\"\n\
-             secret = \"{SECRET}\"\nevents = [\"created\"]\n"
-        ),
+        webhooks(&base, &[("moved", "redirect"), ("hung", "hang")]),
     )
     .unwrap();
     let s = Server::start_with_args(&[], &["--config", path.to_str().unwrap()]);

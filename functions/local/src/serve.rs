@@ -73,7 +73,7 @@ pub async fn run(cfg: Config) -> ExitCode {
         open_files_limit = open_files,
         callers = cfg.server.tokens.len(),
         approvers = cfg.approvals.approvers.len(),
-        traces = toolgate_shared::traces::destination().unwrap_or("off"),
+        traces = %toolgate_shared::traces::destination().unwrap_or_else(|| "off".into()),
         tools = ?app.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
         "toolgate listening on http://{local}"
     );

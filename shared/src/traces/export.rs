@@ -22,7 +22,8 @@ pub struct Exporter {
     dropped: std::sync::Arc<AtomicU64>,
     /// The last export failed.
     failing: std::sync::Arc<AtomicBool>,
-    timeout: Duration,
+    /// What it was started with.
+    pub settings: Settings,
 }
 
 impl Exporter {
@@ -31,8 +32,7 @@ impl Exporter {
         let (tx, rx) = std::sync::mpsc::sync_channel(s.queue);
         let dropped = std::sync::Arc::new(AtomicU64::new(0));
         let failing = std::sync::Arc::new(AtomicBool::new(false));
-        let timeout = s.timeout;
-        let (seen, said) = (dropped.clone(), failing.clone());
+        let (settings, seen, said) = (s.clone(), dropped.clone(), failing.clone());
         std::thread::Builder::new()
             .name("toolgate-traces".into())
             .spawn(move || run(s, rx, seen, said))?;
@@ -40,7 +40,7 @@ impl Exporter {
             tx,
             dropped,
             failing,
-            timeout,
+            settings,
         })
     }
 
@@ -62,7 +62,7 @@ impl Exporter {
         }
         let (done, wait) = tokio::sync::oneshot::channel();
         if self.tx.try_send(Msg::Flush(done)).is_ok() {
-            let _ = tokio::time::timeout(within.min(self.timeout), wait).await;
+            let _ = tokio::time::timeout(within.min(self.settings.timeout), wait).await;
         }
     }
 }

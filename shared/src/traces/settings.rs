@@ -30,20 +30,18 @@ pub struct Settings {
 /// other than `otlp`). Warnings name the variable and what is done instead.
 pub fn read(var: impl Fn(&str) -> Option<String>) -> (Option<Settings>, Vec<String>) {
     let mut warnings = Vec::new();
-    let either = |traces: &str, all: &str| {
-        var(traces)
+    // A variable counts when it is set to something.
+    let set = |name: &str| {
+        var(name)
             .filter(|v| !v.trim().is_empty())
-            .map(|v| (traces.to_owned(), v))
-            .or_else(|| {
-                var(all)
-                    .filter(|v| !v.trim().is_empty())
-                    .map(|v| (all.to_owned(), v))
-            })
+            .map(|v| (name.to_owned(), v))
     };
+    // The traces-only variable, else the one for every signal.
+    let either = |traces: &str, all: &str| set(traces).or_else(|| set(all));
     if var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         return (None, warnings);
     }
-    if let Some(e) = var("OTEL_TRACES_EXPORTER").filter(|v| !v.trim().is_empty())
+    if let Some((_, e)) = set("OTEL_TRACES_EXPORTER")
         && !e.split(',').any(|x| x.trim() == "otlp")
     {
         return (None, warnings);
@@ -67,20 +65,21 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> (Option<Settings>, Vec<Stri
         "OTEL_EXPORTER_OTLP_COMPRESSION",
         "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
     ] {
-        if var(unsupported).is_some_and(|v| !v.trim().is_empty()) {
+        if set(unsupported).is_some() {
             warnings.push(format!(
                 "{unsupported} is not supported and is ignored (SSL_CERT_FILE names the roots \
                  a collector's certificate is checked against)"
             ));
         }
     }
-    let endpoint = match var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").filter(|v| !v.trim().is_empty())
-    {
-        Some(v) => ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", v.trim().to_owned()),
-        None => match var("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|v| !v.trim().is_empty()) {
-            Some(v) => ("OTEL_EXPORTER_OTLP_ENDPOINT", traces_url(v.trim())),
-            None => return (None, warnings),
-        },
+    // The traces endpoint is used as it is; the general one gets the path.
+    let endpoint = match either(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ) {
+        Some((name, v)) if name == "OTEL_EXPORTER_OTLP_ENDPOINT" => (name, traces_url(v.trim())),
+        Some((name, v)) => (name, v.trim().to_owned()),
+        None => return (None, warnings),
     };
     let (name, endpoint) = endpoint;
     match endpoint.parse::<axum::http::Uri>() {
@@ -132,9 +131,7 @@ pub fn read(var: impl Fn(&str) -> Option<String>) -> (Option<Settings>, Vec<Stri
     let mut millis = |traces: &str, all: Option<&str>, default: u64| {
         let found = match all {
             Some(all) => either(traces, all),
-            None => var(traces)
-                .filter(|v| !v.trim().is_empty())
-                .map(|v| (traces.to_owned(), v)),
+            None => set(traces),
         };
         match found {
             None => default,
