@@ -23,6 +23,28 @@ use crate::{issued, logsink};
 /// the harness, not by the child, so the child needs none of the test's.
 pub const BASE_ENV: [&str; 2] = ["PATH", "LANG"];
 
+/// Clears `cmd`'s environment to [`BASE_ENV`] and `home` as `HOME`, and
+/// keeps what `cmd` set or removed itself.
+pub fn hermetic(cmd: &mut Command, home: &Path) {
+    let set: Vec<_> = cmd
+        .get_envs()
+        .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
+        .collect();
+    cmd.env_clear();
+    for keep in BASE_ENV {
+        if let Some(v) = std::env::var_os(keep) {
+            cmd.env(keep, v);
+        }
+    }
+    cmd.env("HOME", home);
+    for (k, v) in set {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+}
+
 /// How long [`Launch::output`] waits unless told otherwise.
 pub const DEFAULT_WITHIN: Duration = Duration::from_secs(60);
 
@@ -77,14 +99,8 @@ impl Launch {
         let home = dir.path().join("home");
         std::fs::create_dir(&home).expect("make HOME");
         let mut cmd = Command::new(program.as_ref());
-        cmd.env_clear();
-        for keep in BASE_ENV {
-            if let Some(v) = std::env::var_os(keep) {
-                cmd.env(keep, v);
-            }
-        }
-        cmd.env("HOME", &home)
-            .env("TOOLGATE_DATA_DIR", dir.path().join("data"))
+        hermetic(&mut cmd, &home);
+        cmd.env("TOOLGATE_DATA_DIR", dir.path().join("data"))
             .current_dir(dir.path());
         Self {
             cmd,

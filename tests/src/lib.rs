@@ -421,6 +421,20 @@ pub fn proc_state(pid: u32) -> Option<(char, u64)> {
     Some((state, ticks))
 }
 
+/// CPU ticks of each process, then again after `wait`; returns those that ran.
+pub fn busy_processes(pids: &[u32], wait: Duration) -> Vec<u32> {
+    let before: Vec<_> = pids.iter().map(|p| proc_state(*p)).collect();
+    std::thread::sleep(wait);
+    pids.iter()
+        .zip(before)
+        .filter_map(|(p, b)| {
+            let (_, t0) = b?;
+            let (_, t1) = proc_state(*p)?;
+            (t1 > t0).then_some(*p)
+        })
+        .collect()
+}
+
 /// Resident memory of a process in KiB, from /proc.
 pub fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

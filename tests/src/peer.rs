@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::launch::TempDir;
+
 /// Where `scripts/install-test-tools` put the third-party tools.
 pub fn tools_dir() -> PathBuf {
     let dir = std::env::var("TOOLGATE_TEST_TOOLS").unwrap_or_else(|_| {
@@ -91,15 +93,53 @@ pub struct Peer {
     child: Child,
     name: String,
     logs: Arc<Mutex<String>>,
+    /// Its `HOME`, removed once it is killed (fields drop after `drop`).
+    _home: TempDir,
+}
+
+/// What `cargo` (`cargo lambda watch`) needs from the test's environment
+/// beside [`crate::launch::BASE_ENV`]: where the toolchains and the registry cache are
+/// (resolved against the real `HOME`, which the peer does not get), and
+/// what the suite built with, so that nothing is built again for a
+/// different wrapper or target dir.
+pub fn cargo_env() -> Vec<(String, String)> {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let mut vars = vec![
+        (
+            "CARGO_HOME".to_owned(),
+            std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{home}/.cargo")),
+        ),
+        (
+            "RUSTUP_HOME".to_owned(),
+            std::env::var("RUSTUP_HOME").unwrap_or_else(|_| format!("{home}/.rustup")),
+        ),
+    ];
+    for keep in [
+        "CARGO_TARGET_DIR",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
+        "RUSTFLAGS",
+        "RUSTUP_TOOLCHAIN",
+    ] {
+        if let Ok(v) = std::env::var(keep) {
+            vars.push((keep.to_owned(), v));
+        }
+    }
+    vars
 }
 
 impl Peer {
-    /// Starts `cmd` in a new process group, capturing stdout and stderr.
-    /// When it runs Toolgate's code (`cargo lambda watch`), both are also
-    /// copied for the log scan ([`crate::logsink`]), and the secrets in its
-    /// environment recorded ([`crate::issued`]).
+    /// Starts `cmd` in a new process group, capturing stdout and stderr,
+    /// with an environment of [`crate::launch::BASE_ENV`], a fresh `HOME` and only what
+    /// `cmd` sets itself: a peer reads no `TOOLGATE_*`, `AWS_*` or
+    /// `~/.aws` of the test's. When it runs Toolgate's code (`cargo lambda
+    /// watch`), its output is also copied for the log scan
+    /// ([`crate::logsink`]), and the secrets in its environment recorded
+    /// ([`crate::issued`]).
     pub fn spawn(name: &str, cmd: &mut Command) -> Self {
         use std::os::unix::process::CommandExt;
+        let home = TempDir::new("toolgate-peer-home");
+        crate::launch::hermetic(cmd, home.path());
         let toolgate = crate::logsink::toolgate_process(cmd);
         if toolgate.is_some() {
             for (k, v) in cmd.get_envs() {
@@ -148,6 +188,7 @@ impl Peer {
             child,
             name: name.to_owned(),
             logs,
+            _home: home,
         }
     }
 

@@ -84,6 +84,11 @@ impl Wrangler {
         std::fs::create_dir_all(state).expect("state dir");
         let out = Arc::new(Mutex::new(File::create(&log).expect("log file")));
         let mut cmd = Command::new(tools_dir().join("node_modules/.bin/wrangler"));
+        // Only what it is given here: no `TOOLGATE_*`, `CLOUDFLARE_*` or
+        // home folder of the test's (wrangler keeps its logs under HOME).
+        let home = state.join("home");
+        std::fs::create_dir_all(&home).expect("wrangler's HOME");
+        crate::launch::hermetic(&mut cmd, &home);
         cmd.current_dir(worker_root())
             .args(["dev", "--local", "--ip", "127.0.0.1", "--port"])
             .arg(port.to_string())

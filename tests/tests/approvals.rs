@@ -838,6 +838,119 @@ fn a_gated_cloud_tool_runs_once_with_exactly_the_approved_arguments() {
     assert_eq!(ran["endpoint"], format!("http://127.0.0.1:{port}/mcp"));
 }
 
+/// A cloud account of `toolgate.toml` as an operator writes one: its bearer
+/// token from the environment variable `token_env` names, headers of its
+/// own, and `echo` gated.
+fn gated_account(port: u16) -> String {
+    config(&format!(
+        "[clouds.demo]\nurl = \"http://127.0.0.1:{port}/mcp\"\napprove = [\"ech*\"]\n\
+         token_env = \"DEMO_CLOUD_TOKEN\"\nheaders = {{ \"X-Tenant\" = \"t1\" }}\n"
+    ))
+}
+
+const DEMO_CLOUD_TOKEN: &str = "demo-cloud-token-0123456789abcdef";
+
+/// A gated cloud call with `toolgate_wait` runs in that one call once an
+/// approver approves while it waits, with the account's token (from
+/// `token_env`) and headers upstream and the wait argument stripped; an
+/// approval is bound to the account's endpoint, so after the operator
+/// moves the account elsewhere it is refused, naming both endpoints.
+#[test]
+fn a_cloud_approval_waits_for_its_decision_and_is_bound_to_the_endpoint() {
+    let (first, first_port) = toolgate_e2e::peer::everything_recording_headers();
+    let (moved, moved_port) = toolgate_e2e::peer::everything_recording_headers();
+    let data = toolgate_e2e::launch::TempDir::new("toolgate-cloud-approvals");
+    let data_dir = data.path().to_str().unwrap().to_owned();
+    let env = [
+        ("DEMO_CLOUD_TOKEN", DEMO_CLOUD_TOKEN),
+        ("TOOLGATE_DATA_DIR", data_dir.as_str()),
+    ];
+    let (s, _cfg) = serve(&gated_account(first_port), &env);
+    let call = |s: &Server, body: &Value| as_agent(s, "/tools/demo__echo", body);
+
+    // The call waits; an approver, seeing it pending, approves; the same
+    // call then runs.
+    let waited = std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| {
+            let started = std::time::Instant::now();
+            let r = call(&s, &json!({"message": "hi", "toolgate_wait": 20}));
+            (r, started.elapsed())
+        });
+        let id = toolgate_e2e::timing::poll_until(
+            Duration::from_secs(15),
+            "the waiting call's approval pending",
+            || {
+                let list = with_token(&s, OPS, "GET", "/approvals?status=pending", "").json();
+                list["approvals"][0]["id"].as_str().map(str::to_owned)
+            },
+        );
+        decide(&s, &id, true);
+        let (r, took) = waiting.join().expect("the waiting call");
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        assert!(r.json().to_string().contains("hi"), "{}", r.json());
+        assert!(
+            took < Duration::from_secs(20),
+            "it waited out its wait: {took:?}"
+        );
+        id
+    });
+    let approved = |l: &Value| l["event"] == "cloud_call" && l["outcome"] == "approved";
+    let lines = audit_once(&s, approved);
+    let ran = lines
+        .iter()
+        .find(|l| approved(l))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(ran["approval"], id_ref(&waited));
+    // What was forwarded is the tool's own arguments, `toolgate_wait` gone.
+    assert_eq!(ran["arguments_sha256"], sha256(r#"{"message":"hi"}"#));
+    // Every request upstream carried the account's token and headers.
+    let seen = toolgate_e2e::peer::recorded_headers(&first);
+    assert!(!seen.is_empty());
+    for h in &seen {
+        assert_eq!(
+            (h["authorization"].as_str(), h["x-tenant"].as_str()),
+            (
+                Some(format!("Bearer {DEMO_CLOUD_TOKEN}").as_str()),
+                Some("t1")
+            ),
+            "{h}"
+        );
+    }
+
+    // An approval asked for at the first endpoint, then the account moved.
+    let r = call(&s, &json!({"message": "again"}));
+    assert_eq!(r.status, 428, "{}", String::from_utf8_lossy(&r.body));
+    let id = r.json()["error"]["approval"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    decide(&s, &id, true);
+    s.terminate();
+    let (s, _cfg) = serve(&gated_account(moved_port), &env);
+    let listed = with_token(&s, AGENT, "GET", "/tools", "").json();
+    assert!(listed.to_string().contains("demo__echo"), "{listed}");
+    let requests = toolgate_e2e::peer::recorded_headers(&moved).len();
+    let r = call(&s, &json!({"message": "again", "toolgate_approval": id}));
+    assert_eq!(
+        error(&r),
+        (
+            403,
+            "forbidden".to_owned(),
+            format!(
+                "the endpoint of cloud account \"demo\" changed since approval {id} \
+                 (approved for http://127.0.0.1:{first_port}/mcp, now http://127.0.0.1:{moved_port}/mcp)"
+            )
+        )
+    );
+    // Nothing was sent to the moved account for the refused call.
+    assert_eq!(
+        toolgate_e2e::peer::recorded_headers(&moved).len(),
+        requests,
+        "{}",
+        moved.logs()
+    );
+}
+
 /// Where the operator chooses link-holder approvals, the channels get a
 /// link whose fragment is the capability (never sent to the server in a
 /// URL, never in the agent's answer, stored only hashed), and the receipt

@@ -242,26 +242,56 @@ fn bearer_token_guards_everything_but_healthz() {
     assert_eq!(s.get("/tools").status, 401);
 }
 
+/// The four walls the pool keeps itself read false until its probe scripts
+/// have run them (the first `/healthz` starts them, in the background), then
+/// as found; the others as the zygote checked them.
 #[test]
 fn healthz_reports_the_walls() {
+    const POOLS: [&str; 4] = [
+        "process_per_call",
+        "instance_per_call",
+        "stop_at_deadline",
+        "kill_at_deadline",
+    ];
     let s = Server::start(&[]);
     let h = s.get("/healthz").json();
     assert_eq!(h["status"], "ok");
     assert_eq!(h["tools"], json!(["python.execute", "clarify"]));
     let w = &h["sandbox"]["walls"];
-    for wall in [
-        "capability_gap",
-        "scrub",
-        "process_per_call",
-        "instance_per_call",
-        "rlimits",
-        "stop_at_deadline",
-        "kill_at_deadline",
-    ] {
+    assert_eq!(
+        w["probe_error"], "being checked: ask again in a second",
+        "{w}"
+    );
+    for wall in POOLS {
+        assert_eq!(w[wall], false, "{wall} before the probe, in {w}");
+    }
+    let w = toolgate_e2e::timing::poll_until(
+        std::time::Duration::from_secs(20),
+        "the walls probed",
+        || {
+            let w = s.get("/healthz").json()["sandbox"]["walls"].clone();
+            w.get("probe_error").is_none().then_some(w)
+        },
+    );
+    for wall in ["capability_gap", "scrub", "rlimits"]
+        .into_iter()
+        .chain(POOLS)
+    {
         assert_eq!(w[wall], true, "{wall} in {w}");
     }
     assert!(w["seccomp"].is_boolean());
     assert_eq!(w["memory_mb"], 256);
+    // The probe ran down the calls' path: its deadline stops were logged.
+    let logs = s.json_logs();
+    let stops: Vec<&str> = logs
+        .iter()
+        .filter(|l| l["message"] == "script stopped at its deadline")
+        .filter_map(|l| l["stop"].as_str())
+        .collect();
+    assert!(
+        stops.contains(&"in_vm") && stops.contains(&"killed"),
+        "{stops:?}"
+    );
 }
 
 /// `/healthz` tells a stranger only that the server is up: the tools, the

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_e2e::lambda_events::fixture;
-use toolgate_e2e::peer::{Peer, everything, free_port, moto, run_ok, tools_dir, tools_path};
+use toolgate_e2e::peer::{
+    Peer, cargo_env, everything, free_port, moto, run_ok, tools_dir, tools_path,
+};
 use toolgate_e2e::stepfunctions::{
     AWS, boto, execute_state_machines, finished, start_waiting_execution,
 };
@@ -28,6 +30,7 @@ fn watch_on(port: u16, env: &[(&str, &str)]) -> (Peer, u16) {
         .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
         .arg(port.to_string())
         .env("PATH", tools_path())
+        .envs(cargo_env())
         .current_dir(workspace());
     // The functions it starts inherit this environment.
     cmd.envs(env.iter().copied());
@@ -131,6 +134,31 @@ fn http(fixture: &str, outcome: Outcome) -> (u64, Value) {
     );
     let body = serde_json::from_str(resp["body"].as_str().expect("body")).expect("JSON body");
     (status, body)
+}
+
+/// Two IAM principals that sign requests to an HTTP API with IAM auth.
+const ALICE_ARN: &str = "arn:aws:iam::123456789012:user/alice";
+const BOB_ARN: &str = "arn:aws:iam::123456789012:role/bob";
+
+/// API Gateway's event for `POST /tools/{tool}` with `args`, signed by the
+/// IAM principal `arn` (an HTTP API's IAM authorizer: no JWT, and the
+/// caller is the signer's ARN), in scope for the server `box`.
+fn iam_event(tool: &str, arn: &str, args: &Value) -> Value {
+    let mut event = fixture("apigw_v2_call.json");
+    let path = format!("/tools/{tool}");
+    event["rawPath"] = json!(path);
+    event["requestContext"]["http"]["path"] = json!(path);
+    event["pathParameters"] = json!({ "name": tool });
+    event["requestContext"]["authorizer"] = json!({"iam": {
+        "accessKey": "AKIAEXAMPLE", "accountId": "123456789012",
+        "callerId": "AIDAEXAMPLE", "principalOrgId": null,
+        "userArn": arn, "userId": "AIDAEXAMPLE"
+    }});
+    event["headers"]["x-toolgate-servers"] = json!("box");
+    let body = args.to_string();
+    event["headers"]["content-length"] = json!(body.len().to_string());
+    event["body"] = json!(body);
+    event
 }
 
 #[test]
@@ -821,6 +849,48 @@ fn ssh_function_reads_ssm_and_runs_a_direct_call_in_scope() {
     // sshd is on loopback: the approved command's folder is on this machine.
     assert!(std::path::Path::new(&dir).is_dir(), "{dir}");
     let _ = std::fs::remove_dir(&dir);
+
+    // Through API Gateway with IAM auth, the signer's ARN is the caller the
+    // approval is bound to: another principal cannot spend it, the one that
+    // asked can.
+    let iam_dir = format!("{dir}-iam");
+    let as_iam = |arn: &str, approval: Option<&str>| {
+        let mut args = json!({"server_name": "box", "command": format!("mkdir -p {iam_dir}")});
+        if let Some(id) = approval {
+            args["approval"] = json!(id);
+        }
+        http(
+            arn,
+            invoke_value(port, "ssh", &iam_event("ssh_run", arn, &args)),
+        )
+    };
+    let (status, asked) = as_iam(ALICE_ARN, None);
+    assert_eq!(status, 428, "{asked}\n{}", watch.logs());
+    let iam_id = asked["error"]["approval"]["id"]
+        .as_str()
+        .expect("the approval's id")
+        .to_owned();
+    toolgate_e2e::issued::record("approval id", &iam_id);
+    approve(&watch, port, &iam_id);
+    let (status, refused) = as_iam(BOB_ARN, Some(&iam_id));
+    assert_eq!(
+        (status, &refused["error"]),
+        (
+            403,
+            &json!({"code": "forbidden",
+                    "message": format!("approval {iam_id} was asked for by another caller")})
+        ),
+        "{refused}"
+    );
+    let (status, ran) = as_iam(ALICE_ARN, Some(&iam_id));
+    assert_eq!(
+        (status, &ran["exit_code"], &ran["approval"]),
+        (200, &json!(0), &json!(iam_id)),
+        "{ran}\n{}",
+        watch.logs()
+    );
+    assert!(std::path::Path::new(&iam_dir).is_dir(), "{iam_dir}");
+    let _ = std::fs::remove_dir(&iam_dir);
     approval_logged(
         &watch,
         &id,
@@ -1763,6 +1833,44 @@ fn python_sessions_live_in_dynamodb_across_instances() {
     ) {
         Outcome::Failed(e) => assert!(e.contains("NotFound") && e.contains("No session"), "{e}"),
         Outcome::Returned(v) => panic!("another caller continued the session: {v}"),
+    }
+    // Through API Gateway with IAM auth the caller is the signer's ARN: a
+    // session it starts is its own, and another principal's ARN, or a
+    // direct caller, finds no such session.
+    let as_iam = |arn: &str, args: Value| {
+        http(
+            arn,
+            invoke_value(
+                port,
+                "python-execute",
+                &iam_event("python.execute", arn, &args),
+            ),
+        )
+    };
+    let (status, started) = as_iam(ALICE_ARN, json!({"session": "new", "code": "x = 41"}));
+    assert_eq!(status, 200, "{started}\n{}", watch.logs());
+    let sid = started["session"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
+    let (status, next) = as_iam(ALICE_ARN, json!({"session": sid, "code": "result = x + 1"}));
+    assert_eq!((status, &next["result"]), (200, &json!(42)), "{next}");
+    let (status, refused) = as_iam(BOB_ARN, json!({"session": sid, "code": "result = x"}));
+    assert_eq!(
+        (status, &refused["error"]),
+        (
+            404,
+            &json!({"code": "not_found", "message": format!("No session \"{sid}\"")})
+        ),
+        "{refused}"
+    );
+    match invoke_value(
+        port,
+        "python-execute",
+        &as_caller("alice", json!({"session": sid, "code": "print(x)"})),
+    ) {
+        Outcome::Failed(e) => assert!(e.contains("NotFound") && e.contains("No session"), "{e}"),
+        Outcome::Returned(v) => panic!("a direct caller continued an IAM caller's session: {v}"),
     }
 }
 

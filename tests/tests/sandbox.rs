@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolgate_e2e::timing::{LATE_MARGIN, machine_lock, poll_until, stop_bound};
-use toolgate_e2e::{Server, descendants_of, proc_state};
+use toolgate_e2e::{Server, busy_processes, descendants_of, proc_state};
 
 /// Descendants of the server: the zygote and its warm children.
 fn sandbox_processes(s: &Server) -> Vec<u32> {
@@ -34,20 +34,6 @@ fn a_script_runs(s: &Server, what: &str) {
     poll_until(Duration::from_secs(5), what, || {
         (!busy_processes(&sandbox_processes(s), Duration::from_millis(50)).is_empty()).then_some(())
     });
-}
-
-/// CPU ticks of each process, then again after `wait`; returns those that ran.
-fn busy_processes(pids: &[u32], wait: Duration) -> Vec<u32> {
-    let before: Vec<_> = pids.iter().map(|p| proc_state(*p)).collect();
-    std::thread::sleep(wait);
-    pids.iter()
-        .zip(before)
-        .filter_map(|(p, b)| {
-            let (_, t0) = b?;
-            let (_, t1) = proc_state(*p)?;
-            (t1 > t0).then_some(*p)
-        })
-        .collect()
 }
 
 #[test]
@@ -145,6 +131,8 @@ fn deadline_stops(s: &Server) -> Vec<String> {
 /// killed after a short grace.
 #[test]
 fn the_deadline_stops_bytecode_in_the_vm_and_kills_native_code() {
+    // The in-VM stop's 20 ms and the kill are CPU-decided.
+    let _machine = machine_lock();
     let s = Server::start(&[("TOOLGATE_PYTHON_TIMEOUT", "1")]);
     s.exec("print(1)");
     let bytecode = "\
@@ -352,6 +340,8 @@ fn a_call_in_flight_at_sigterm_gets_its_answer() {
 
 #[test]
 fn sigterm_stops_the_server_and_every_sandbox_process() {
+    // The orphans' 3 s is CPU-decided.
+    let _machine = machine_lock();
     let s = Server::start(&[
         ("TOOLGATE_PYTHON_TIMEOUT", "30"),
         ("TOOLGATE_SHUTDOWN_GRACE_SECS", "1"),

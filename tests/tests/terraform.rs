@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 use toolgate_e2e::launch::Launch;
 use toolgate_e2e::peer::{moto, tools_dir};
+use toolgate_e2e::timing::machine_share;
 use toolgate_e2e::{support, workspace};
 
 fn text(out: &Output) -> String {
@@ -112,6 +113,8 @@ fn parity(root: &Path) -> Output {
 }
 
 fn checkov(dir: &Path) -> Output {
+    // Seconds of every core: never beside a test that bounds times.
+    let _share = machine_share();
     Command::new(tools_dir().join("checkov/bin/checkov"))
         .args(["--framework", "terraform", "--quiet", "--compact", "-d"])
         .arg(dir)

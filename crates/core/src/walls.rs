@@ -34,6 +34,11 @@ pub struct Walls {
     pub kill_at_deadline: bool,
     /// A script's memory cap, in MiB.
     pub memory_mb: u64,
+    /// Why the four walls the pool keeps (`process_per_call`,
+    /// `instance_per_call`, `stop_at_deadline`, `kill_at_deadline`) read
+    /// false natively: not checked yet, or the check failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_error: Option<String>,
     /// Why the walls could not be read, where another process reports them
     /// (the Worker's sandbox); every wall then reads false.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -29,6 +29,8 @@ pub(crate) async fn findings(tool: &dyn Tool, sandbox: &Sandbox) -> Vec<Finding>
         )),
         Err(e) => Err(format!("cannot run a script: {}", e.message)),
     };
+    // The pool's own walls, checked now by its probe scripts.
+    sandbox.probe_walls().await;
     let walls = match sandbox.walls() {
         None => Finding::new(
             "python.execute walls",

@@ -114,7 +114,10 @@ impl WithPython for Toolset {
         }));
         self.add_health(
             "sandbox",
-            Arc::new(move || serde_json::json!({ "walls": sandbox.walls() })),
+            Arc::new(move || {
+                sandbox.probe_walls_soon();
+                serde_json::json!({ "walls": sandbox.walls() })
+            }),
         );
         Ok(self)
     }

@@ -183,6 +183,7 @@ mod tests {
             stop_at_deadline: true,
             kill_at_deadline: true,
             memory_mb: 256,
+            probe_error: None,
             sandbox_error: None,
         }
     }

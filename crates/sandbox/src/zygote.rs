@@ -83,6 +83,7 @@ pub fn maybe_run_with(child: fn(ChildIo) -> !) {
             stop_at_deadline: false,
             kill_at_deadline: true,
             memory_mb: 0,
+            probe_error: None,
             sandbox_error: None,
         };
         let _ = send(&FromZygote::Ready(walls), &[]);
@@ -157,16 +158,17 @@ fn run(config_json: &str) -> ! {
     let walls = Walls {
         capability_gap,
         scrub,
-        // Both hold by construction: the pool runs one script per child
-        // and kills it after (`pool::run_child`).
-        process_per_call: true,
-        instance_per_call: true,
+        // The pool keeps these four, and checks them by running probe
+        // scripts (`pool::probe`), which set them.
+        process_per_call: false,
+        instance_per_call: false,
         rlimits: super::rlimit::probe().is_ok(),
         seccomp: seccomp_on,
         seccomp_error,
-        stop_at_deadline: true,
-        kill_at_deadline: true,
+        stop_at_deadline: false,
+        kill_at_deadline: false,
         memory_mb: cfg.memory_mb,
+        probe_error: None,
         sandbox_error: None,
     };
     let hot = {

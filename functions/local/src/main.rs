@@ -172,8 +172,14 @@ async fn build(cfg: &Config, serving: bool) -> Result<Toolset, String> {
         .with_clarify(cfg)
         .await
         .map(|t| {
-            t.with_http(cfg)
-                .sweep_every(std::time::Duration::from_secs(cfg.clarify.sweep_secs))
+            let t = t.with_http(cfg);
+            // A one-off `call` exits at once: a timer of its own would be cut
+            // mid-sweep (an error line after the answer) and sweeps nothing.
+            if serving {
+                t.sweep_every(std::time::Duration::from_secs(cfg.clarify.sweep_secs))
+            } else {
+                t
+            }
         })
 }
 

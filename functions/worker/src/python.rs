@@ -89,6 +89,7 @@ impl SandboxWorker {
             // sandbox Worker's limits.cpu_ms ends the script.
             kill_at_deadline: false,
             memory_mb: self.memory_mb,
+            probe_error: None,
             sandbox_error: error,
         };
         json!({"sandbox": {"walls": walls}})

@@ -224,9 +224,15 @@ impl Approvals {
             )));
         }
         if have.host_key != want.host_key {
+            // A cloud tool's binding pins the account's endpoint (no login).
+            let pinned = if want.login.is_none() {
+                format!("the endpoint of cloud account {:?}", want.server)
+            } else {
+                format!("the host key pinned for {:?}", want.server)
+            };
             return Err(refused(format!(
-                "the host key pinned for {:?} changed since approval {id} (approved for {}, now {})",
-                want.server, have.host_key, want.host_key
+                "{pinned} changed since approval {id} (approved for {}, now {})",
+                have.host_key, want.host_key
             )));
         }
         if have.login != want.login {

@@ -40,16 +40,38 @@ pub(super) struct Limits {
     pub state_cap: u64,
 }
 
-/// Runs the script framed in `frame` in `child`. `Err(ZygoteGone)` when the
-/// child was killed with its zygote rather than by the script: the caller
-/// runs it again elsewhere. Other errors mean the script never started.
+/// How a script that reached its deadline was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stop {
+    /// Inside the VM, at its next bytecode boundary.
+    InVm,
+    /// It finished as the deadline passed.
+    FinishedAtDeadline,
+    /// By SIGKILL, after the grace (native code reaches no boundary).
+    Killed,
+}
+
+impl Stop {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::InVm => "in_vm",
+            Self::FinishedAtDeadline => "finished_at_deadline",
+            Self::Killed => "killed",
+        }
+    }
+}
+
+/// Runs the script framed in `frame` in `child`; with how it was stopped,
+/// when its deadline stopped it. `Err(ZygoteGone)` when the child was
+/// killed with its zygote rather than by the script: the caller runs it
+/// again elsewhere. Other errors mean the script never started.
 pub(super) async fn drive(
     child: &Child,
     frame: &[u8],
     timeout: Duration,
     exit_rx: oneshot::Receiver<i32>,
     limits: Limits,
-) -> Result<ExecOutput, SandboxError> {
+) -> Result<(ExecOutput, Option<Stop>), SandboxError> {
     let memory_mb = limits.memory_mb;
     let dup = child.sock.try_clone().map_err(SandboxError::Child)?;
     let std_sock = std::os::unix::net::UnixStream::from(dup);
@@ -90,6 +112,7 @@ pub(super) async fn drive(
         exit_code: 0,
         ..ExecOutput::failed()
     };
+    let mut stopped = None;
     // The child is not trusted: a report it sends must be well formed, and
     // its result must be the contract's JSON; anything else is the script's
     // failure, never the server's.
@@ -123,7 +146,7 @@ pub(super) async fn drive(
         Some(Ok((other, _))) => Some(Death::from_report(other, memory_mb)),
         Some(Err(NoReport::Invalid(why))) => Some(Death::invalid_report(&why)),
         None => {
-            stop_at_deadline(&mut sock, timeout).await;
+            stopped = Some(stop_at_deadline(&mut sock, timeout).await);
             child.kill();
             let _ = tokio::time::timeout(REAP_WAIT, exit_rx).await;
             Some(Death::timed_out(timeout))
@@ -152,31 +175,32 @@ pub(super) async fn drive(
         out.timed_out = d.timed_out;
         out.add_note(&d.note);
     }
-    Ok(out)
+    Ok((out, stopped))
 }
 
 /// The deadline's first stage: the in-VM stop. The child's watchdog stops
 /// the interpreter at its next bytecode boundary, which answers at once; a
 /// native built-in reaches no boundary, and the caller's SIGKILL follows
 /// after [`STOP_GRACE`]. Logs how the script ended.
-async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) {
+async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) -> Stop {
     let sent = Instant::now();
     let stop = if sock.write_all(&[proto::STOP]).await.is_err() {
-        "killed"
+        Stop::Killed
     } else {
         match tokio::time::timeout(STOP_GRACE, read_report(sock, proto::max_report(0), 0)).await {
-            Ok(Ok((ChildReport::Stopped, _))) => "in_vm",
+            Ok(Ok((ChildReport::Stopped, _))) => Stop::InVm,
             // It finished as the deadline passed; still a timeout.
-            Ok(Ok(_)) => "finished_at_deadline",
-            Ok(Err(_)) | Err(_) => "killed",
+            Ok(Ok(_)) => Stop::FinishedAtDeadline,
+            Ok(Err(_)) | Err(_) => Stop::Killed,
         }
     };
     tracing::info!(
-        stop,
+        stop = stop.as_str(),
         stop_us = sent.elapsed().as_micros() as u64,
         timeout_s = timeout.as_secs(),
         "script stopped at its deadline"
     );
+    stop
 }
 
 /// What a child sent instead of a report.

@@ -8,6 +8,7 @@ mod clock;
 mod death;
 mod generation;
 mod handle;
+mod probe;
 mod recycle;
 mod supervisor;
 
@@ -56,6 +57,7 @@ pub struct Sandbox {
     admission: Admission,
     calls: CallClock,
     limits: call::Limits,
+    probe: probe::Probe,
 }
 
 /// How long a call waits for a warm child (and a child to seal itself).
@@ -91,6 +93,7 @@ impl Sandbox {
             admission,
             calls: CallClock::default(),
             limits,
+            probe: probe::Probe::default(),
         })
     }
 
@@ -105,9 +108,12 @@ impl Sandbox {
         (spares, started)
     }
 
-    /// The walls active around each call.
+    /// The walls active around each call: the zygote's as it checked them,
+    /// the pool's own four as its probe found them (`probe`).
     pub fn walls(&self) -> Option<Walls> {
-        self.shared.walls.read().expect("walls lock").clone()
+        let mut walls = self.shared.walls.read().expect("walls lock").clone()?;
+        self.probe.apply(&mut walls);
+        Some(walls)
     }
 
     async fn take_child(&self) -> Result<Child, SandboxError> {
@@ -159,18 +165,7 @@ impl Sandbox {
             .enter(caller)
             .await
             .ok_or(SandboxError::ZygoteGone)?;
-        let body = serde_json::to_vec(&ChildRequest {
-            code: code.to_owned(),
-            files: toolgate_core::files::to_wire(files),
-            session: session.is_some(),
-        })
-        .map_err(|e| SandboxError::Child(e.into()))?;
-        let tail = session.map_or(0, |s| s.len() + 4);
-        let mut frame = Vec::with_capacity(body.len() + 4 + tail);
-        proto::write_frame(&mut frame, &body).map_err(SandboxError::Child)?;
-        if let Some(state) = session {
-            proto::write_frame(&mut frame, state).map_err(SandboxError::Child)?;
-        }
+        let frame = request_frame(code, files, session)?;
 
         // A child that sends a session's state for a call outside one lies.
         let limits = call::Limits {
@@ -190,7 +185,7 @@ impl Sandbox {
                 .run_child(child, &frame, timeout, limits, call.back_to_back)
                 .await
             {
-                Ok(out) => return Ok(out),
+                Ok(ran) => return Ok(ran.out),
                 Err(e) => last_err = Some(e),
             }
         }
@@ -204,7 +199,8 @@ impl Sandbox {
         timeout: Duration,
         limits: call::Limits,
         back_to_back: bool,
-    ) -> Result<ExecOutput, SandboxError> {
+    ) -> Result<Ran, SandboxError> {
+        let pid = child.pid;
         let (exit_tx, exit_rx) = oneshot::channel();
         self.shared
             .exits
@@ -222,8 +218,40 @@ impl Sandbox {
         // The answer does not wait for the child's end (~0.05 ms of
         // syscalls): a task ends it while the answer goes out.
         tokio::spawn(async move { drop(used) });
-        result
+        let (out, stop) = result?;
+        Ok(Ran { out, pid, stop })
     }
+}
+
+/// One script's run in one child.
+struct Ran {
+    out: ExecOutput,
+    /// The child it ran in.
+    pid: i32,
+    /// How its deadline stopped it, if it did.
+    stop: Option<call::Stop>,
+}
+
+/// A call's request as the child reads it: the script and its files, then
+/// the session's state when there is one.
+fn request_frame(
+    code: &str,
+    files: &Files,
+    session: Option<&[u8]>,
+) -> Result<Vec<u8>, SandboxError> {
+    let body = serde_json::to_vec(&ChildRequest {
+        code: code.to_owned(),
+        files: toolgate_core::files::to_wire(files),
+        session: session.is_some(),
+    })
+    .map_err(|e| SandboxError::Child(e.into()))?;
+    let tail = session.map_or(0, |s| s.len() + 4);
+    let mut frame = Vec::with_capacity(body.len() + 4 + tail);
+    proto::write_frame(&mut frame, &body).map_err(SandboxError::Child)?;
+    if let Some(state) = session {
+        proto::write_frame(&mut frame, state).map_err(SandboxError::Child)?;
+    }
+    Ok(frame)
 }
 
 /// A child that has had its call: dropping it ends the child and asks the
