@@ -20,6 +20,9 @@ use findings::{clarify_findings, cloud_findings};
 
 /// What `/healthz` reports for one component.
 pub type HealthPart = Arc<dyn Fn() -> Value + Send + Sync>;
+/// A [`HealthPart`] that has to wait for what it reports (the sandbox's
+/// walls, probed on the first request for them).
+pub type AsyncHealthPart = Arc<dyn Fn() -> crate::http::HealthFuture + Send + Sync>;
 /// Ends one component's upstream sessions.
 pub type Closer = Box<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
@@ -29,7 +32,7 @@ pub type Closer = Box<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = ()> + Se
 pub struct Toolset {
     /// The tools, as the adapters look them up.
     pub registry: Registry,
-    health: Vec<(&'static str, HealthPart)>,
+    health: Vec<(&'static str, AsyncHealthPart)>,
     cloud: Option<Arc<CloudTools>>,
     /// The clarify service: questions, and the approvals kept with them.
     clarify_service: Option<Arc<crate::clarify::Clarify>>,
@@ -88,6 +91,11 @@ impl Toolset {
 
     /// Adds what `/healthz` reports under `name`.
     pub fn add_health(&mut self, name: &'static str, part: HealthPart) {
+        self.add_health_async(name, Arc::new(move || Box::pin(std::future::ready(part()))));
+    }
+
+    /// [`Self::add_health`] for a part that waits.
+    pub fn add_health_async(&mut self, name: &'static str, part: AsyncHealthPart) {
         self.health.push((name, part));
     }
 
@@ -136,8 +144,7 @@ impl Toolset {
         let cloud = Arc::new(cloud);
         self.registry.add_source(cloud.clone());
         let health = cloud.clone();
-        self.health
-            .push(("cloud", Arc::new(move || health.health())));
+        self.add_health("cloud", Arc::new(move || health.health()));
         let listed = cloud.clone();
         self.add_check(Arc::new(move || {
             Box::pin(std::future::ready(cloud_findings(&listed.health())))
@@ -405,11 +412,14 @@ impl Toolset {
     pub fn health(&self) -> HealthFn {
         let parts = self.health.clone();
         Arc::new(move || {
-            let mut obj = Map::new();
-            for (name, part) in &parts {
-                obj.insert((*name).to_owned(), part());
-            }
-            Box::pin(std::future::ready(Value::Object(obj)))
+            let parts = parts.clone();
+            Box::pin(async move {
+                let mut obj = Map::new();
+                for (name, part) in &parts {
+                    obj.insert((*name).to_owned(), part().await);
+                }
+                Value::Object(obj)
+            })
         })
     }
 

@@ -105,24 +105,24 @@ pub struct Peer {
 pub fn cargo_env() -> Vec<(String, String)> {
     let home = std::env::var("HOME").unwrap_or_default();
     let mut vars = vec![
-        (
-            "CARGO_HOME".to_owned(),
-            std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{home}/.cargo")),
-        ),
-        (
-            "RUSTUP_HOME".to_owned(),
-            std::env::var("RUSTUP_HOME").unwrap_or_else(|_| format!("{home}/.rustup")),
-        ),
+        ("CARGO_HOME".to_owned(), format!("{home}/.cargo")),
+        ("RUSTUP_HOME".to_owned(), format!("{home}/.rustup")),
     ];
-    for keep in [
-        "CARGO_TARGET_DIR",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CLIPPY_ARGS",
-        "RUSTFLAGS",
-        "RUSTUP_TOOLCHAIN",
-    ] {
-        if let Ok(v) = std::env::var(keep) {
-            vars.push((keep.to_owned(), v));
+    // Cargo's, rustc's and rustup's own settings (a wrapper, flags, a
+    // profile, the target dir), not what cargo sets for a crate it builds.
+    let crate_vars = [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+    ];
+    for (k, v) in std::env::vars() {
+        let tool = ["CARGO_", "RUSTC", "RUSTUP_", "RUSTFLAGS", "CLIPPY_ARGS"]
+            .iter()
+            .any(|p| k.starts_with(p));
+        if tool && !crate_vars.iter().any(|p| k.starts_with(p)) {
+            vars.retain(|(have, _)| *have != k);
+            vars.push((k, v));
         }
     }
     vars

@@ -44,7 +44,7 @@ pub fn poll_until<T>(limit: Duration, what: &str, probe: impl FnMut() -> Option<
 /// on a file in the temp dir, so a test that dies (panic or kill) lets go
 /// of it with its file descriptor.
 pub struct MachineGuard {
-    _file: File,
+    _file: std::rc::Rc<File>,
 }
 
 fn lock_file(name: &str) -> File {
@@ -57,11 +57,39 @@ fn lock_file(name: &str) -> File {
         .unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
 }
 
+thread_local! {
+    /// The lock this thread holds already, and whether as the share: a test
+    /// holding it that calls a helper taking it again (Chromium takes the
+    /// share) must not queue behind the turnstile, where a test waiting for
+    /// the lock alone would wait for it in turn.
+    static HELD: std::cell::RefCell<Option<(bool, std::rc::Weak<File>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Takes the lock (shared or not) behind a turnstile: every taker passes
 /// it one at a time, and a test waiting for the lock alone holds it, so
 /// that a lane of tests taking the share one after another cannot keep the
-/// lock from it forever (`flock` alone prefers no one).
+/// lock from it forever (`flock` alone prefers no one). A thread that holds
+/// it already keeps what it holds: the lock alone covers the share, and
+/// asking for the lock alone while holding the share is a test's bug.
 fn take(shared: bool) -> MachineGuard {
+    let held = HELD.with_borrow(|h| {
+        h.as_ref()
+            .and_then(|(was_shared, f)| Some((*was_shared, f.upgrade()?)))
+    });
+    if let Some((was_shared, file)) = held {
+        assert!(
+            shared || !was_shared,
+            "this thread holds the machine's share and asks for the lock alone: take the lock first"
+        );
+        return MachineGuard { _file: file };
+    }
+    let guard = take_anew(shared);
+    HELD.with_borrow_mut(|h| *h = Some((shared, std::rc::Rc::downgrade(&guard._file))));
+    guard
+}
+
+fn take_anew(shared: bool) -> MachineGuard {
     let turnstile = lock_file("toolgate-e2e-machine.turnstile");
     turnstile
         .lock()
@@ -73,7 +101,9 @@ fn take(shared: bool) -> MachineGuard {
         file.lock().expect("flock the machine lock");
     }
     drop(turnstile);
-    MachineGuard { _file: file }
+    MachineGuard {
+        _file: std::rc::Rc::new(file),
+    }
 }
 
 /// Held alone by a test whose bounds are times that the CPU decides

@@ -242,9 +242,8 @@ fn bearer_token_guards_everything_but_healthz() {
     assert_eq!(s.get("/tools").status, 401);
 }
 
-/// The four walls the pool keeps itself read false until its probe scripts
-/// have run them (the first `/healthz` starts them, in the background), then
-/// as found; the others as the zygote checked them.
+/// The four walls the pool keeps itself as its probe scripts found them,
+/// run inside the first `/healthz`; the others as the zygote checked them.
 #[test]
 fn healthz_reports_the_walls() {
     const POOLS: [&str; 4] = [
@@ -253,26 +252,14 @@ fn healthz_reports_the_walls() {
         "stop_at_deadline",
         "kill_at_deadline",
     ];
+    // The in-VM stop's 20 ms is CPU-decided.
+    let _machine = toolgate_e2e::timing::machine_lock();
     let s = Server::start(&[]);
     let h = s.get("/healthz").json();
     assert_eq!(h["status"], "ok");
     assert_eq!(h["tools"], json!(["python.execute", "clarify"]));
     let w = &h["sandbox"]["walls"];
-    assert_eq!(
-        w["probe_error"], "being checked: ask again in a second",
-        "{w}"
-    );
-    for wall in POOLS {
-        assert_eq!(w[wall], false, "{wall} before the probe, in {w}");
-    }
-    let w = toolgate_e2e::timing::poll_until(
-        std::time::Duration::from_secs(20),
-        "the walls probed",
-        || {
-            let w = s.get("/healthz").json()["sandbox"]["walls"].clone();
-            w.get("probe_error").is_none().then_some(w)
-        },
-    );
+    assert_eq!(w.get("probe_error"), None, "{w}");
     for wall in ["capability_gap", "scrub", "rlimits"]
         .into_iter()
         .chain(POOLS)

@@ -171,3 +171,28 @@ async fn lies_about_files_and_state_are_refused() {
         (0, Some(serde_json::json!(42)))
     );
 }
+
+/// The walls' probe reads what the children do, not what they were meant
+/// to do: children that answer every script at once with the same result
+/// (42) keep no state between calls and run one call each, but an
+/// interpreter's state cannot be seen to be fresh (the probe's `result = 1`
+/// came back 42), and nothing was stopped or killed at a deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_walls_probe_reads_false_where_children_break_them() {
+    let sandbox = hostile_sandbox();
+    let walls = sandbox
+        .probed_walls(Duration::from_secs(20))
+        .await
+        .expect("the zygote's walls");
+    assert_eq!(walls.probe_error, None, "{walls:?}");
+    assert_eq!(
+        (
+            walls.process_per_call,
+            walls.instance_per_call,
+            walls.stop_at_deadline,
+            walls.kill_at_deadline
+        ),
+        (true, false, false, false),
+        "{walls:?}"
+    );
+}

@@ -1,6 +1,6 @@
 //! `toolgate check`'s view of python.execute: a script run through the
-//! tool as a caller's would be, and each wall of the sandbox as its zygote
-//! checked it.
+//! tool as a caller's would be, and each wall of the sandbox as checked
+//! (the zygote's as it warmed, the pool's by its probe, run now).
 
 use std::time::Instant;
 
@@ -59,10 +59,10 @@ pub(crate) async fn findings(tool: &dyn Tool, sandbox: &Sandbox) -> Vec<Finding>
                     format!("all on; {} MiB per script", w.memory_mb),
                 )
             } else {
-                let why = w
-                    .seccomp_error
-                    .map(|e| format!(" (seccomp: {e})"))
-                    .unwrap_or_default();
+                let why: String = [("seccomp", w.seccomp_error), ("probe", w.probe_error)]
+                    .into_iter()
+                    .filter_map(|(what, e)| Some(format!(" ({what}: {})", e?)))
+                    .collect();
                 Finding::new(
                     "python.execute walls",
                     Status::Warn,

@@ -112,11 +112,16 @@ impl WithPython for Toolset {
             ];
             Box::pin(std::future::ready(samples))
         }));
-        self.add_health(
+        // The pool's own walls are probed by the first request for them,
+        // inside it (see the sandbox's `pool::probe`).
+        self.add_health_async(
             "sandbox",
             Arc::new(move || {
-                sandbox.probe_walls_soon();
-                serde_json::json!({ "walls": sandbox.walls() })
+                let sandbox = sandbox.clone();
+                Box::pin(async move {
+                    let walls = sandbox.probed_walls(Duration::from_secs(5)).await;
+                    serde_json::json!({ "walls": walls })
+                })
             }),
         );
         Ok(self)

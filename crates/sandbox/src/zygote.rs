@@ -75,13 +75,14 @@ pub fn maybe_run_with(child: fn(ChildIo) -> !) {
         let walls = Walls {
             capability_gap: false,
             scrub: false,
-            process_per_call: true,
-            instance_per_call: true,
+            // The pool's four are the pool's probe's (`pool::probe`).
+            process_per_call: false,
+            instance_per_call: false,
             rlimits: false,
             seccomp: false,
             seccomp_error: Some("a test zygote".into()),
             stop_at_deadline: false,
-            kill_at_deadline: true,
+            kill_at_deadline: false,
             memory_mb: 0,
             probe_error: None,
             sandbox_error: None,

@@ -3,37 +3,50 @@
 //! probe scripts down the calls' own path (`run_child`, `call::drive`), so
 //! that `/healthz` reports what held rather than what was designed. The
 //! zygote checks the other walls where they are set up.
+//!
+//! The probe runs inside the request that asks for the walls (never in the
+//! background: a Lambda function is frozen between invocations, and a
+//! probe left running would take the next call's CPU, its timers counting
+//! the freeze). What it found is kept; a failure is tried again by the next
+//! request.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::json;
 use toolgate_core::files::Files;
 use toolgate_core::walls::Walls;
 
-use super::call::Stop;
-use super::{ANONYMOUS, Ran, Sandbox, request_frame};
+use super::call::{Limits, Stop};
+use super::{Ran, Sandbox, request_frame};
 use crate::error::SandboxError;
 
-/// A deadline probe's timeout: short, as two probes spend it whole.
+/// The probe's own caller: its places come out of no caller's share.
+const CALLER: &str = "toolgate:probe";
+/// A deadline probe's timeout: short, as the deadline probes spend it whole.
 const DEADLINE: Duration = Duration::from_millis(200);
 /// Ample for a probe script that finishes at once.
 const QUICK: Duration = Duration::from_secs(10);
 /// How long a used child may take to be gone (it is killed by a task).
 const GONE_WAIT: Duration = Duration::from_secs(3);
 /// Tries of the in-VM stop: its answer has 20 ms (`call::STOP_GRACE`), and
-/// a host busy for that long kills the script instead, which stops it too.
+/// a host busy for that long kills the script instead, which stops it too
+/// (but is not the in-VM stop). Three kills in a row read false.
 const STOP_TRIES: usize = 3;
+/// Tries of one probe script whose child died with its zygote, as a call's.
+const ZYGOTE_TRIES: usize = 3;
 
-/// What the probe found, or why there is nothing yet.
+/// What the probe found; one probe at a time.
 #[derive(Debug, Default)]
-pub(super) struct Probe(Mutex<State>);
+pub(super) struct Probe {
+    run: tokio::sync::Mutex<()>,
+    state: Mutex<State>,
+}
 
 #[derive(Debug, Default, Clone)]
 enum State {
     #[default]
     NotRun,
-    Running,
     Done(Found),
     Failed(String),
 }
@@ -48,21 +61,20 @@ struct Found {
 
 impl Probe {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.0
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Sets the four walls in `w` as the last probe found them: false, with
-    /// `probe_error` saying why, before a probe has finished or when it
-    /// failed.
+    /// Sets the four walls in `w` as the probe found them: false, with
+    /// `probe_error` saying why, before a probe has finished or when the
+    /// last one failed.
     pub(super) fn apply(&self, w: &mut Walls) {
         let (found, why) = match &*self.state() {
             State::Done(f) => (*f, None),
-            State::NotRun => (Found::default(), Some("not checked yet".to_owned())),
-            State::Running => (
+            State::NotRun => (
                 Found::default(),
-                Some("being checked: ask again in a second".to_owned()),
+                Some("not checked yet: the sandbox was too busy to check within 5 s".to_owned()),
             ),
             State::Failed(e) => (Found::default(), Some(format!("the check failed: {e}"))),
         };
@@ -75,42 +87,21 @@ impl Probe {
 }
 
 impl Sandbox {
-    /// Starts the walls' probe in the background unless it has run or is
-    /// running: the first request for the walls does, rather than the
-    /// start, where it would add to a Lambda function's cold start.
-    pub fn probe_walls_soon(self: &Arc<Self>) {
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        {
-            let mut state = self.probe.state();
-            if !matches!(*state, State::NotRun) {
-                return;
-            }
-            *state = State::Running;
-        }
-        let sandbox = self.clone();
-        rt.spawn(async move { sandbox.run_and_keep().await });
+    /// The walls, the pool's four checked first when they have not been
+    /// (about half a second, most of it the deadlines), waiting at most
+    /// `within` for that; a check cut short is tried again next time.
+    pub async fn probed_walls(&self, within: Duration) -> Option<Walls> {
+        let _ = tokio::time::timeout(within, self.probe_walls()).await;
+        self.walls()
     }
 
-    /// Runs the walls' probe (about half a second, most of it the two
-    /// deadlines) and keeps what it found for [`Sandbox::walls`]; when one
-    /// is already running, waits for that one instead.
+    /// Runs the walls' probe unless it has found them, and keeps what it
+    /// found for [`Sandbox::walls`]; when one is running, waits for it.
     pub async fn probe_walls(&self) {
-        loop {
-            {
-                let mut state = self.probe.state();
-                if !matches!(*state, State::Running) {
-                    *state = State::Running;
-                    break;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let _one = self.probe.run.lock().await;
+        if matches!(*self.probe.state(), State::Done(_)) {
+            return;
         }
-        self.run_and_keep().await;
-    }
-
-    async fn run_and_keep(&self) {
         let found = match self.run_probe().await {
             Ok(f) => State::Done(f),
             Err(e) => State::Failed(e.to_string()),
@@ -120,8 +111,8 @@ impl Sandbox {
     }
 
     async fn run_probe(&self) -> Result<Found, SandboxError> {
-        // An attribute set on a module in one call is gone in the next: no
-        // interpreter state outlives its call.
+        // An attribute set on a module in one call is gone in the next, which
+        // runs in another process: no interpreter state outlives its call.
         let first = self
             .probe_call("import math\nmath.toolgate_probe = 1\nresult = 1", QUICK)
             .await?;
@@ -131,15 +122,19 @@ impl Sandbox {
                 QUICK,
             )
             .await?;
-        let instance_per_call =
-            first.out.result == Some(json!(1)) && second.out.result == Some(json!(false));
         let process_per_call =
             first.pid != second.pid && gone(first.pid).await && gone(second.pid).await;
+        // A spare forked before the first call never saw its state: the
+        // attribute's absence proves a fresh interpreter only in a fresh
+        // process.
+        let instance_per_call = process_per_call
+            && first.out.result == Some(json!(1))
+            && second.out.result == Some(json!(false));
         let mut stop_at_deadline = false;
         for _ in 0..STOP_TRIES {
             let stopped = self.probe_call("while True:\n    pass", DEADLINE).await?;
             stop_at_deadline = stopped.out.timed_out && stopped.stop == Some(Stop::InVm);
-            if stop_at_deadline {
+            if stopped.stop != Some(Stop::Killed) {
                 break;
             }
         }
@@ -157,17 +152,28 @@ impl Sandbox {
         })
     }
 
-    /// One probe script, in a place of its own, down the calls' path.
+    /// One probe script down the calls' path, in a place of its own; a
+    /// child that died with its zygote is replaced, as for a call.
     async fn probe_call(&self, code: &str, timeout: Duration) -> Result<Ran, SandboxError> {
         let _place = self
             .admission
-            .enter(ANONYMOUS)
+            .enter(CALLER)
             .await
             .ok_or(SandboxError::ZygoteGone)?;
         let frame = request_frame(code, &Files::new(), None)?;
-        let child = self.take_child().await?;
-        self.run_child(child, &frame, timeout, self.limits, false)
-            .await
+        let limits = Limits {
+            state_cap: 0,
+            ..self.limits
+        };
+        let mut last = SandboxError::ZygoteGone;
+        for _ in 0..ZYGOTE_TRIES {
+            let child = self.take_child().await?;
+            match self.run_child(child, &frame, timeout, limits, false).await {
+                Err(SandboxError::ZygoteGone) => last = SandboxError::ZygoteGone,
+                done => return done,
+            }
+        }
+        Err(last)
     }
 }
 
