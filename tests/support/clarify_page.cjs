@@ -3,16 +3,11 @@
 // script would raise one), clicks the option given, waits for the
 // confirmation, and prints what it saw as JSON.
 // Usage: node clarify_page.cjs URL CHOICE [SCREENSHOT.png]
-const { chromium } = require(process.env.TOOLGATE_TEST_TOOLS + '/node_modules/playwright-core');
+const { launch } = require('./chromium.cjs');
 
 (async () => {
   const [url, choice, shot] = process.argv.slice(2);
-  // --no-sandbox: the tests run as root in a container, where Chromium's
-  // own sandbox cannot start.
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox'],
-  });
+  const browser = await launch();
   const page = await browser.newPage({ viewport: { width: 720, height: 560 } });
   const dialogs = [];
   page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });

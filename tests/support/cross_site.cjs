@@ -6,7 +6,7 @@
 // Prints {"fetch": "sent" | "<error>"} once the page's fetch settled.
 // Usage: node cross_site.cjs TARGET_URL BODY_JSON
 const http = require('http');
-const { chromium } = require(process.env.TOOLGATE_TEST_TOOLS + '/node_modules/playwright-core');
+const { launch } = require('./chromium.cjs');
 
 const [target, body] = process.argv.slice(2);
 const page = `<!doctype html><title>waiting</title><script>
@@ -22,12 +22,7 @@ fetch(${JSON.stringify(target)}, {method: 'POST', mode: 'no-cors',
   });
   await new Promise((ok) => server.listen(0, 'localhost', ok));
   const { port } = server.address();
-  // --no-sandbox: the tests run as root in a container, where Chromium's
-  // own sandbox cannot start.
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox'],
-  });
+  const browser = await launch();
   try {
     const p = await browser.newPage();
     await p.goto(`http://localhost:${port}/`);

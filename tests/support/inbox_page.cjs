@@ -24,7 +24,7 @@
 //     answered by the script itself; the last reaches the server.
 const fs = require('fs');
 const path = require('path');
-const { chromium } = require(process.env.TOOLGATE_TEST_TOOLS + '/node_modules/playwright-core');
+const { launch } = require('./chromium.cjs');
 
 const RLO = '\u202e';
 const CRAFTED = ['x"],textarea,[x="', '"', '0"]', '1e0', '-1'];
@@ -187,12 +187,7 @@ async function choice(browser, url, answer) {
 
 (async () => {
   const [mode, ...args] = process.argv.slice(2);
-  // --no-sandbox: the tests run as root in a container, where Chromium's
-  // own sandbox cannot start.
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox'],
-  });
+  const browser = await launch();
   try {
     let out;
     if (mode === 'approve') out = await approve(browser, ...args);
