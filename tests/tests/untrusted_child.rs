@@ -196,3 +196,43 @@ async fn the_walls_probe_reads_false_where_children_break_them() {
         "{walls:?}"
     );
 }
+
+/// A child killed from outside after it took the script (a spare killed
+/// while it waited can be taken in the moment its last thread still
+/// exits) is not the script's timeout: the call runs it in another child
+/// at once. Killed every time, the answer says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_killed_from_outside_is_tried_again_not_timed_out() {
+    let sandbox = hostile_sandbox();
+    let started = std::time::Instant::now();
+    let out = sandbox
+        .execute("killed_once", Duration::from_secs(20))
+        .await
+        .expect("answered");
+    assert_eq!(
+        (out.timed_out, out.result.clone()),
+        (false, Some(serde_json::json!(42))),
+        "{out:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let out = sandbox
+        .execute("killed_always", Duration::from_secs(20))
+        .await
+        .expect("answered");
+    assert_eq!((out.exit_code, out.timed_out), (1, false), "{out:?}");
+    assert!(
+        out.stderr
+            .ends_with("[the sandbox process was killed from outside before it reported]\n")
+            && out.stdout == PRINTED,
+        "{out:?}"
+    );
+    for zygote in toolgate_e2e::children_of(std::process::id()) {
+        let _ = std::fs::remove_file(
+            std::env::temp_dir().join(format!("toolgate-killed-once-{zygote}")),
+        );
+    }
+}

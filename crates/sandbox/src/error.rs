@@ -52,6 +52,10 @@ pub enum SandboxError {
     /// A warm child died, or did not seal itself in time.
     #[error("a warm sandbox process died or did not seal itself in time")]
     NotSealed,
+    /// A child was killed from outside (not by the server) before it
+    /// reported; what it answers if no other try is left.
+    #[error("a sandbox process was killed from outside before it reported")]
+    KilledFromOutside(Box<toolgate_core::outcome::ExecOutput>),
     /// The socket to a child failed, or the request could not be encoded.
     #[error("sandbox child channel failed: {0}")]
     Child(io::Error),

@@ -114,6 +114,23 @@ fn child(io: ChildIo) -> ! {
         }
         "state_empty_outside_session" => done_with(serde_json::json!({}), true, Some(Vec::new())),
         "silent" => Vec::new(),
+        // Killed from outside after taking the script: the first child of
+        // this zygote only (a marker file named for it), or every one.
+        "killed_once" | "killed_always" => {
+            // SAFETY: getppid has no preconditions.
+            let zygote = unsafe { libc::getppid() };
+            let marker = std::env::temp_dir().join(format!("toolgate-killed-once-{zygote}"));
+            let first = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&marker)
+                .is_ok();
+            if first || lie == "killed_always" {
+                // SAFETY: signalling this very process.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            }
+            done("42")
+        }
         _ => done("42"),
     };
     let _ = sock.write_all(&bytes);

@@ -113,6 +113,7 @@ pub(super) async fn drive(
         ..ExecOutput::failed()
     };
     let mut stopped = None;
+    let mut killed_outside = false;
     // The child is not trusted: a report it sends must be well formed, and
     // its result must be the contract's JSON; anything else is the script's
     // failure, never the server's.
@@ -165,6 +166,13 @@ pub(super) async fn drive(
                 // nothing but the time).
                 return Err(SandboxError::ZygoteGone);
             }
+            // The server kills only at the deadline (above) or after the
+            // call (`Used`): a SIGKILL here came from outside, before the
+            // deadline. Most often a spare killed while it waited and taken
+            // while its last thread still exited (its pidfd not yet
+            // readable, its socket still open, so the script went in).
+            killed_outside =
+                status.is_some_and(|s| libc::WIFSIGNALED(s) && libc::WTERMSIG(s) == libc::SIGKILL);
             Some(Death::from_status(status, timeout, memory_mb))
         }
     };
@@ -174,6 +182,11 @@ pub(super) async fn drive(
         out.exit_code = d.exit_code;
         out.timed_out = d.timed_out;
         out.add_note(&d.note);
+    }
+    if killed_outside {
+        // Not the script's doing: the caller runs it again elsewhere, and
+        // answers this only when no try is left.
+        return Err(SandboxError::KilledFromOutside(Box::new(out)));
     }
     Ok((out, stopped))
 }

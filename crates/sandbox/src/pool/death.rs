@@ -16,6 +16,11 @@ pub(super) struct Death {
     pub note: String,
 }
 
+/// A child killed from outside before it reported (the OOM killer, an
+/// operator), once every try was.
+pub(super) const KILLED_OUTSIDE: &str =
+    "[the sandbox process was killed from outside before it reported]\n";
+
 impl Death {
     fn failed(note: impl Into<String>) -> Self {
         Self {
@@ -88,8 +93,9 @@ impl Death {
         }
         let sig = libc::WTERMSIG(st);
         match sig {
-            // RLIMIT_CPU's signals, or the deadline's SIGKILL.
-            libc::SIGXCPU | libc::SIGKILL => Self::timed_out(timeout),
+            // RLIMIT_CPU's signal (the deadline's SIGKILL never comes here).
+            libc::SIGXCPU => Self::timed_out(timeout),
+            libc::SIGKILL => Self::failed(KILLED_OUTSIDE),
             libc::SIGSYS => Self::failed(
                 "[the sandbox blocked a forbidden system call and stopped the script]\n",
             ),
@@ -139,7 +145,10 @@ mod tests {
         // Raw wait statuses: a signal in the low 7 bits, an exit code in
         // the next byte.
         let killed = Death::from_status(Some(libc::SIGKILL), T, 64);
-        assert_eq!(killed, Death::timed_out(T));
+        assert_eq!(
+            (killed.timed_out, killed.note.as_str()),
+            (false, KILLED_OUTSIDE)
+        );
         assert!(Death::from_status(Some(libc::SIGXCPU), T, 64).timed_out);
         let sys = Death::from_status(Some(libc::SIGSYS), T, 64);
         assert!(sys.note.contains("forbidden system call"), "{}", sys.note);

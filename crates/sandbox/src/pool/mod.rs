@@ -62,6 +62,9 @@ pub struct Sandbox {
 
 /// How long a call waits for a warm child (and a child to seal itself).
 const CHILD_WAIT: Duration = Duration::from_secs(10);
+/// Children a call tries: a spare may have died with an earlier zygote, or
+/// been killed from outside while it waited.
+const CHILD_TRIES: usize = 3;
 /// While a call waits for a child this long, it asks the zygote for another.
 const SPAWN_NUDGE: Duration = Duration::from_secs(1);
 
@@ -177,9 +180,10 @@ impl Sandbox {
             ..self.limits
         };
         let call = self.calls.call_started();
-        // A spare may have died with an earlier zygote; try a few.
+        // A spare may have died with an earlier zygote, or been killed from
+        // outside: try a few.
         let mut last_err = None;
-        for _ in 0..3 {
+        for _ in 0..CHILD_TRIES {
             let child = self.take_child().await?;
             match self
                 .run_child(child, &frame, timeout, limits, call.back_to_back)
@@ -189,7 +193,11 @@ impl Sandbox {
                 Err(e) => last_err = Some(e),
             }
         }
-        Err(last_err.unwrap_or(SandboxError::ZygoteGone))
+        match last_err {
+            // Killed from outside every time: the script's answer says so.
+            Some(SandboxError::KilledFromOutside(out)) => Ok(*out),
+            e => Err(e.unwrap_or(SandboxError::ZygoteGone)),
+        }
     }
 
     async fn run_child(
