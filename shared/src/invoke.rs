@@ -71,7 +71,7 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
     .instrument(span.clone())
     .await;
     match &outcome {
-        Ok(_) => span.record("outcome", "ok"),
+        Ok(v) => span.record("outcome", said_of(v)),
         Err(e) => span
             .record("outcome", e.code.as_str())
             .record("otel.status_message", e.code.as_str())
@@ -80,6 +80,16 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
     drop(span);
     log(&tool.spec().name, true, transport, ctx, started, &outcome);
     outcome
+}
+
+/// A result's outcome: `ok`, or `input_required` for a question to the
+/// caller's person, which is not the call's end.
+fn said_of(v: &Value) -> &'static str {
+    if crate::elicit::is_input_required(v) {
+        crate::elicit::INPUT_REQUIRED
+    } else {
+        "ok"
+    }
 }
 
 /// One structured line per call, and its count (`known`: a tool has this
@@ -103,7 +113,7 @@ pub fn log(
     } else {
         crate::metrics::UNKNOWN_TOOL
     };
-    let said = outcome.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
+    let said = outcome.as_ref().map_or_else(|e| e.code.as_str(), said_of);
     crate::metrics::call(counted, transport, said, seconds);
     if crate::metrics::on_lambda() {
         use std::io::Write;
@@ -122,7 +132,7 @@ pub fn log(
             transport,
             caller,
             duration_ms,
-            outcome = "ok",
+            outcome = said,
             exit_code = v.get("exit_code").and_then(serde_json::Value::as_i64),
             timed_out = v.get("timed_out").and_then(serde_json::Value::as_bool),
             "tool call"

@@ -12,6 +12,7 @@ pub mod clarify;
 pub mod clock;
 pub mod cloud;
 pub mod config;
+pub mod elicit;
 pub mod http;
 pub mod invoke;
 pub mod logging;

@@ -166,7 +166,7 @@ pub fn emf_line(tool: &str, transport: &str, outcome: &str, ms: f64, now_ms: i64
         "transport": transport,
         "outcome": outcome,
         "Calls": 1,
-        "Errors": u8::from(outcome != "ok"),
+        "Errors": u8::from(outcome != "ok" && outcome != crate::elicit::INPUT_REQUIRED),
         "Duration": (ms * 1000.0).round() / 1000.0,
     })
     .to_string()

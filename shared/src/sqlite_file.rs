@@ -141,14 +141,25 @@ const DIR_MODE: u32 = 0o700;
 const FILE_MODE: u32 = 0o600;
 
 /// The database file and its `-wal` and `-shm`, as SQLite names them.
-fn store_files(path: &Path) -> [PathBuf; 3] {
-    let with = |suffix: &str| {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        PathBuf::from(p)
-    };
-    [path.to_path_buf(), with("-wal"), with("-shm")]
+fn store_files(path: &Path) -> [PathBuf; 4] {
+    [
+        path.to_path_buf(),
+        beside(path, "-wal"),
+        beside(path, "-shm"),
+        beside(path, KEY_SUFFIX),
+    ]
 }
+
+/// The file named as the database with `suffix` added.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+/// The key file's suffix ([`private_key_file`]): kept, checked and made
+/// private with the database's own files.
+const KEY_SUFFIX: &str = "-mcp.key";
 
 /// Refuses a store whose folder others may write into (unless sticky, as
 /// /tmp: there they cannot replace a file that is ours).
@@ -219,6 +230,57 @@ fn private_files(path: &Path) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The secret kept beside the SQLite database `db` (`{db}-mcp.key`,
+/// owner-only), made once with 32 random bytes (hex): every process on that
+/// database reads the same one. It is made whole before it appears (written
+/// under a name of its own, then linked), so a reader never sees half of
+/// one, and of two processes making it at once, the first link wins. Never
+/// read through a symlink, nor from a file another user owns.
+pub fn private_key_file(db: &Path) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = beside(db, KEY_SUFFIX);
+    let shown = path.display();
+    let read = || -> Result<Vec<u8>, String> {
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| format!("{shown}: {e}"))?;
+        let meta = f.metadata().map_err(|e| format!("{shown}: {e}"))?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if !meta.is_file() || meta.uid() != unsafe { libc::geteuid() } {
+            return Err(format!(
+                "{shown} is not a plain file of this user's: refusing it as the MCP state key"
+            ));
+        }
+        let mut key = Vec::new();
+        f.read_to_end(&mut key)
+            .map_err(|e| format!("{shown}: {e}"))?;
+        Ok(key)
+    };
+    if path.exists() {
+        return read();
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    let fresh = crate::approvals::hex(&bytes);
+    let tmp = beside(&path, &format!(".{}", std::process::id()));
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(fresh.as_bytes()).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::hard_link(&tmp, &path));
+    let _ = std::fs::remove_file(&tmp);
+    match made {
+        Ok(()) => Ok(fresh.into_bytes()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(),
+        Err(e) => Err(format!("{shown}: {e}")),
+    }
 }
 
 /// Makes the data folder the owner's only (0700) when it exists and others

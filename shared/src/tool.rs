@@ -208,6 +208,9 @@ pub struct CallContext {
     /// [`crate::response_limit::LAMBDA_RESPONSE_BYTES`]); the transports
     /// fit it in ([`crate::response_limit::fit`]).
     pub response_limit: Option<usize>,
+    /// What the caller's MCP client can ask its person, and its answers
+    /// on a retry (MCP 2026-07-28); `None` elsewhere.
+    pub elicit: Option<crate::elicit::Elicit>,
 }
 
 /// What carried a call, for its log line.

@@ -208,7 +208,40 @@ impl Toolset {
             tracing::info!(channels = ?notifier.names(), "clarify notifications");
             clarify = clarify.with_notifier(notifier);
         }
+        if let Some(key) = self.state_key(cfg).await? {
+            clarify = clarify.with_state_key(key);
+        }
         Ok(clarify)
+    }
+
+    /// The key an MCP client's retry states are sealed with: the configured
+    /// secret, else (SQLite) a key file beside the database, made once, so
+    /// that every server on that store opens the others' states; none on a
+    /// shared store without a configured one (questions are then not asked
+    /// in the client).
+    async fn state_key(
+        &self,
+        cfg: &Config,
+    ) -> Result<Option<crate::elicit::state::StateKey>, String> {
+        use crate::elicit::state::StateKey;
+        let c = &cfg.clarify;
+        let secret = match (&c.mcp_state_key, &c.table) {
+            (Some(s), _) => s.reveal(self.backends.as_deref()).await?.into_bytes(),
+            (None, None) => match crate::sqlite_file::private_key_file(&c.db_path) {
+                Ok(k) => k,
+                Err(e) => {
+                    tracing::warn!(error = %e, "questions are not asked in MCP clients: no state key");
+                    return Ok(None);
+                }
+            },
+            (None, Some(_)) => {
+                tracing::info!(
+                    "questions are not asked in MCP clients: no TOOLGATE_MCP_STATE_KEY for the clarify table"
+                );
+                return Ok(None);
+            }
+        };
+        StateKey::from_secret(&secret).map(Some)
     }
 
     /// Where approvals are kept and decided: the clarify service `cfg`

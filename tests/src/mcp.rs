@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::peer::{run_ok, tools_dir};
 
-/// rmcp's client, connected (it tries the 2026-07-28 lifecycle first).
+/// rmcp's client, connected with `initialize` (the 2025-11-25 lifecycle;
+/// `serve_with_lifecycle` picks 2026-07-28's).
 pub async fn rmcp_client(
     url: String,
     token: Option<&str>,

@@ -190,8 +190,10 @@ fn a_risky_command_waits_for_an_approver_and_runs_once_exactly_as_approved() {
     let d = Sshd::start();
     let (_rx, hooks) = receiver(SECRET);
     let hook = format!("{hooks}/hook");
-    let db =
-        std::env::temp_dir().join(format!("toolgate-approvals-{}.sqlite3", std::process::id()));
+    // Its own folder: the store's files (the database, its journal, the MCP
+    // state key beside it) go with it.
+    let db_dir = toolgate_e2e::launch::TempDir::new("toolgate-approvals-db");
+    let db = db_dir.path().join("clarify.sqlite3");
     let db_path = db.to_str().unwrap().to_owned();
     let text = config(&format!(
         "{}[servers.box.policy]\napprove_preset = \"readonly\"\n{}",
@@ -436,7 +438,6 @@ fn a_risky_command_waits_for_an_approver_and_runs_once_exactly_as_approved() {
     assert_eq!(status, 403, "{msg}");
     assert!(msg.contains("host key pinned for \"box\" changed"), "{msg}");
     let _ = seen(&hooks);
-    let _ = std::fs::remove_file(&db);
     let _ = std::fs::remove_file(&other);
     let _ = std::fs::remove_file(other.with_extension("pub"));
 }

@@ -346,6 +346,7 @@ async fn call_context(
         servers,
         transport: None,
         response_limit: Some(LAMBDA_RESPONSE_BYTES),
+        elicit: None,
     });
     next.run(req).await
 }

@@ -1,7 +1,10 @@
 //! What an approval allows (its binding), what approvers are shown (its
 //! details), and the proof a call that used one carries (its receipt).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 /// What approving allows: exactly this tool on this target, this command
@@ -93,6 +96,22 @@ pub struct Receipt {
 /// Hex SHA-256 of `text`.
 pub fn sha256_hex(text: &str) -> String {
     hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// `v` as JSON with every object's keys sorted: the same arguments always
+/// hash the same.
+pub fn canonical(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(o) => {
+                let m: BTreeMap<&String, Value> = o.iter().map(|(k, v)| (k, sorted(v))).collect();
+                json!(m)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v).to_string()
 }
 
 /// Lowercase hex.

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub use binding::{Binding, Details, Field, Receipt, hex, sha256_hex};
+pub use binding::{Binding, Details, Field, Receipt, canonical, hex, sha256_hex};
 
 use crate::clarify::{
     ApprovalRow, Clarification, Clarify, Decision, ListQuery, Refusal, Status, approval_view,

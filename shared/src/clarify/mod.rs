@@ -73,6 +73,9 @@ pub struct Clarify {
     nap: Nap,
     notifier: Option<Arc<notify::Notifier>>,
     limits: PendingLimits,
+    /// Seals the state an MCP client's retry brings back (`crate::elicit`);
+    /// without one, questions are not asked in the client.
+    state_key: Option<crate::elicit::state::StateKey>,
 }
 
 /// How many questions may wait for an answer at once, where the store can
@@ -147,7 +150,20 @@ impl Clarify {
             nap: default_nap(),
             notifier: None,
             limits: PendingLimits::default(),
+            state_key: None,
         }
+    }
+
+    /// Asks questions in the caller's own MCP client where it can, sealing
+    /// the retry's state with `key`.
+    pub fn with_state_key(mut self, key: crate::elicit::state::StateKey) -> Self {
+        self.state_key = Some(key);
+        self
+    }
+
+    /// The key retries' states are sealed with, when there is one.
+    pub fn state_key(&self) -> Option<&crate::elicit::state::StateKey> {
+        self.state_key.as_ref()
     }
 
     /// Bounds the questions waiting at once ([`PendingLimits`]).

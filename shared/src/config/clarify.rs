@@ -35,6 +35,11 @@ pub struct ClarifyConfig {
     /// (`TOOLGATE_CLARIFY_SWEEP_SECS`; on AWS the template's schedule
     /// sweeps instead).
     pub sweep_secs: u64,
+    /// Seals the state an MCP client's retry brings back
+    /// (`TOOLGATE_MCP_STATE_KEY`, or on AWS the SSM SecureString
+    /// `TOOLGATE_MCP_STATE_KEY_PARAMETER` names; at least 32 bytes). Without
+    /// one, a SQLite store keeps a key file beside its database.
+    pub mcp_state_key: Option<super::notify::Secret>,
 }
 
 impl Default for ClarifyConfig {
@@ -50,6 +55,7 @@ impl Default for ClarifyConfig {
             max_pending_per_caller: crate::clarify::DEFAULT_MAX_PENDING_PER_CALLER,
             max_pending: crate::clarify::DEFAULT_MAX_PENDING,
             sweep_secs: DEFAULT_SWEEP_SECS,
+            mcp_state_key: None,
         }
     }
 }
@@ -134,6 +140,19 @@ impl ClarifyConfig {
         }
         if let Some(b) = env.flag("TOOLGATE_CLARIFY_STEP_FUNCTIONS")? {
             c.step_functions = b;
+        }
+        let bad_key = |reason: String| ConfigError::BadToken {
+            table: "TOOLGATE_MCP_STATE_KEY".into(),
+            reason,
+        };
+        c.mcp_state_key = super::notify::secret_from_env(
+            env,
+            "TOOLGATE_MCP_STATE_KEY",
+            "TOOLGATE_MCP_STATE_KEY_PARAMETER",
+        )
+        .map_err(bad_key)?;
+        if let Some(super::notify::Secret::Value(v)) = &c.mcp_state_key {
+            crate::elicit::state::StateKey::from_secret(v.as_bytes()).map_err(bad_key)?;
         }
         c.notify = super::notify::load(file.notify, env)?;
         c.validate()?;

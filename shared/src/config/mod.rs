@@ -22,7 +22,7 @@ pub use approvals::{ApprovalsConfig, DEFAULT_JWT_CLAIM, ENV_APPROVER};
 pub use clarify::ClarifyConfig;
 pub use cloud::CloudConfig;
 pub use env::Lookup;
-pub use notify::{NotifyChannel, NotifyKind};
+pub use notify::{NotifyChannel, NotifyKind, Secret};
 pub use python::{
     DEFAULT_MEMORY_MB, DEFAULT_MODULES, DEFAULT_TIMEOUT_SECS, FORBIDDEN_MODULES, MAX_TIMEOUT_SECS,
     MIN_TIMEOUT_SECS, PythonConfig, clamp_timeout, parse_timeout,

@@ -19,9 +19,9 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-        ListToolsResult, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
-        Tool as McpTool, ToolAnnotations, ToolsCapability,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult,
+        JsonObject, ListToolsResult, ProtocolVersion, ResourceContents, ServerCapabilities,
+        ServerConfig, Tool as McpTool, ToolAnnotations, ToolsCapability,
     },
 };
 use serde_json::Value;
@@ -114,6 +114,17 @@ pub async fn call_tool(
                 e.message,
                 Some(serde_json::json!({"code": e.code.as_str()})),
             ));
+        }
+        // A question for the client's person (only asked where the client
+        // declared it can be): MCP's own intermediate result.
+        Ok(v) if ctx.elicit.is_some() && crate::elicit::is_input_required(&v) => {
+            return match serde_json::from_value::<InputRequiredResult>(v) {
+                Ok(r) => Ok(CallToolResponse::InputRequired(r)),
+                Err(e) => Err(ErrorData::internal_error(
+                    format!("an input request that is not MCP's: {e}"),
+                    None,
+                )),
+            };
         }
         Ok(v) if passthrough => match serde_json::from_value::<CallToolResult>(v) {
             Ok(r) => match ctx.response_limit.map(|limit| (rendered_len(&r), limit)) {

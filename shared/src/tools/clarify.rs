@@ -15,6 +15,8 @@ use crate::error::ToolError;
 use crate::invoke::Transport;
 use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
 
+mod by_elicitation;
+
 /// The tool's name.
 pub const NAME: &str = "clarify";
 
@@ -37,7 +39,8 @@ pub fn spec(expiry_secs: u64) -> ToolSpec {
             "Ask the human a question when something is ambiguous, optionally with options to \
              choose from (they may also answer in their own words). Returns at once with a \
              pending clarification: give its answer_url to the person, then read the answer with \
-             GET /clarifications/{{id}}?wait=25 until its status is answered. It expires after \
+             GET /clarifications/{{id}}?wait=25 until its status is answered (an MCP client that \
+             can ask its user is asked, and the call returns the answer). It expires after \
              {expiry_secs} s."
         ),
         input_schema: json!({
@@ -57,7 +60,9 @@ pub fn spec(expiry_secs: u64) -> ToolSpec {
         output_schema: json!({
             "type": "object",
             "properties": {
-                "status": {"const": "pending"},
+                "status": {"enum": ["pending", "answered", "cancelled", "expired"]},
+                "answer": {"type": ["string", "null"], "description": "once answered (in the caller's own MCP client)"},
+                "choice": {"type": ["integer", "null"]},
                 "id": {"type": "string"},
                 "question": {"type": "string"},
                 "options": {"type": "array", "items": {"type": "string"}},
@@ -173,12 +178,33 @@ impl Tool for ClarifyTool {
             if input.task_token.is_some() && ctx.transport != Some(Transport::Lambda) {
                 return Err(ToolError::invalid_input(TASK_TOKEN_DIRECT_ONLY));
             }
+            // In the caller's own MCP client, where it can ask its person.
+            let elicit = ctx
+                .elicit
+                .as_ref()
+                .filter(|_| by_elicitation::applies(&self.clarify, ctx));
+            let key = self.clarify.state_key();
+            if let (Some(elicit), Some(key), Some(state)) =
+                (elicit, key, elicit.and_then(|e| e.state.as_deref()))
+            {
+                return by_elicitation::resume(&self.clarify, key, elicit, state, ctx, &args).await;
+            }
             let caller = ctx.caller.as_deref().unwrap_or("");
             let c = self
                 .clarify
                 .ask_as(caller, input.question, input.options, input.task_token)
                 .await?;
             tracing::info!(id = %crate::logging::id_ref(&c.id), waits_for_task = c.task_token.is_some(), "clarification asked");
+            if let (Some(elicit), Some(key)) = (elicit, key) {
+                return Ok(by_elicitation::ask(
+                    &self.clarify,
+                    key,
+                    elicit,
+                    ctx,
+                    &args,
+                    &c,
+                ));
+            }
             Ok(c.view(now_ms(), &self.clarify.base_url()))
         })
     }

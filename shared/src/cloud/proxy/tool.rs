@@ -1,15 +1,14 @@
 //! One account's tool: its calls forwarded to the account's MCP server,
 //! through the approval gate when the tool is gated, with an audit line.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolRequestParams, ErrorCode as McpErrorCode};
 use rmcp::service::ServiceError;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{APPROVAL_ARG, Upstream, WAIT_ARG, unavailable};
-use crate::approvals::{Binding, Details, Receipt, sha256_hex};
+use crate::approvals::{Binding, Details, Receipt, canonical, sha256_hex};
 use crate::error::{ErrorCode, ToolError};
 use crate::logging::{field, id_ref, redact_ids};
 use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
@@ -203,22 +202,6 @@ fn audit(
             "audit"
         ),
     }
-}
-
-/// `v` as JSON with every object's keys sorted: the same arguments always
-/// hash the same.
-fn canonical(v: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(o) => {
-                let m: BTreeMap<&String, Value> = o.iter().map(|(k, v)| (k, sorted(v))).collect();
-                json!(m)
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(v).to_string()
 }
 
 impl Tool for ProxyTool {
