@@ -390,6 +390,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
         let db = root.join("a/b/store.sqlite3");
         let f = SqliteFile::open(&db, &TEST_SCHEMA).unwrap();
+        private_key_file(&db).unwrap();
         assert_eq!(mode(&root), 0o700);
         assert_eq!(mode(&root.join("a/b")), 0o700);
         for file in store_files(&db) {

@@ -7,6 +7,7 @@
 //! - `stateless`: the same answers without rmcp's service loop, for the
 //!   Worker (wasm32 has no tokio runtime); a test compares the two.
 
+mod input_required;
 #[cfg(not(target_arch = "wasm32"))]
 mod server;
 pub mod stateless;
@@ -19,9 +20,9 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult,
-        JsonObject, ListToolsResult, ProtocolVersion, ResourceContents, ServerCapabilities,
-        ServerConfig, Tool as McpTool, ToolAnnotations, ToolsCapability,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+        ListToolsResult, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
+        Tool as McpTool, ToolAnnotations, ToolsCapability,
     },
 };
 use serde_json::Value;
@@ -118,10 +119,10 @@ pub async fn call_tool(
         // A question for the client's person (only asked where the client
         // declared it can be): MCP's own intermediate result.
         Ok(v) if ctx.elicit.is_some() && crate::elicit::is_input_required(&v) => {
-            return match serde_json::from_value::<InputRequiredResult>(v) {
-                Ok(r) => Ok(CallToolResponse::InputRequired(r)),
-                Err(e) => Err(ErrorData::internal_error(
-                    format!("an input request that is not MCP's: {e}"),
+            return match input_required::of(&v) {
+                Some(r) => Ok(CallToolResponse::InputRequired(r)),
+                None => Err(ErrorData::internal_error(
+                    "a tool asked for input in a shape MCP's elicitation cannot carry",
                     None,
                 )),
             };
