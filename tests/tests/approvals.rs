@@ -150,6 +150,16 @@ fn audit_once(s: &Server, want: impl Fn(&Value) -> bool) -> Vec<Value> {
     .collect()
 }
 
+/// The audit line of the cloud call that ran under an approval.
+fn cloud_call_approved(s: &Server) -> Value {
+    let approved = |l: &Value| l["event"] == "cloud_call" && l["outcome"] == "approved";
+    let lines = audit_once(s, approved);
+    lines
+        .into_iter()
+        .find(|l| approved(l))
+        .unwrap_or_else(|| panic!("no approved cloud call in the audit"))
+}
+
 fn python(code: &str, arg: &str) -> String {
     run_tool(Command::new("python3").args(["-c", code, arg]), "python3")
         .trim()
@@ -826,12 +836,7 @@ fn a_gated_cloud_tool_runs_once_with_exactly_the_approved_arguments() {
     )));
     assert_eq!(status, 403);
     assert!(msg.contains("already been used"), "{msg}");
-    let approved = |l: &Value| l["event"] == "cloud_call" && l["outcome"] == "approved";
-    let lines = audit_once(&s, approved);
-    let ran = lines
-        .iter()
-        .find(|l| approved(l))
-        .unwrap_or_else(|| panic!("{lines:#?}"));
+    let ran = cloud_call_approved(&s);
     assert_eq!(ran["approval"], id_ref(&id));
     assert_eq!(ran["approver"], "token:ops");
     assert_eq!(ran["account"], "demo");
@@ -895,12 +900,7 @@ fn a_cloud_approval_waits_for_its_decision_and_is_bound_to_the_endpoint() {
         );
         id
     });
-    let approved = |l: &Value| l["event"] == "cloud_call" && l["outcome"] == "approved";
-    let lines = audit_once(&s, approved);
-    let ran = lines
-        .iter()
-        .find(|l| approved(l))
-        .unwrap_or_else(|| panic!("{lines:#?}"));
+    let ran = cloud_call_approved(&s);
     assert_eq!(ran["approval"], id_ref(&waited));
     // What was forwarded is the tool's own arguments, `toolgate_wait` gone.
     assert_eq!(ran["arguments_sha256"], sha256(r#"{"message":"hi"}"#));
