@@ -127,32 +127,27 @@ pub(super) async fn resume(
     let (caller, bound_args) = bound(ctx, args);
     let claims = key.open(state, NAME, &caller, &bound_args, now_ms())?;
     let c = current(clarify, &claims.subject).await?;
-    let pending = c.status_at(now_ms()) == Status::Pending;
-    let as_is = || -> Result<Value, ToolError> {
-        Ok(if pending {
-            ask(clarify, key, elicit, ctx, args, &c)
+    // The question again while it is pending, else its state.
+    let as_is = |c: &Clarification| {
+        Ok(if c.status_at(now_ms()) == Status::Pending {
+            ask(clarify, key, elicit, ctx, args, c)
         } else {
-            view(clarify, &c)
+            view(clarify, c)
         })
     };
     match elicit.response(KEY).and_then(Reply::parse) {
-        None => as_is(),
+        None => as_is(&c),
         // The person dismissed it: the question stays open for the others.
         Some(Reply::Cancel) => Ok(view(clarify, &c)),
         // The link was opened: the answer is the page's, once given.
         Some(Reply::Accept(_)) if claims.asked == URL => {
-            let now = clarify.wait(&c.id, LINK_WAIT).await?.ok_or_else(no_such)?;
-            Ok(if now.status_at(now_ms()) == Status::Pending {
-                ask(clarify, key, elicit, ctx, args, &now)
-            } else {
-                view(clarify, &now)
-            })
+            as_is(&clarify.wait(&c.id, LINK_WAIT).await?.ok_or_else(no_such)?)
         }
         Some(Reply::Decline) => settled(clarify, clarify.cancel(&c.id).await?),
         Some(Reply::Accept(content)) => match answer_of(&c, &content)? {
             Some((text, choice)) => settled(clarify, clarify.answer(&c.id, text, choice).await?),
             // An empty form: asked again.
-            None => as_is(),
+            None => as_is(&c),
         },
     }
 }
