@@ -58,6 +58,7 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
         tool = %tool.spec().name,
         transport = transport.as_str(),
         caller = ctx.caller.as_deref(),
+        traceparent = ctx.traceparent.as_deref(),
         outcome = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
         otel.status_message = tracing::field::Empty,
@@ -106,6 +107,7 @@ pub fn log(
     let duration_ms = seconds * 1000.0;
     let transport = transport.as_str();
     let caller = ctx.caller.as_deref();
+    let traceparent = ctx.traceparent.as_deref();
     // A name no tool has is the caller's text, whatever the lookup said
     // (a cloud account that is down answers 502 for any name of its own).
     let counted = if known {
@@ -131,6 +133,7 @@ pub fn log(
             tool,
             transport,
             caller,
+            traceparent,
             duration_ms,
             outcome = said,
             exit_code = v.get("exit_code").and_then(serde_json::Value::as_i64),
@@ -141,6 +144,7 @@ pub fn log(
             tool,
             transport,
             caller,
+            traceparent,
             duration_ms,
             outcome = e.code.as_str(),
             error = %crate::logging::field(&crate::logging::redact_ids(&e.message)),

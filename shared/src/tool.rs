@@ -211,6 +211,10 @@ pub struct CallContext {
     /// What the caller's MCP client can ask its person, and its answers
     /// on a retry (MCP 2026-07-28); `None` elsewhere.
     pub elicit: Option<crate::elicit::Elicit>,
+    /// The caller's W3C trace context from MCP's `_meta.traceparent`
+    /// (canonical form): the call's span continues that trace, and its log
+    /// line names it.
+    pub traceparent: Option<String>,
 }
 
 /// What carried a call, for its log line.

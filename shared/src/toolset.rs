@@ -210,15 +210,17 @@ impl Toolset {
         }
         if let Some(key) = self.state_key(cfg).await? {
             clarify = clarify.with_state_key(key);
+        } else if c.table.is_some() {
+            clarify = clarify.with_stored_state_key();
         }
         Ok(clarify)
     }
 
     /// The key an MCP client's retry states are sealed with: the configured
     /// secret, else (SQLite) a key file beside the database, made once, so
-    /// that every server on that store opens the others' states; none on a
-    /// shared store without a configured one (questions are then not asked
-    /// in the client).
+    /// that every server on that store opens the others' states; none here
+    /// on a shared store without a configured one (its own row in the store
+    /// is read when first needed: `Clarify::with_stored_state_key`).
     async fn state_key(
         &self,
         cfg: &Config,
@@ -234,12 +236,7 @@ impl Toolset {
                     return Ok(None);
                 }
             },
-            (None, Some(_)) => {
-                tracing::info!(
-                    "questions are not asked in MCP clients: no TOOLGATE_MCP_STATE_KEY for the clarify table"
-                );
-                return Ok(None);
-            }
+            (None, Some(_)) => return Ok(None),
         };
         StateKey::from_secret(&secret).map(Some)
     }

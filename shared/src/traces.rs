@@ -5,7 +5,8 @@
 //! run, a session's open and save, an SSH connection and command, a cloud
 //! account's call, an approval's check. Only those are sent ([`sent`]),
 //! never a library's span. A request's W3C `traceparent` continues the
-//! caller's trace.
+//! caller's trace, and a tool call's MCP `_meta.traceparent` continues the
+//! MCP client's.
 //!
 //! Steps are spans with target [`TARGET`], which the log lines never show
 //! (`logging::init` filters them from its layer), so a line's `span` stays
@@ -121,25 +122,28 @@ where
                 .get::<Open>()
                 .map(|o| (o.span.trace_id, o.span.span_id, o.sampled))
         });
-        let (trace_id, parent, sampled) = match inherited {
-            Some((t, p, sampled)) => (t, Some(p), sampled),
-            // The caller's trace, sent only when the caller samples it
-            // (OpenTelemetry's default, parent-based, sampler).
-            None => match fields
-                .traceparent
-                .as_deref()
-                .and_then(crate::http::traceparent::parse)
-            {
-                Some(p) => (p.trace, Some(p.span), p.sampled),
-                None => (random_id(), None, true),
-            },
+        // A span's own `traceparent` (the request's header; a tool call's
+        // MCP `_meta`) continues the caller's trace, even under a span of
+        // ours, and is sent only when the caller samples it
+        // (OpenTelemetry's default, parent-based, sampler).
+        let own = fields
+            .traceparent
+            .as_deref()
+            .and_then(crate::http::traceparent::parse);
+        let (trace_id, parent, sampled) = match (own, inherited) {
+            (Some(p), _) => (p.trace, Some(p.span), p.sampled),
+            (None, Some((t, p, sampled))) => (t, Some(p), sampled),
+            (None, None) => (random_id(), None, true),
         };
-        // A span with no span of ours above it answers a request.
-        let kind = fields.kind.unwrap_or(if inherited.is_none() {
-            Kind::Server
-        } else {
-            Kind::Internal
-        });
+        // A span with no span of ours above it, or continuing a caller's
+        // trace, answers a request.
+        let kind = fields
+            .kind
+            .unwrap_or(if inherited.is_none() || own.is_some() {
+                Kind::Server
+            } else {
+                Kind::Internal
+            });
         let open = Open {
             span: proto::Span {
                 trace_id,

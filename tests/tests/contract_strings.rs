@@ -248,6 +248,17 @@ approval <ID> is for another command (SHA-256 56e9568a063f…): the command must
 status must be pending or all, got {s:?}
 status must be pending or all, got "x"
 > @auth [Authorization: Bearer <OPS>] GET /approvals?status=x
+## elicit.changed 400 invalid_input · mcp
+"requestState" is not one this server issued, or it was changed: call again without it
+## elicit.other_caller 403 forbidden · mcp
+"requestState" was issued to another caller
+## elicit.other_call 400 invalid_input · mcp
+"requestState" was issued for another call: send the arguments of the call that got it
+## elicit.expired 410 expired · mcp
+"requestState" has expired: call again without it
+## elicit.choice 400 invalid_input · mcp
+"choice" must be one of the question's options, not {choice:?}
+"choice" must be one of the question's options, not "8"
 "#;
 
 #[derive(Debug)]
@@ -849,4 +860,89 @@ async fn list_servers_with_none_configured() {
     ];
     let s = Server::start(&env);
     On::new(&s).env(&env).run("ssm", &[]).await;
+}
+
+/// A retry's refusals when clarify asks in the caller's MCP client (issue
+/// #57): each a tool error with the contract's words.
+#[test]
+fn request_state_refusals() {
+    const OTHER: &str = "contract-other-token-0123456789";
+    let text = format!(
+        "[[server.tokens]]\nname = \"agent\"\ntoken = \"{AGENT}\"\n\n\
+         [[server.tokens]]\nname = \"other\"\ntoken = \"{OTHER}\"\n"
+    );
+    let config = temp_file("toolgate-contract-elicit", &text);
+    let path = config.0.to_str().unwrap();
+    let dir = TempDir::new("toolgate-contract-elicit");
+    let data = dir.path().to_str().unwrap();
+    let start = |expiry: &str| {
+        Server::start_with_args(
+            &[
+                ("TOOLGATE_DATA_DIR", data),
+                ("TOOLGATE_CLARIFY_EXPIRY_SECS", expiry),
+            ],
+            &["--config", path],
+        )
+    };
+    // A 2026-07-28 call of clarify from a form-eliciting client, as
+    // `token`; `extra` adds a retry's params. The result, as `On` reads it.
+    let call = |s: &Server, token: &str, args: &Value, extra: Value| -> (Answer, Value) {
+        let mut params = json!({"name": "clarify", "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "contract", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            params[k] = v.clone();
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let auth = format!("Bearer {token}");
+        let r = s.request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Authorization", &auth),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "clarify"),
+            ],
+            body.to_string().as_bytes(),
+        );
+        let result = r.json()["result"].clone();
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        let error = serde_json::from_str(text).unwrap_or(Value::Null);
+        (Answer::of(None, error), result)
+    };
+    let asked = |s: &Server, args: &Value| -> String {
+        let (_, r) = call(s, AGENT, args, json!({}));
+        let state = r["requestState"].as_str().unwrap_or_else(|| panic!("{r}"));
+        toolgate_e2e::issued::record("request state", state);
+        state.to_owned()
+    };
+    let reply = |state: &str, choice: &str| {
+        json!({"requestState": state, "inputResponses": {"answer": {
+            "action": "accept", "content": {"choice": choice}}}})
+    };
+    let s = start("600");
+    let args = json!({"question": "Scale to?", "options": ["2", "4"]});
+    let state = asked(&s, &args);
+    let mut changed = state.clone();
+    changed.insert(4, 'x');
+    let other_args = json!({"question": "Scale down?", "options": ["2", "4"]});
+    for (key, token, args, state, choice) in [
+        ("elicit.changed", AGENT, &args, &changed, "2"),
+        ("elicit.other_caller", OTHER, &args, &state, "2"),
+        ("elicit.other_call", AGENT, &other_args, &state, "2"),
+        ("elicit.choice", AGENT, &args, &state, "8"),
+    ] {
+        let (got, _) = call(&s, token, args, reply(state, choice));
+        check(key, "mcp", &got, &[]);
+    }
+    drop(s);
+    let s = start("1");
+    let state = asked(&s, &args);
+    std::thread::sleep(Duration::from_millis(1_100));
+    let (got, _) = call(&s, AGENT, &args, reply(&state, "2"));
+    check("elicit.expired", "mcp", &got, &[]);
 }

@@ -1980,3 +1980,192 @@ fn clarify_function_signs_webhooks_with_its_secret_from_ssm() {
         assert!(!watch.logs().contains("too-short"), "{}", watch.logs());
     }
 }
+
+/// An MCP 2026-07-28 `tools/call` of clarify through the gateway, as API
+/// Gateway delivers it with the JWT of `sub`: the client declares form
+/// elicitation, and a retry carries `extra` (`requestState`,
+/// `inputResponses`).
+fn elicit_event(sub: &str, args: &Value, extra: &Value) -> Value {
+    let mut params = json!({
+        "name": "clarify",
+        "arguments": args,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        },
+    });
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        params[k] = v.clone();
+    }
+    let mut e = fixture("apigw_v2_mcp_call_ssh.json");
+    e["body"] = json!(
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}).to_string()
+    );
+    e["headers"]["content-length"] = json!(e["body"].as_str().unwrap().len().to_string());
+    e["headers"]["mcp-protocol-version"] = json!("2026-07-28");
+    e["headers"]["mcp-method"] = json!("tools/call");
+    e["headers"]["mcp-name"] = json!("clarify");
+    e["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(sub);
+    e["requestContext"]["timeEpoch"] = json!(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    );
+    e
+}
+
+/// The JSON-RPC reply of the gateway under `port` to `event`.
+fn gateway_mcp(watch: &Peer, port: u16, event: &Value) -> Value {
+    let (status, body) = http("(elicitation)", invoke_value(port, "gateway", event));
+    assert_eq!(status, 200, "{body}\n{}", watch.logs());
+    body
+}
+
+/// clarify in the agent's own MCP client on AWS (issue #57): the gateway
+/// passes the client's elicitation capability and its retry to the clarify
+/// function; the retry, through another gateway and another clarify
+/// function process, answers the one clarification. The key that seals the
+/// state is made once in the clarify table, so nothing is configured.
+#[test]
+fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
+    let (_moto, endpoint) = moto();
+    boto(&endpoint, CLARIFY_TABLE, &[]);
+    // Two deployments' worth of processes on one table: each watch's
+    // gateway reaches its own clarify function.
+    let start = || {
+        let port = free_port();
+        let lambda_api = format!("http://127.0.0.1:{port}");
+        watch_on(
+            port,
+            &[
+                ("AWS_ENDPOINT_URL", &endpoint),
+                ("AWS_ENDPOINT_URL_LAMBDA", &lambda_api),
+                ("AWS_ACCESS_KEY_ID", "testing"),
+                ("AWS_SECRET_ACCESS_KEY", "testing"),
+                ("AWS_REGION", "us-east-1"),
+                ("TOOLGATE_PEER_FUNCTIONS", "clarify"),
+                ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
+                ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
+                ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
+            ],
+        )
+    };
+    let ((a, a_port), (b, b_port)) = (start(), start());
+    let args = json!({"question": "Roll back release 1843?", "options": ["yes", "no"]});
+    // The gateway lists clarify once its function has started.
+    let first = |watch: &Peer, port: u16| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let reply = gateway_mcp(watch, port, &elicit_event("agent-7f3a", &args, &json!({})));
+            let unknown = reply["error"]["data"]["code"] == "unknown_tool";
+            if !unknown || std::time::Instant::now() > deadline {
+                return reply;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    };
+    let asked = first(&a, a_port);
+    let r = &asked["result"];
+    assert_eq!(r["resultType"], "input_required", "{asked}\n{}", a.logs());
+    assert_eq!(
+        r["inputRequests"]["answer"]["params"]["requestedSchema"]["properties"]["choice"]["enum"],
+        json!(["yes", "no"]),
+        "{asked}"
+    );
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("request state", &state);
+    // The key is the table's own item, made by the first ask.
+    let kept = boto(
+        &endpoint,
+        "print(boto3.client('dynamodb', **kw).get_item(TableName='clarifications', Key={'id': {'S': 'secret:mcp-state-key'}})['Item']['secret']['S'])",
+        &[],
+    );
+    toolgate_e2e::issued::record("MCP state key", kept.trim());
+    assert_eq!(kept.trim().len(), 64, "{kept}");
+
+    let yes = json!({"requestState": state, "inputResponses": {"answer": {"action": "accept", "content": {"choice": "yes"}}}});
+    // Another caller's retry, or a changed state, is refused on b.
+    let refused = |reply: &Value| -> (String, String) {
+        let r = &reply["result"];
+        assert_eq!(r["isError"], true, "{reply}");
+        let body: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+        (
+            body["error"]["code"].as_str().unwrap().to_owned(),
+            body["error"]["message"].as_str().unwrap().to_owned(),
+        )
+    };
+    let warm = |port| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let reply = gateway_mcp(&b, port, &elicit_event("someone-else", &args, &yes));
+            if reply["error"]["data"]["code"] != "unknown_tool"
+                || std::time::Instant::now() > deadline
+            {
+                return reply;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    };
+    assert_eq!(
+        refused(&warm(b_port)),
+        (
+            "forbidden".to_owned(),
+            "\"requestState\" was issued to another caller".to_owned()
+        ),
+        "{}",
+        b.logs()
+    );
+    let mut changed = yes.clone();
+    changed["requestState"] = json!(format!("{state}x"));
+    assert_eq!(
+        refused(&gateway_mcp(
+            &b,
+            b_port,
+            &elicit_event("agent-7f3a", &args, &changed)
+        ))
+        .0,
+        "invalid_input"
+    );
+
+    // The retry through b answers it.
+    let started = std::time::Instant::now();
+    let answered = gateway_mcp(&b, b_port, &elicit_event("agent-7f3a", &args, &yes));
+    let retried_in = started.elapsed();
+    let out = &answered["result"]["structuredContent"];
+    assert_eq!(
+        (&out["status"], &out["answer"], &out["choice"]),
+        (&json!("answered"), &json!("yes"), &json!(0)),
+        "{answered}\n{}",
+        b.logs()
+    );
+    // Replayed through a: the answer that stands, as a second answer gets.
+    let no = json!({"requestState": state, "inputResponses": {"answer": {"action": "accept", "content": {"choice": "no"}}}});
+    assert_eq!(
+        refused(&gateway_mcp(
+            &a,
+            a_port,
+            &elicit_event("agent-7f3a", &args, &no)
+        )),
+        (
+            "conflict".to_owned(),
+            "This clarification is already answered".to_owned()
+        )
+    );
+    // A 2025-11-25 client through the gateway: today's pending question.
+    let mut old = fixture("apigw_v2_mcp_call_ssh.json");
+    old["body"] = json!(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "clarify", "arguments": {"question": "Old client?"}}})
+        .to_string()
+    );
+    old["headers"]["content-length"] = json!(old["body"].as_str().unwrap().len().to_string());
+    old["headers"]["mcp-protocol-version"] = json!("2025-11-25");
+    let pending = gateway_mcp(&a, a_port, &old);
+    assert_eq!(
+        pending["result"]["structuredContent"]["status"], "pending",
+        "{pending}"
+    );
+    println!("retry through another gateway and clarify process: {retried_in:?}");
+}

@@ -188,6 +188,73 @@ fn without_a_trace_header_a_request_starts_a_trace() {
     assert!(!s.logs().contains("not-hex"), "{}", s.logs());
 }
 
+/// MCP's trace context propagation (`_meta.traceparent`, issue #57): a
+/// `tools/call` continues the MCP client's trace from its tool call down,
+/// whatever the HTTP request's own, and the call's log line names it.
+#[test]
+fn an_mcp_calls_meta_traceparent_continues_the_clients_trace() {
+    const CLIENT_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+    const CLIENT_SPAN: &str = "b7ad6b7169203331";
+    let (_receiver, base) = receiver();
+    let s = Server::start(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &base),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ]);
+    let meta = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
+    let header = format!("00-{TRACE}-{CALLER_SPAN}-01");
+    let call = |meta: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "python__execute", "arguments": {"code": "result = 2"},
+            "_meta": {"traceparent": meta}}});
+        let r = s.request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("traceparent", &header),
+            ],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    };
+    call(&meta);
+    // A malformed one is ignored: the call stays in the request's trace.
+    call("00-not-a-trace-01");
+    let seen = spans_when(&base, "two MCP calls", |spans| {
+        named(spans, "sandbox run").len() == 2 && named(spans, "request").len() == 2
+    });
+    let spans = seen["spans"].as_array().unwrap();
+    let tools = named(spans, "tool call");
+    let continued = tools
+        .iter()
+        .find(|t| t["trace_id"] == CLIENT_TRACE)
+        .unwrap_or_else(|| panic!("no tool call in the client's trace: {spans:#?}"));
+    assert_eq!(continued["parent_span_id"], CLIENT_SPAN, "{continued}");
+    assert_eq!(continued["kind"], 2, "server: {continued}");
+    assert_eq!(continued["attributes"]["transport"], "mcp");
+    let sandbox = child_of(spans, continued, "sandbox run");
+    assert_eq!(sandbox["trace_id"], CLIENT_TRACE);
+    let other = tools
+        .iter()
+        .find(|t| t["trace_id"] != CLIENT_TRACE)
+        .expect("the second call's span");
+    assert_eq!(other["trace_id"], TRACE, "{other}");
+    assert_eq!(other["kind"], 1, "internal: {other}");
+
+    let logs = s.json_logs_when(Duration::from_secs(10), |l| {
+        l.iter().filter(|l| l["message"] == "tool call").count() == 2
+    });
+    let lines: Vec<&Value> = logs
+        .iter()
+        .filter(|l| l["message"] == "tool call")
+        .collect();
+    assert_eq!(lines[0]["traceparent"], meta, "{:#?}", lines[0]);
+    assert!(lines[1].get("traceparent").is_none(), "{:#?}", lines[1]);
+    assert!(!s.logs().contains("not-a-trace"), "{}", s.logs());
+}
+
 #[test]
 fn a_collector_that_is_down_costs_the_calls_nothing_and_is_said_once() {
     let closed = free_port();

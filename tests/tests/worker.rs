@@ -1101,10 +1101,40 @@ fn worker_clarify_and_sessions_on_d1() {
         assert_eq!(r.json()["stdout"], "1280000 255\n", "{}", body(&r));
     }
 
+    // In the agent's own MCP client (MCP 2026-07-28, issue #57): the
+    // question as a form, its state sealed with a key the Worker keeps in
+    // D1, so that another Worker process takes the retry.
+    let args = json!({"question": "Purge the CDN cache?", "options": ["purge", "wait"]});
+    let (asked, _) = mcp_clarify(&stack, &args, &json!({}));
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("request state", &state);
+
     // D1 keeps them across a restart.
     stack.restart_dispatcher();
     let r = stack.request("GET", &format!("/clarifications/{id}"), &[], b"");
     assert_eq!((r.status, r.json()["answer"].clone()), (200, json!("no")));
+    let wait = json!({"action": "accept", "content": {"choice": "wait"}});
+    let mut changed = state.clone();
+    changed.insert(5, 'x');
+    let (tampered, _) = mcp_clarify(
+        &stack,
+        &args,
+        &json!({"requestState": changed, "inputResponses": {"answer": wait}}),
+    );
+    assert_eq!(tampered["isError"], true, "{tampered}");
+    let (answered, took) = mcp_clarify(
+        &stack,
+        &args,
+        &json!({"requestState": state, "inputResponses": {"answer": wait}}),
+    );
+    let out = &answered["structuredContent"];
+    assert_eq!(
+        (&out["status"], &out["answer"], &out["choice"]),
+        (&json!("answered"), &json!("wait"), &json!(1)),
+        "{answered}"
+    );
+    println!("elicitation retry on a restarted Worker: {took:?}");
     let r = stack.request("GET", &format!("/clarifications/{cancel}"), &[], b"");
     assert_eq!(r.json()["status"], "cancelled");
     let r = stack.post(
@@ -1137,6 +1167,43 @@ fn worker_clarify_and_sessions_on_d1() {
         "{}",
         body(&r)
     );
+}
+
+/// A 2026-07-28 `tools/call` of clarify from a client that declares form
+/// elicitation, with a retry's `extra` params: the result, and how long it
+/// took.
+fn mcp_clarify(stack: &Stack, args: &Value, extra: &Value) -> (Value, Duration) {
+    let mut params = json!({
+        "name": "clarify",
+        "arguments": args,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        },
+    });
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        params[k] = v.clone();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params});
+    let auth = format!("Bearer {TOKEN}");
+    let started = Instant::now();
+    let r = stack.request(
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Authorization", &auth),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "clarify"),
+        ],
+        body.to_string().as_bytes(),
+    );
+    let took = started.elapsed();
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    (r.json()["result"].clone(), took)
 }
 
 /// Method, path, headers, body.

@@ -170,6 +170,31 @@ impl DynamoStore {
         Ok(out.item)
     }
 
+    /// `name`'s secret: put if the table holds none (one conditional
+    /// write, so racing instances keep one), then read back. Its item's id
+    /// is not a clarification's, so no route or index ever reads it.
+    async fn secret_of(&self, name: &str, fresh: &str) -> Result<Option<String>, String> {
+        let id = format!("secret:{name}");
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("id", s(&id))
+            .item("secret", s(fresh))
+            .condition_expression("attribute_not_exists(id)")
+            .send()
+            .await;
+        if let Err(e) = put
+            && !e
+                .as_service_error()
+                .is_some_and(|se| se.is_conditional_check_failed_exception())
+        {
+            return Err(err("PutItem", e));
+        }
+        let item = self.item(&id).await?;
+        Ok(item.and_then(|i| i.get("secret")?.as_s().ok().cloned()))
+    }
+
     async fn get_one(&self, id: &str) -> Result<Option<Clarification>, String> {
         Ok(self.item(id).await?.as_ref().and_then(item_to))
     }
@@ -455,5 +480,8 @@ impl ClarifyStore for DynamoStore {
     }
     fn consume<'a>(&'a self, id: &'a str, at: i64) -> StoreFuture<'a, bool> {
         Box::pin(self.consume_one(id, at))
+    }
+    fn secret<'a>(&'a self, name: &'a str, fresh: &'a str) -> StoreFuture<'a, Option<String>> {
+        Box::pin(self.secret_of(name, fresh))
     }
 }

@@ -1,6 +1,6 @@
 //! What one Lambda function sends another, and what a direct invocation
 //! carries: the envelope `{"tool", "arguments", "scope", "caller",
-//! "deadline"}`, the
+//! "deadline", "elicit", "traceparent"}`, the
 //! control payloads, and a function error's `errorType` for each error
 //! code. One home for both ends: `lambda` decodes, `peers` encodes.
 
@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+use toolgate_shared::elicit::Elicit;
 use toolgate_shared::error::{ErrorCode, ToolError};
 
 /// `{"toolgate": "describe"}` asks a function for its own tools (`peers`).
@@ -16,7 +17,15 @@ pub const DESCRIBE: &str = "describe";
 /// `ClarifyFunction` `Events`) expires what is due.
 pub const SWEEP: &str = "sweep";
 
-const KEYS: [&str; 5] = ["tool", "arguments", "scope", "caller", "deadline"];
+const KEYS: [&str; 7] = [
+    "tool",
+    "arguments",
+    "scope",
+    "caller",
+    "deadline",
+    "elicit",
+    "traceparent",
+];
 
 /// One call, as a direct invocation carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +42,13 @@ pub struct Envelope {
     /// gateway function), in ms since the Unix epoch: functions share no
     /// clock but the wall's.
     pub deadline_ms: Option<u64>,
+    /// What the caller's MCP client can ask its person, and what its retry
+    /// brought back (the gateway's `/mcp`): `{"form", "url", "responses",
+    /// "state"}`.
+    pub elicit: Option<Elicit>,
+    /// The caller's W3C trace context (an MCP client's `_meta.traceparent`,
+    /// through the gateway): the call's span continues it.
+    pub traceparent: Option<String>,
 }
 
 impl Envelope {
@@ -48,6 +64,18 @@ impl Envelope {
         }
         if let Some(ms) = self.deadline_ms {
             payload["deadline"] = json!(ms);
+        }
+        if let Some(e) = &self.elicit {
+            payload["elicit"] = json!({"form": e.form, "url": e.url});
+            if let Some(r) = &e.responses {
+                payload["elicit"]["responses"] = Value::Object(r.clone());
+            }
+            if let Some(state) = &e.state {
+                payload["elicit"]["state"] = json!(state);
+            }
+        }
+        if let Some(t) = &self.traceparent {
+            payload["traceparent"] = json!(t);
         }
         payload
     }
@@ -71,6 +99,8 @@ impl Envelope {
                     servers: None,
                     caller: None,
                     deadline_ms: None,
+                    elicit: None,
+                    traceparent: None,
                 }),
                 _ => Err(ToolError::invalid_input(format!(
                     "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
@@ -113,14 +143,64 @@ impl Envelope {
                 )
             })?),
         };
+        let elicit = match o.remove("elicit") {
+            None | Some(Value::Null) => None,
+            Some(e) => Some(parse_elicit(e)?),
+        };
+        // A malformed one starts a new trace (W3C's rule), as a header's.
+        let traceparent = match o.remove("traceparent") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(t)) => {
+                toolgate_shared::http::traceparent::parse(&t).map(|p| p.header())
+            }
+            Some(_) => {
+                return Err(ToolError::invalid_input(
+                    "\"traceparent\" must be a W3C traceparent (string)",
+                ));
+            }
+        };
         Ok(Self {
             tool,
             arguments,
             servers,
             caller,
             deadline_ms,
+            elicit,
+            traceparent,
         })
     }
+}
+
+/// `{"form": bool, "url": bool, "responses": {...}, "state": "..."}`.
+fn parse_elicit(e: Value) -> Result<Elicit, ToolError> {
+    let bad = || {
+        ToolError::invalid_input(
+            "\"elicit\" must be {\"form\": bool, \"url\": bool, \"responses\": {...}, \"state\": string}",
+        )
+    };
+    let Value::Object(mut o) = e else {
+        return Err(bad());
+    };
+    let flag = |v: Option<Value>| match v {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(b),
+        Some(_) => Err(bad()),
+    };
+    let out = Elicit {
+        form: flag(o.remove("form"))?,
+        url: flag(o.remove("url"))?,
+        responses: match o.remove("responses") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(r)) => Some(r),
+            Some(_) => return Err(bad()),
+        },
+        state: match o.remove("state") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return Err(bad()),
+        },
+    };
+    if o.is_empty() { Ok(out) } else { Err(bad()) }
 }
 
 /// `at` (ms since the Unix epoch) as an `Instant`: now plus what is left,
@@ -199,11 +279,43 @@ mod tests {
             servers: Some(vec!["web-1".into()]),
             caller: Some("agent-7f3a".into()),
             deadline_ms: Some(1_800_000_000_000),
+            elicit: None,
+            traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01".into()),
         };
         assert_eq!(
             Envelope::decode(e.encode(), &["list_servers", "ssh_run"]).unwrap(),
             e
         );
+        // A retry of a question asked in the caller's MCP client.
+        let retry = Envelope {
+            tool: "clarify".into(),
+            elicit: Some(Elicit {
+                form: true,
+                url: false,
+                responses: json!({"answer": {"action": "accept"}}).as_object().cloned(),
+                state: Some("ts1.a.b".into()),
+            }),
+            ..e
+        };
+        assert_eq!(
+            Envelope::decode(retry.encode(), &["clarify"]).unwrap(),
+            retry
+        );
+    }
+
+    #[test]
+    fn a_bad_elicit_is_refused() {
+        for bad in [
+            json!("form"),
+            json!({"form": "yes"}),
+            json!({"responses": []}),
+            json!({"state": 7}),
+            json!({"form": true, "person": "me"}),
+        ] {
+            let payload = json!({"tool": "clarify", "arguments": {}, "elicit": bad});
+            let e = Envelope::decode(payload, &["clarify"]).unwrap_err();
+            assert!(e.message.starts_with("\"elicit\" must be"), "{}", e.message);
+        }
     }
 
     #[test]

@@ -174,6 +174,12 @@ impl Function {
         if call.caller.is_some() {
             ctx.caller = call.caller;
         }
+        if call.elicit.is_some() {
+            ctx.elicit = call.elicit;
+        }
+        if call.traceparent.is_some() {
+            ctx.traceparent = call.traceparent;
+        }
         let args = |_| std::future::ready(Ok(call.arguments));
         let mut out = invoke(&self.registry, Transport::Lambda, &call.tool, args, &ctx).await?;
         if let Some(limit) = ctx.response_limit {
@@ -346,7 +352,7 @@ async fn call_context(
         servers,
         transport: None,
         response_limit: Some(LAMBDA_RESPONSE_BYTES),
-        elicit: None,
+        ..CallContext::default()
     });
     next.run(req).await
 }

@@ -3,9 +3,9 @@
 //! sends `GET /tools`, `/openapi.json` and `/mcp` to one of them; this
 //! source lets that function list the others' tools (each peer describes
 //! itself when invoked with `{"toolgate": "describe"}`) and forward MCP
-//! calls to them (`{"tool", "arguments", "scope", "caller"}`), through the
-//! Lambda Invoke API. Listings are cached for a TTL; a peer that fails is
-//! retried soon, and the others keep working.
+//! calls to them (the envelope, `crate::envelope`), through the Lambda
+//! Invoke API. Listings are cached for a TTL; a peer that fails is retried
+//! soon, and the others keep working.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -132,6 +132,8 @@ impl Tool for RemoteTool {
                 deadline_ms: ctx
                     .deadline
                     .map(|d| crate::envelope::epoch_ms(d.checked_sub(FORWARD_MARGIN).unwrap_or(d))),
+                elicit: ctx.elicit.clone(),
+                traceparent: ctx.traceparent.clone(),
             }
             .encode();
             let call = invoke(&self.client, &self.function, &payload);

@@ -11,8 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Packages no allowlisted module's working paths need, that cannot work
-/// without the host anyway, or that exist only to test or debug CPython.
+/// Packages and modules no allowlisted module's working paths need, that
+/// cannot work without the host anyway, or that exist only to test or
+/// debug CPython.
 /// Neither they nor anything only they import join the closure.
 pub const EXCLUDED: &[&str] = &[
     "test",
@@ -41,6 +42,22 @@ pub const EXCLUDED: &[&str] = &[
     "pydoc",
     "doctest",
     "pdb",
+    // Modules that need a network, a terminal, a window or a browser, none
+    // of which a sandboxed script ever has.
+    "_pyrepl",
+    "turtle",
+    "mailbox",
+    "imaplib",
+    "smtplib",
+    "ftplib",
+    "poplib",
+    "socketserver",
+    "ssl",
+    "webbrowser",
+    "antigravity",
+    "pty",
+    "tty",
+    "getpass",
 ];
 
 /// Modules the runner or the interpreter itself imports, besides the

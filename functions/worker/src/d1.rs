@@ -22,6 +22,8 @@ thread_local! {
     static READY: Cell<bool> = const { Cell::new(false) };
     /// Columns added to a table made before them, once per isolate.
     static MIGRATED: Cell<bool> = const { Cell::new(false) };
+    /// The secrets' table, created once per isolate, on first use.
+    static SECRETS_READY: Cell<bool> = const { Cell::new(false) };
 }
 
 pub struct D1Store {
@@ -262,6 +264,19 @@ impl ClarifyStore for D1Store {
             self.ready().await?;
             let rows: Vec<Row> = all(&self.db, sql::EXPIRED_PENDING, &[int(now)]).await?;
             Ok(rows.into_iter().map(Clarification::from).collect())
+        }))
+    }
+
+    fn secret<'a>(&'a self, name: &'a str, fresh: &'a str) -> StoreFuture<'a, Option<String>> {
+        #[derive(Deserialize)]
+        struct Kept {
+            value: String,
+        }
+        Box::pin(SendFuture::new(async move {
+            create_once(&self.db, sql::SECRETS_SCHEMA, &SECRETS_READY).await?;
+            run(&self.db, sql::KEEP_SECRET, &[text(name), text(fresh)]).await?;
+            let kept: Option<Kept> = first(&self.db, sql::SECRET, &[text(name)]).await?;
+            Ok(kept.map(|k| k.value))
         }))
     }
 

@@ -96,6 +96,15 @@ async fn app(
         .map_err(worker::Error::RustError)?;
         clarify = clarify.with_notifier(notifier);
     }
+    // MCP clients' retry states: sealed with the configured key (checked
+    // when the settings load), else one kept in D1.
+    clarify = match &settings.config.clarify.mcp_state_key {
+        Some(toolgate_shared::config::Secret::Value(v)) => clarify.with_state_key(
+            toolgate_shared::elicit::state::StateKey::from_secret(v.as_bytes())
+                .map_err(worker::Error::RustError)?,
+        ),
+        _ => clarify.with_stored_state_key(),
+    };
     let clarify = Arc::new(clarify);
     let mut registry = Registry::new();
     registry.set_mcp_names(settings.config.server.mcp_names);

@@ -149,7 +149,16 @@ pub fn rfc3339(ms: i64) -> String {
 
 /// 160 random bits, hex: the id is the capability to read and answer.
 pub fn new_id() -> Result<String, ToolError> {
-    let mut b = [0u8; 20];
+    random_hex::<20>()
+}
+
+/// 256 random bits, hex: a secret a store keeps for the deployment.
+pub fn new_secret() -> Result<String, ToolError> {
+    random_hex::<32>()
+}
+
+fn random_hex<const N: usize>() -> Result<String, ToolError> {
+    let mut b = [0u8; N];
     getrandom::fill(&mut b).map_err(|e| ToolError::internal(format!("no randomness: {e}")))?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }

@@ -114,6 +114,13 @@ pub trait ClarifyStore: Send + Sync {
     fn list(&self, _q: ListQuery) -> StoreFuture<'_, Vec<(Clarification, Option<ApprovalRow>)>> {
         Box::pin(async { Err("this store cannot list its clarifications".into()) })
     }
+    /// The deployment's secret called `name`, kept in the store where no
+    /// route reads it: `fresh` if this call made it, else the one already
+    /// kept (every instance on the store reads the same). `None` where the
+    /// store keeps no secrets.
+    fn secret<'a>(&'a self, _name: &'a str, _fresh: &'a str) -> StoreFuture<'a, Option<String>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// Questions waiting for an answer ([`ClarifyStore::count_pending`]).
@@ -244,6 +251,17 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_binding TEXT
 );
 ";
+
+    /// The deployment's secrets ([`super::ClarifyStore::secret`]), on D1
+    /// (SQLite's state key is a file beside the database).
+    pub const SECRETS_SCHEMA: &str =
+        "CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)";
+
+    /// ?1 name, ?2 value: the secret, unless one by that name is kept.
+    pub const KEEP_SECRET: &str = "INSERT OR IGNORE INTO secrets (name, value) VALUES (?1, ?2)";
+
+    /// ?1 name: the secret kept.
+    pub const SECRET: &str = "SELECT value FROM secrets WHERE name = ?1";
 
     /// Columns `approvals` gained after its first version, added to a file
     /// that lacks them (`ALTER TABLE approvals ADD COLUMN …`).

@@ -20,13 +20,14 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-        ListToolsResult, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
-        Tool as McpTool, ToolAnnotations, ToolsCapability,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
+        JsonObject, ListToolsResult, ProtocolVersion, ResourceContents, ServerCapabilities,
+        ServerConfig, Tool as McpTool, ToolAnnotations, ToolsCapability,
     },
 };
 use serde_json::Value;
 
+use crate::elicit::Elicit;
 use crate::error::{ErrorCode, ToolError};
 use crate::invoke::{Transport, invoke};
 use crate::registry::Registry;
@@ -80,6 +81,37 @@ pub fn list_tools(registry: &Registry) -> ListToolsResult {
         .map(|t| mcp_tool(t.spec(), registry.mcp_name(&t.spec().name)))
         .collect();
     ListToolsResult::with_all_items(tools)
+}
+
+/// What the client can ask its person, from the request's own `_meta`
+/// (MCP 2026-07-28's multi round-trip requests), with what its retry
+/// brought back; `None` for an older client, which keeps today's answers,
+/// or one that declared no elicitation.
+fn elicit_of(
+    version: Option<ProtocolVersion>,
+    capabilities: Option<ClientCapabilities>,
+    request: &CallToolRequestParams,
+) -> Option<Elicit> {
+    if version? < ProtocolVersion::V_2026_07_28 {
+        return None;
+    }
+    let declared = capabilities?.elicitation?;
+    Some(Elicit {
+        // `elicitation: {}` is form mode (the spec's backwards compatibility).
+        form: declared.form.is_some() || declared.url.is_none(),
+        url: declared.url.is_some(),
+        responses: request
+            .input_responses
+            .clone()
+            .map(|r| r.into_iter().collect()),
+        state: request.request_state.clone(),
+    })
+}
+
+/// The request's `_meta.traceparent` (MCP's trace context propagation), in
+/// canonical form; `None` when absent or malformed.
+fn traceparent_of(meta: &rmcp::model::RequestMetaObject) -> Option<String> {
+    crate::http::traceparent::parse(meta.get_traceparent()?).map(|p| p.header())
 }
 
 /// `tools/call` through [`invoke`]: a result, a tool error (`isError`), or

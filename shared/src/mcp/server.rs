@@ -16,7 +16,6 @@ use rmcp::{
     },
 };
 
-use crate::elicit::Elicit;
 use crate::registry::Registry;
 use crate::tool::CallContext;
 
@@ -64,33 +63,14 @@ impl ServerHandler for McpServer {
             ),
             None => CallContext::default(),
         };
-        ctx.elicit = elicit_of(&request, &context);
+        ctx.elicit = super::elicit_of(
+            context.protocol_version(),
+            context.meta.client_capabilities(),
+            &request,
+        );
+        ctx.traceparent = super::traceparent_of(&context.meta);
         super::call_tool(&self.registry, request, &ctx).await
     }
-}
-
-/// What the client can ask its person, from the request's own `_meta`
-/// (MCP 2026-07-28's multi round-trip requests), with what its retry
-/// brought back; `None` for an older client, which keeps today's answers,
-/// or one that declared no elicitation.
-fn elicit_of(
-    request: &CallToolRequestParams,
-    context: &RequestContext<RoleServer>,
-) -> Option<Elicit> {
-    if context.protocol_version()? < ProtocolVersion::V_2026_07_28 {
-        return None;
-    }
-    let declared = context.meta.client_capabilities()?.elicitation?;
-    Some(Elicit {
-        // `elicitation: {}` is form mode (the spec's backwards compatibility).
-        form: declared.form.is_some() || declared.url.is_none(),
-        url: declared.url.is_some(),
-        responses: request
-            .input_responses
-            .clone()
-            .map(|r| r.into_iter().collect()),
-        state: request.request_state.clone(),
-    })
 }
 
 /// The `/mcp` service, stateless and answering plain JSON where it can.

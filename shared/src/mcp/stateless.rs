@@ -190,6 +190,8 @@ async fn answer(
         }
     }
     let legacy = !needs_meta && version.has_initialize();
+    let capabilities = meta.client_capabilities();
+    let traceparent = super::traceparent_of(meta);
     let mut result = match request {
         ClientRequest::InitializeRequest(init) => {
             let mut info = super::server_info();
@@ -212,10 +214,13 @@ async fn answer(
             ServerResult::ListToolsResult(super::list_tools(registry))
         }
         ClientRequest::CallToolRequest(call) => {
-            let ctx = crate::http::context::call_context(
+            let mut ctx = crate::http::context::call_context(
                 parts.extensions.get::<CallContext>().cloned(),
                 &parts.headers,
             );
+            let version = requested.or_else(|| Some(version.clone()));
+            ctx.elicit = super::elicit_of(version, capabilities, &call.params);
+            ctx.traceparent = traceparent;
             ServerResult::from(super::call_tool(registry, call.params, &ctx).await?)
         }
         // Every other method needs a capability this server does not

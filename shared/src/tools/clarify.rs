@@ -183,7 +183,12 @@ impl Tool for ClarifyTool {
                 .elicit
                 .as_ref()
                 .filter(|_| by_elicitation::applies(&self.clarify, ctx));
-            let key = self.clarify.state_key();
+            // Read only for such a client: a stored key is a store read.
+            let key = match elicit {
+                Some(_) => self.clarify.state_key().await,
+                None => None,
+            };
+            let key = key.as_ref();
             if let (Some(elicit), Some(key), Some(state)) =
                 (elicit, key, elicit.and_then(|e| e.state.as_deref()))
             {

@@ -29,7 +29,7 @@ const WORDS: &str = "answer";
 /// Whether `ctx`'s client can be asked here: it declared a mode, and this
 /// deployment seals states.
 pub(super) fn applies(clarify: &Clarify, ctx: &CallContext) -> bool {
-    clarify.state_key().is_some() && ctx.elicit.as_ref().is_some_and(|e| e.form || e.url)
+    clarify.seals_states() && ctx.elicit.as_ref().is_some_and(|e| e.form || e.url)
 }
 
 /// The retry's binding: the caller, and the arguments as sent.
