@@ -50,3 +50,35 @@ pub fn inspector(url: &str, extra: &[&str]) -> Value {
     crate::issued::record_json(&v);
     v
 }
+
+/// A scripted MCP 2026-07-28 client's `tools/call` of `tool` (no
+/// `initialize`: its version, identity and `capabilities` ride in the
+/// request's own `_meta`), with a retry's `extra` params (`requestState`,
+/// `inputResponses`): the JSON-RPC body.
+pub fn call_2026(tool: &str, args: &Value, capabilities: &Value, extra: &Value) -> Value {
+    let mut params = serde_json::json!({
+        "name": tool,
+        "arguments": args,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        },
+    });
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        params[k] = v.clone();
+    }
+    serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+}
+
+/// The headers a `tools/call` of `tool` at protocol `version` goes with
+/// over streamable HTTP, less authorization.
+pub fn call_headers(version: &str, tool: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("Content-Type", "application/json".into()),
+        ("Accept", "application/json, text/event-stream".into()),
+        ("MCP-Protocol-Version", version.into()),
+        ("Mcp-Method", "tools/call".into()),
+        ("Mcp-Name", tool.into()),
+    ]
+}

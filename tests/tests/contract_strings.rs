@@ -887,28 +887,12 @@ fn request_state_refusals() {
     // A 2026-07-28 call of clarify from a form-eliciting client, as
     // `token`; `extra` adds a retry's params. The result, as `On` reads it.
     let call = |s: &Server, token: &str, args: &Value, extra: Value| -> (Answer, Value) {
-        let mut params = json!({"name": "clarify", "arguments": args, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "contract", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}});
-        for (k, v) in extra.as_object().into_iter().flatten() {
-            params[k] = v.clone();
-        }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-        let auth = format!("Bearer {token}");
-        let r = s.request(
-            "POST",
-            "/mcp",
-            &[
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json, text/event-stream"),
-                ("Authorization", &auth),
-                ("MCP-Protocol-Version", "2026-07-28"),
-                ("Mcp-Method", "tools/call"),
-                ("Mcp-Name", "clarify"),
-            ],
-            body.to_string().as_bytes(),
-        );
+        let form = json!({"elicitation": {"form": {}}});
+        let body = toolgate_e2e::mcp::call_2026("clarify", args, &form, &extra);
+        let mut headers = toolgate_e2e::mcp::call_headers("2026-07-28", "clarify");
+        headers.push(("Authorization", format!("Bearer {token}")));
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let r = s.request("POST", "/mcp", &headers, body.to_string().as_bytes());
         let result = r.json()["result"].clone();
         let text = result["content"][0]["text"].as_str().unwrap_or_default();
         let error = serde_json::from_str(text).unwrap_or(Value::Null);

@@ -1986,26 +1986,14 @@ fn clarify_function_signs_webhooks_with_its_secret_from_ssm() {
 /// elicitation, and a retry carries `extra` (`requestState`,
 /// `inputResponses`).
 fn elicit_event(sub: &str, args: &Value, extra: &Value) -> Value {
-    let mut params = json!({
-        "name": "clarify",
-        "arguments": args,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        },
-    });
-    for (k, v) in extra.as_object().into_iter().flatten() {
-        params[k] = v.clone();
-    }
+    let form = json!({"elicitation": {"form": {}}});
+    let body = toolgate_e2e::mcp::call_2026("clarify", args, &form, extra);
     let mut e = fixture("apigw_v2_mcp_call_ssh.json");
-    e["body"] = json!(
-        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}).to_string()
-    );
+    e["body"] = json!(body.to_string());
     e["headers"]["content-length"] = json!(e["body"].as_str().unwrap().len().to_string());
-    e["headers"]["mcp-protocol-version"] = json!("2026-07-28");
-    e["headers"]["mcp-method"] = json!("tools/call");
-    e["headers"]["mcp-name"] = json!("clarify");
+    for (k, v) in toolgate_e2e::mcp::call_headers("2026-07-28", "clarify") {
+        e["headers"][k.to_lowercase()] = json!(v);
+    }
     e["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(sub);
     e["requestContext"]["timeEpoch"] = json!(
         std::time::SystemTime::now()

@@ -42,37 +42,16 @@ fn serve(cfg: &TempPath, data: &TempDir, env: &[(&str, &str)]) -> Server {
 /// capabilities, and a retry's `extra` params (`inputResponses`,
 /// `requestState`); the JSON-RPC answer.
 fn call(s: &Server, token: &str, args: &Value, caps: &Value, extra: &Value) -> Value {
-    let mut params = json!({
-        "name": "clarify",
-        "arguments": args,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": caps,
-        },
-    });
-    for (k, v) in extra.as_object().into_iter().flatten() {
-        params[k] = v.clone();
-    }
-    post(s, token, "2026-07-28", &params)
+    let body = toolgate_e2e::mcp::call_2026("clarify", args, caps, extra);
+    post(s, token, "2026-07-28", &body)
 }
 
-fn post(s: &Server, token: &str, version: &str, params: &Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+fn post(s: &Server, token: &str, version: &str, body: &Value) -> Value {
     let auth = format!("Bearer {token}");
-    let r = s.request(
-        "POST",
-        "/mcp",
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("Authorization", &auth),
-            ("MCP-Protocol-Version", version),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "clarify"),
-        ],
-        body.to_string().as_bytes(),
-    );
+    let mut headers = toolgate_e2e::mcp::call_headers(version, "clarify");
+    headers.push(("Authorization", auth));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = s.request("POST", "/mcp", &headers, body.to_string().as_bytes());
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     r.json()
 }
@@ -423,7 +402,8 @@ fn older_clients_and_clients_without_elicitation_get_a_pending_question() {
         &s,
         AGENT,
         "2025-11-25",
-        &json!({"name": "clarify", "arguments": args}),
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "clarify", "arguments": args}}),
     );
     assert_eq!(result(&old)["status"], "pending", "{old}");
 }

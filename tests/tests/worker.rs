@@ -1173,34 +1173,13 @@ fn worker_clarify_and_sessions_on_d1() {
 /// elicitation, with a retry's `extra` params: the result, and how long it
 /// took.
 fn mcp_clarify(stack: &Stack, args: &Value, extra: &Value) -> (Value, Duration) {
-    let mut params = json!({
-        "name": "clarify",
-        "arguments": args,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        },
-    });
-    for (k, v) in extra.as_object().into_iter().flatten() {
-        params[k] = v.clone();
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params});
-    let auth = format!("Bearer {TOKEN}");
+    let form = json!({"elicitation": {"form": {}}});
+    let body = toolgate_e2e::mcp::call_2026("clarify", args, &form, extra);
+    let mut headers = toolgate_e2e::mcp::call_headers("2026-07-28", "clarify");
+    headers.push(("Authorization", format!("Bearer {TOKEN}")));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let started = Instant::now();
-    let r = stack.request(
-        "POST",
-        "/mcp",
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("Authorization", &auth),
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "clarify"),
-        ],
-        body.to_string().as_bytes(),
-    );
+    let r = stack.request("POST", "/mcp", &headers, body.to_string().as_bytes());
     let took = started.elapsed();
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     (r.json()["result"].clone(), took)
