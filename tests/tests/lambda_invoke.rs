@@ -2084,20 +2084,48 @@ fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
             body["error"]["message"].as_str().unwrap().to_owned(),
         )
     };
-    let warm = |port| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let reply = gateway_mcp(&b, port, &elicit_event("someone-else", &args, &yes));
-            if reply["error"]["data"]["code"] != "unknown_tool"
-                || std::time::Instant::now() > deadline
-            {
-                return reply;
-            }
-            std::thread::sleep(Duration::from_millis(500));
+    // While b cannot read the key (its item holds none), its retry is
+    // refused to be sent again, not asked anew: nothing the person said is
+    // lost.
+    let item = |secret: Option<&str>| {
+        let value = match secret {
+            Some(v) => format!("{{'secret': {{'S': '{v}'}}}}"),
+            None => "{}".to_owned(),
+        };
+        boto(
+            &endpoint,
+            &format!(
+                "boto3.client('dynamodb', **kw).put_item(TableName='clarifications', Item={{'id': {{'S': 'secret:mcp-state-key'}}, **{value}}})"
+            ),
+            &[],
+        );
+    };
+    item(None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let unreadable = loop {
+        let reply = gateway_mcp(&b, b_port, &elicit_event("agent-7f3a", &args, &yes));
+        if reply["error"]["data"]["code"] != "unknown_tool" || std::time::Instant::now() > deadline
+        {
+            break reply;
         }
+        std::thread::sleep(Duration::from_millis(500));
     };
     assert_eq!(
-        refused(&warm(b_port)),
+        refused(&unreadable),
+        (
+            "unavailable".to_owned(),
+            "\"requestState\" cannot be opened here now: this deployment's MCP state key is unavailable; call again with it later".to_owned()
+        ),
+        "{}",
+        b.logs()
+    );
+    item(Some(kept.trim()));
+    assert_eq!(
+        refused(&gateway_mcp(
+            &b,
+            b_port,
+            &elicit_event("someone-else", &args, &yes)
+        )),
         (
             "forbidden".to_owned(),
             "\"requestState\" was issued to another caller".to_owned()

@@ -1122,7 +1122,13 @@ fn worker_clarify_and_sessions_on_d1() {
         &args,
         &json!({"requestState": changed, "inputResponses": {"answer": wait}}),
     );
-    assert_eq!(tampered["isError"], true, "{tampered}");
+    let refusal: Value =
+        serde_json::from_str(tampered["content"][0]["text"].as_str().unwrap_or("null")).unwrap();
+    assert_eq!(
+        refusal["error"],
+        json!({"code": "invalid_input", "message": "\"requestState\" is not one this server issued, or it was changed: call again without it"}),
+        "{tampered}"
+    );
     let (answered, took) = mcp_clarify(
         &stack,
         &args,

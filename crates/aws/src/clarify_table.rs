@@ -170,11 +170,17 @@ impl DynamoStore {
         Ok(out.item)
     }
 
-    /// `name`'s secret: put if the table holds none (one conditional
-    /// write, so racing instances keep one), then read back. Its item's id
-    /// is not a clarification's, so no route or index ever reads it.
+    /// `name`'s secret: read; else put (one conditional write, so racing
+    /// instances keep one) and read back. Its item's id is not a
+    /// clarification's, so no route or index ever reads it.
     async fn secret_of(&self, name: &str, fresh: &str) -> Result<Option<String>, String> {
         let id = format!("secret:{name}");
+        let kept = |item: Option<HashMap<String, AttributeValue>>| {
+            item.and_then(|i| i.get("secret")?.as_s().ok().cloned())
+        };
+        if let Some(secret) = kept(self.item(&id).await?) {
+            return Ok(Some(secret));
+        }
         let put = self
             .client
             .put_item()
@@ -191,8 +197,7 @@ impl DynamoStore {
         {
             return Err(err("PutItem", e));
         }
-        let item = self.item(&id).await?;
-        Ok(item.and_then(|i| i.get("secret")?.as_s().ok().cloned()))
+        Ok(kept(self.item(&id).await?))
     }
 
     async fn get_one(&self, id: &str) -> Result<Option<Clarification>, String> {

@@ -24,6 +24,10 @@ thread_local! {
     static MIGRATED: Cell<bool> = const { Cell::new(false) };
     /// The secrets' table, created once per isolate, on first use.
     static SECRETS_READY: Cell<bool> = const { Cell::new(false) };
+    /// Secrets read, kept for the isolate's life: each request builds its
+    /// own store, so a store's own cache would last one request.
+    static SECRETS: std::cell::RefCell<Vec<(String, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub struct D1Store {
@@ -272,11 +276,27 @@ impl ClarifyStore for D1Store {
         struct Kept {
             value: String,
         }
+        let known =
+            SECRETS.with_borrow(|s| s.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()));
         Box::pin(SendFuture::new(async move {
+            if known.is_some() {
+                return Ok(known);
+            }
             create_once(&self.db, sql::SECRETS_SCHEMA, &SECRETS_READY).await?;
-            run(&self.db, sql::KEEP_SECRET, &[text(name), text(fresh)]).await?;
-            let kept: Option<Kept> = first(&self.db, sql::SECRET, &[text(name)]).await?;
-            Ok(kept.map(|k| k.value))
+            let by_name = [text(name)];
+            let read = || first::<Kept>(&self.db, sql::SECRET, &by_name);
+            let kept = match read().await? {
+                Some(k) => k,
+                None => {
+                    run(&self.db, sql::KEEP_SECRET, &[text(name), text(fresh)]).await?;
+                    let Some(k) = read().await? else {
+                        return Ok(None);
+                    };
+                    k
+                }
+            };
+            SECRETS.with_borrow_mut(|s| s.push((name.to_owned(), kept.value.clone())));
+            Ok(Some(kept.value))
         }))
     }
 

@@ -98,12 +98,20 @@ async fn app(
     }
     // MCP clients' retry states: sealed with the configured key (checked
     // when the settings load), else one kept in D1.
+    use toolgate_shared::config::Secret;
     clarify = match &settings.config.clarify.mcp_state_key {
-        Some(toolgate_shared::config::Secret::Value(v)) => clarify.with_state_key(
+        Some(Secret::Value(v)) => clarify.with_state_key(
             toolgate_shared::elicit::state::StateKey::from_secret(v.as_bytes())
                 .map_err(worker::Error::RustError)?,
         ),
-        _ => clarify.with_stored_state_key(),
+        Some(Secret::Parameter(_)) => {
+            return Err(worker::Error::RustError(
+                "TOOLGATE_MCP_STATE_KEY_PARAMETER names an SSM parameter, which a Worker cannot \
+                 read: set TOOLGATE_MCP_STATE_KEY as a secret (wrangler secret put), or neither"
+                    .into(),
+            ));
+        }
+        None => clarify.with_stored_state_key(),
     };
     let clarify = Arc::new(clarify);
     let mut registry = Registry::new();

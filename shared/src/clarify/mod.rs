@@ -85,7 +85,7 @@ enum StateKeySource {
     /// Configured, or a key file beside the SQLite store.
     Given(crate::elicit::state::StateKey),
     /// Kept in the store itself, made by the first instance that needs it
-    /// and read once per instance (DynamoDB, D1).
+    /// and read once per service (DynamoDB, D1).
     Stored(std::sync::Mutex<Option<crate::elicit::state::StateKey>>),
 }
 

@@ -194,6 +194,14 @@ impl Tool for ClarifyTool {
             {
                 return by_elicitation::resume(&self.clarify, key, elicit, state, ctx, &args).await;
             }
+            // A retry this instance cannot open: asking again would lose
+            // the person's answer and ask them twice.
+            if key.is_none() && ctx.elicit.as_ref().is_some_and(|e| e.state.is_some()) {
+                return Err(ToolError::new(
+                    crate::error::ErrorCode::Unavailable,
+                    by_elicitation::STATE_UNREADABLE,
+                ));
+            }
             let caller = ctx.caller.as_deref().unwrap_or("");
             let c = self
                 .clarify
