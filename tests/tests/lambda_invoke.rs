@@ -2170,10 +2170,14 @@ fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
         )
     );
     // A 2025-11-25 client through the gateway: today's pending question.
+    // Its trace context (`_meta.traceparent`) reaches the function that
+    // runs the tool, whose call line names it.
+    const CLIENT_TRACE: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     let mut old = fixture("apigw_v2_mcp_call_ssh.json");
     old["body"] = json!(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-               "params": {"name": "clarify", "arguments": {"question": "Old client?"}}})
+               "params": {"name": "clarify", "arguments": {"question": "Old client?"},
+                          "_meta": {"traceparent": CLIENT_TRACE}}})
         .to_string()
     );
     old["headers"]["content-length"] = json!(old["body"].as_str().unwrap().len().to_string());
@@ -2183,5 +2187,17 @@ fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
         pending["result"]["structuredContent"]["status"], "pending",
         "{pending}"
     );
+    let logs = a.logs_when(Duration::from_secs(10), |logs| {
+        !lines_with(logs, &["\"transport\":\"lambda\"", CLIENT_TRACE]).is_empty()
+    });
+    let line = lines_with(
+        &logs,
+        &[
+            "\"message\":\"tool call\"",
+            "\"transport\":\"lambda\"",
+            CLIENT_TRACE,
+        ],
+    );
+    assert_eq!(line.len(), 1, "the clarify function's call line:\n{logs}");
     println!("retry through another gateway and clarify process: {retried_in:?}");
 }
