@@ -208,37 +208,34 @@ impl Toolset {
             tracing::info!(channels = ?notifier.names(), "clarify notifications");
             clarify = clarify.with_notifier(notifier);
         }
-        if let Some(key) = self.state_key(cfg).await? {
-            clarify = clarify.with_state_key(key);
-        } else if c.table.is_some() {
-            clarify = clarify.with_stored_state_key();
-        }
-        Ok(clarify)
+        self.seal_states(clarify, cfg).await
     }
 
-    /// The key an MCP client's retry states are sealed with: the configured
-    /// secret, else (SQLite) a key file beside the database, made once, so
-    /// that every server on that store opens the others' states; none here
-    /// on a shared store without a configured one (its own row in the store
-    /// is read when first needed: `Clarify::with_stored_state_key`).
-    async fn state_key(
+    /// How an MCP client's retry states are sealed: with the configured
+    /// secret; else, on a shared store, with the store's own key, read when
+    /// first needed; else (SQLite) with a key file beside the database,
+    /// made once, so that every server on that store opens the others'
+    /// states (none if it cannot be made: questions are then not asked in
+    /// the client).
+    async fn seal_states(
         &self,
+        clarify: crate::clarify::Clarify,
         cfg: &Config,
-    ) -> Result<Option<crate::elicit::state::StateKey>, String> {
+    ) -> Result<crate::clarify::Clarify, String> {
         use crate::elicit::state::StateKey;
         let c = &cfg.clarify;
         let secret = match (&c.mcp_state_key, &c.table) {
             (Some(s), _) => s.reveal(self.backends.as_deref()).await?.into_bytes(),
+            (None, Some(_)) => return Ok(clarify.with_stored_state_key()),
             (None, None) => match crate::sqlite_file::private_key_file(&c.db_path) {
                 Ok(k) => k,
                 Err(e) => {
                     tracing::warn!(error = %e, "questions are not asked in MCP clients: no state key");
-                    return Ok(None);
+                    return Ok(clarify);
                 }
             },
-            (None, Some(_)) => return Ok(None),
         };
-        StateKey::from_secret(&secret).map(Some)
+        Ok(clarify.with_state_key(StateKey::from_secret(&secret)?))
     }
 
     /// Where approvals are kept and decided: the clarify service `cfg`

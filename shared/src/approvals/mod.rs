@@ -79,13 +79,6 @@ fn required(c: &Clarification, b: &Binding, why: &str, arg: &str) -> ToolError {
     )
 }
 
-/// A fresh link capability: 256 random bits, hex.
-fn new_capability() -> Result<String, ToolError> {
-    let mut b = [0u8; 32];
-    getrandom::fill(&mut b).map_err(|e| ToolError::internal(format!("no randomness: {e}")))?;
-    Ok(hex(&b))
-}
-
 /// Compares without an early exit.
 fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
@@ -152,7 +145,8 @@ impl Approvals {
         wait: Duration,
     ) -> Result<Receipt, ToolError> {
         let capability = if self.link_holder {
-            Some(new_capability()?)
+            // A fresh link capability: 256 random bits, hex.
+            Some(crate::clarify::new_secret()?)
         } else {
             None
         };

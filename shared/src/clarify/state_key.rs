@@ -55,19 +55,14 @@ impl Clarify {
         if let Some(k) = cache.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             return Some(k);
         }
-        let fresh = match new_secret() {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e.message, "no MCP state key: questions are asked as for other clients");
-                return None;
+        let kept = async {
+            let fresh = new_secret().map_err(|e| e.message)?;
+            match self.store.secret(STATE_SECRET, &fresh).await? {
+                Some(s) => StateKey::from_secret(s.as_bytes()),
+                None => Err("the clarify store keeps no secrets".into()),
             }
         };
-        let kept = match self.store.secret(STATE_SECRET, &fresh).await {
-            Ok(Some(s)) => StateKey::from_secret(s.as_bytes()),
-            Ok(None) => Err("the clarify store keeps no secrets".into()),
-            Err(e) => Err(e),
-        };
-        match kept {
+        match kept.await {
             Ok(k) => {
                 *cache.lock().unwrap_or_else(|p| p.into_inner()) = Some(k.clone());
                 Some(k)
