@@ -53,6 +53,68 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A loopback port that refuses connections for as long as this lives: a
+/// socket bound to it that never listens. Unlike a [`free_port`] left
+/// closed, no other process (a server another test starts) can take it
+/// meanwhile.
+pub struct ClosedPort {
+    fd: std::os::fd::OwnedFd,
+    /// The port.
+    pub port: u16,
+}
+
+impl ClosedPort {
+    /// Binds 127.0.0.1:0 without listening.
+    pub fn bind() -> Self {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: socket has no memory preconditions; a negative result is
+        // checked before the descriptor is owned.
+        let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
+        // SAFETY: `raw` is a fresh descriptor no one else owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: 0,
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: `addr` is a valid sockaddr_in of `len` bytes for the call.
+        let bound = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&raw const addr).cast::<libc::sockaddr>(),
+                len,
+            )
+        };
+        assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+        let mut got: libc::sockaddr_in = addr;
+        let mut got_len = len;
+        // SAFETY: `got` has room for the sockaddr_in the kernel writes.
+        let named = unsafe {
+            libc::getsockname(
+                fd.as_raw_fd(),
+                (&raw mut got).cast::<libc::sockaddr>(),
+                &mut got_len,
+            )
+        };
+        assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+        Self {
+            fd,
+            port: u16::from_be(got.sin_port),
+        }
+    }
+}
+
+impl std::fmt::Debug for ClosedPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClosedPort({}, {:?})", self.port, self.fd)
+    }
+}
+
 /// Whether the socket listening on loopback `port` is held by `pid` or a
 /// descendant of it. True when /proc cannot say (the connect then decides).
 fn listener_is_ours(pid: u32, port: u16) -> bool {

@@ -226,7 +226,8 @@ fn start_up_warns_of_clamped_values_and_unknown_variables() {
 #[test]
 fn check_reaches_notification_channels_without_sending() {
     let (_receiver, base) = toolgate_e2e::webhook::receiver("a-webhook-secret-of-32-characters");
-    let closed = toolgate_e2e::peer::free_port();
+    let closed_port = toolgate_e2e::peer::ClosedPort::bind();
+    let closed = closed_port.port;
     let text = format!(
         "[[clarify.notify]]\nkind = \"webhook\"\nname = \"up\"\nurl = \"{base}/hook\"\n\
          secret = \"a-webhook-secret-of-32-characters\"\n\n\

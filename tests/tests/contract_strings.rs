@@ -783,7 +783,9 @@ async fn auth_ssh_cloud_and_approval_refusals() {
             .status
             .success()
     );
-    let (ssh_port, cloud_port) = (free_port(), free_port().to_string());
+    // Nothing can take the closed account's port while the test runs.
+    let closed = toolgate_e2e::peer::ClosedPort::bind();
+    let (ssh_port, cloud_port) = (free_port(), closed.port.to_string());
     let server = |name: &str, policy: &str| {
         let (key, pin) = (key.display(), "A".repeat(43));
         format!(

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolgate_e2e::otlp::{child_of, named, receiver, spans_when};
-use toolgate_e2e::peer::free_port;
 use toolgate_e2e::sshd::Sshd;
 use toolgate_e2e::{Server, temp_file};
 
@@ -257,7 +256,8 @@ fn an_mcp_calls_meta_traceparent_continues_the_clients_trace() {
 
 #[test]
 fn a_collector_that_is_down_costs_the_calls_nothing_and_is_said_once() {
-    let closed = free_port();
+    let closed_port = toolgate_e2e::peer::ClosedPort::bind();
+    let closed = closed_port.port;
     let s = Server::start(&[
         (
             "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -346,7 +346,8 @@ fn check_says_whether_the_collector_takes_exports() {
         format!("{base} takes exports (http/protobuf)")
     );
     assert_eq!(toolgate_e2e::otlp::seen(&base)["exports"][0]["spans"], 0);
-    let down = format!("http://127.0.0.1:{}", free_port());
+    let closed = toolgate_e2e::peer::ClosedPort::bind();
+    let down = format!("http://127.0.0.1:{}", closed.port);
     let off = report(Some(&down));
     assert_eq!(off["status"], "warn", "{off}");
     assert_eq!(off["detail"], format!("{down}: cannot connect"));
