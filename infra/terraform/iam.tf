@@ -159,6 +159,29 @@ data "aws_iam_policy_document" "approvals" {
       values   = ["NONE", "UPDATED_OLD", "UPDATED_NEW"]
     }
   }
+  # The MCP state key's item, made by whichever function first asks in an
+  # MCP client (with a conditional put, which IAM cannot require); approvals
+  # asked there are sealed with it.
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:PutItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["secret:mcp-state-key"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = ["id", "secret"]
+    }
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:ReturnValues"
+      values   = ["NONE"]
+    }
+  }
   statement {
     effect    = "Allow"
     actions   = ["sns:Publish"]

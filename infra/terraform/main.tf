@@ -122,11 +122,12 @@ locals {
       TOOLGATE_CLARIFY_SLACK_URL_PARAMETER      = var.clarify_slack_webhook_url_parameter
       TOOLGATE_SLACK_SIGNING_SECRET_PARAMETER   = var.slack_signing_secret_parameter
       # Who may decide approvals (blank: nobody by that means).
-      TOOLGATE_APPROVERS_JWT_GROUP   = var.approvers_jwt_group
-      TOOLGATE_APPROVERS_JWT_CLAIM   = var.approvers_jwt_claim
-      TOOLGATE_APPROVERS_IAM         = var.approvers_iam_arns
-      TOOLGATE_APPROVERS_SLACK_USERS = var.approvers_slack_users
-      TOOLGATE_APPROVALS_LINK_HOLDER = var.approvals_link_holder
+      TOOLGATE_APPROVERS_JWT_GROUP    = var.approvers_jwt_group
+      TOOLGATE_APPROVERS_JWT_CLAIM    = var.approvers_jwt_claim
+      TOOLGATE_APPROVERS_JWT_AUDIENCE = var.approvers_jwt_audience
+      TOOLGATE_APPROVERS_IAM          = var.approvers_iam_arns
+      TOOLGATE_APPROVERS_SLACK_USERS  = var.approvers_slack_users
+      TOOLGATE_APPROVALS_LINK_HOLDER  = var.approvals_link_holder
     }
     "gateway" = {
       TOOLGATE_LOG = "json"

@@ -16,6 +16,10 @@ pub mod state;
 /// result; only a tool whose context has an [`Elicit`] returns one.
 pub const INPUT_REQUIRED: &str = "input_required";
 
+/// A retry's refusal where the key that opens its state cannot be had (a
+/// store outage; a deployment that seals none).
+pub const STATE_UNREADABLE: &str = "\"requestState\" cannot be opened here now: this deployment's MCP state key is unavailable; call again with it later";
+
 /// What the caller's MCP client can ask its person, and what it answered.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Elicit {

@@ -27,6 +27,7 @@ pub mod spec_export;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sqlite_file;
 pub mod ssh;
+pub mod tasks;
 pub mod tool;
 pub mod tools;
 #[cfg(not(target_arch = "wasm32"))]

@@ -215,6 +215,10 @@ pub struct CallContext {
     /// (canonical form): the call's span continues that trace, and its log
     /// line names it.
     pub traceparent: Option<String>,
+    /// Set when the call runs as a task its caller may cancel: a tool that
+    /// holds work outside this process (a remote command) stops it once
+    /// cancelled; the rest stops when the call is dropped.
+    pub cancel: Option<crate::tasks::cancel::Cancel>,
 }
 
 /// What carried a call, for its log line.

@@ -461,6 +461,7 @@ impl Toolset {
             clarify: self.clarify.clone(),
             approvals: self.approval_routes.clone(),
             resource: Arc::new(self.resource.clone()),
+            tasks: None,
         }
     }
 }

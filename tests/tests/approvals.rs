@@ -1290,3 +1290,290 @@ fn the_inbox_shows_exactly_what_would_run_and_an_approver_decides_in_a_browser()
         r.json()
     );
 }
+
+/// The agent's own person: an approver token of its own, named as the
+/// agent's caller token is (`token:agent` for the caller `agent`).
+const AGENTS_PERSON: &str = "agents-person-token-0123456789";
+const OTHER: &str = "other-agent-token-0123456789";
+
+/// A 2026-07-28 `tools/call` of `tool` over `/mcp` with `token`, from a
+/// client that opens links (`elicitation.url`), with a retry's `extra`
+/// params; the JSON-RPC reply.
+fn mcp_call(s: &Server, token: &str, tool: &str, args: &Value, extra: &Value) -> Value {
+    mcp_call_at(&s.addr, token, tool, args, extra)
+}
+
+fn mcp_call_at(addr: &str, token: &str, tool: &str, args: &Value, extra: &Value) -> Value {
+    let caps = json!({"elicitation": {"url": {}}});
+    let body = toolgate_e2e::mcp::call_2026(tool, args, &caps, extra);
+    let mut headers = toolgate_e2e::mcp::call_headers("2026-07-28", tool);
+    headers.push(("Authorization", format!("Bearer {token}")));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = toolgate_e2e::raw_request(addr, "POST", "/mcp", &headers, body.to_string().as_bytes());
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()
+}
+
+/// Whether `path` exists on the sshd host, asked through `twin` (which
+/// needs no approval).
+fn present(s: &Server, path: &str) -> bool {
+    let r = ssh_run(
+        s,
+        json!({"server_name": "twin", "command": format!("test -e {path} && echo yes || echo no")}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()["stdout"] == "yes\n"
+}
+
+/// The tool error (code, message) of an MCP reply.
+fn mcp_error(reply: &Value) -> (String, String) {
+    let r = &reply["result"];
+    assert_eq!(r["isError"], true, "{reply}");
+    let body: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    (
+        body["error"]["code"].as_str().unwrap().to_owned(),
+        body["error"]["message"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// The URL elicitation an MCP reply asks for, and its state.
+fn asked_in_client(reply: &Value) -> (Value, String) {
+    let r = &reply["result"];
+    assert_eq!(r["resultType"], "input_required", "{reply}");
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("request state", &state);
+    (r["inputRequests"]["approval"]["params"].clone(), state)
+}
+
+/// The retry after the person opened the page (`accept`), or `action`.
+fn opened(state: &str, action: &str) -> Value {
+    json!({"requestState": state, "inputResponses": {"approval": {"action": action}}})
+}
+
+/// Approves or rejects `id` with an approver `token`: status and body.
+fn decide_as(s: &Server, token: &str, id: &str, decision: &str) -> (u16, Value) {
+    let r = with_token(
+        s,
+        token,
+        "POST",
+        &format!("/approvals/{id}/decision"),
+        &json!({ "decision": decision }).to_string(),
+    );
+    (r.status, r.json())
+}
+
+/// Approvals in the agent's own MCP client (issue #57): a 2026-07-28 client
+/// that opens links is sent to the approval's page (no capability in the
+/// URL). Where the server's policy says `approvers = "client"`, the
+/// caller's own person (an approver identity of the caller's name, never
+/// the agent's token) may decide it; elsewhere only approvers, and the
+/// request says so. The retry, on another server on the same store, waits
+/// for the decision and runs the command once; replayed, from another
+/// caller, or for another command it is refused; the audit line says it
+/// came through MCP and who approved.
+#[test]
+fn an_mcp_clients_person_approves_in_the_client_where_policy_allows() {
+    let d = Sshd::start();
+    let db_dir = toolgate_e2e::launch::TempDir::new("toolgate-approvals-mcp");
+    let db = db_dir.path().join("clarify.sqlite3");
+    let db_path = db.to_str().unwrap().to_owned();
+    let text = format!(
+        "[[server.tokens]]\nname = \"agent\"\ntoken = \"{AGENT}\"\n\n\
+         [[server.tokens]]\nname = \"other\"\ntoken = \"{OTHER}\"\n\n\
+         [[approvals.approvers]]\nname = \"ops\"\ntoken = \"{OPS}\"\n\n\
+         [[approvals.approvers]]\nname = \"agent\"\ntoken = \"{AGENTS_PERSON}\"\n\n\
+         {}[servers.box.policy]\napprove_preset = \"all\"\napprovers = \"client\"\n\n\
+         {}[servers.vault.policy]\napprove_preset = \"all\"\n\n{}",
+        d.server_toml("box", ""),
+        d.server_toml("vault", ""),
+        d.server_toml("twin", "")
+    );
+    let env = [("TOOLGATE_CLARIFY_DB", db_path.as_str())];
+    let (a, _cfg_a) = serve(&text, &env);
+    let (b, _cfg_b) = serve(&text, &env);
+    let dir = run_dir();
+    let file = format!("{dir}/by-client");
+    let args = json!({"server_name": "box", "command": format!("mkdir -p {dir} && touch {file}")});
+
+    // Asked on a: the page, with nothing that decides it.
+    let reply = mcp_call(&a, AGENT, "ssh_run", &args, &json!({}));
+    let (params, state) = asked_in_client(&reply);
+    assert_eq!(params["mode"], "url", "{reply}");
+    let url = params["url"].as_str().unwrap();
+    let id = url
+        .strip_prefix(&format!("http://{}/inbox/", a.addr))
+        .unwrap_or_else(|| panic!("{url}"))
+        .to_owned();
+    assert!(!reply.to_string().contains("cap="), "{reply}");
+    let message = params["message"].as_str().unwrap();
+    assert!(message.contains("decide it yourself"), "{message}");
+    assert!(message.contains("Run a command on box"), "{message}");
+    let shown = approval(&a, &id);
+    assert_eq!(
+        (&shown["status"], &shown["via"], &shown["approvers"]),
+        (&json!("pending"), &json!("mcp"), &json!("client")),
+        "{shown}"
+    );
+
+    // The agent's token decides nothing; its person's does, on b.
+    let (status, _) = decide_as(&b, AGENT, &id, "approve");
+    assert_eq!(status, 403);
+    // A retry sent while it is pending waits for the decision (on b).
+    let waiting = {
+        let (b_addr, state) = (b.addr.clone(), state.clone());
+        let args = args.clone();
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let reply = mcp_call_at(&b_addr, AGENT, "ssh_run", &args, &opened(&state, "accept"));
+            (reply, started.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!present(&a, &file), "it ran before anyone decided");
+    let decided = std::time::Instant::now();
+    let (status, v) = decide_as(&b, AGENTS_PERSON, &id, "approve");
+    assert_eq!(
+        (status, &v["approver"]),
+        (200, &json!("token:agent")),
+        "{v}"
+    );
+    let (ran, took) = waiting.join().unwrap();
+    eprintln!(
+        "retry answered {:?} after the decision ({took:?} after it was sent)",
+        decided.elapsed()
+    );
+    let out = &ran["result"]["structuredContent"];
+    assert_eq!(
+        (&out["exit_code"], &out["approval"]),
+        (&json!(0), &json!(id)),
+        "{ran}\n{}",
+        b.logs()
+    );
+    assert!(present(&a, &file));
+
+    // Replayed, from another caller, for another command: refused.
+    let again = mcp_call(&a, AGENT, "ssh_run", &args, &opened(&state, "accept"));
+    let (code, msg) = mcp_error(&again);
+    assert_eq!(code, "forbidden", "{msg}");
+    assert!(msg.contains("already been used"), "{msg}");
+    let (code, msg) = mcp_error(&mcp_call(
+        &a,
+        OTHER,
+        "ssh_run",
+        &args,
+        &opened(&state, "accept"),
+    ));
+    assert_eq!(
+        (code.as_str(), msg.as_str()),
+        ("forbidden", "\"requestState\" was issued to another caller")
+    );
+    let rm = json!({"server_name": "box", "command": format!("rm -rf {dir}")});
+    let (code, msg) = mcp_error(&mcp_call(
+        &a,
+        AGENT,
+        "ssh_run",
+        &rm,
+        &opened(&state, "accept"),
+    ));
+    assert_eq!(code, "invalid_input", "{msg}");
+    assert!(msg.contains("another call"), "{msg}");
+    let mut changed = state.clone();
+    changed.insert(
+        8,
+        if changed.as_bytes()[8] == b'A' {
+            'B'
+        } else {
+            'A'
+        },
+    );
+    let (code, _) = mcp_error(&mcp_call(
+        &a,
+        AGENT,
+        "ssh_run",
+        &args,
+        &opened(&changed, "accept"),
+    ));
+    assert_eq!(code, "invalid_input");
+    // The receipt: approved by the agent's person, through MCP.
+    let r_id = id_ref(&id);
+    let lines = audit_once(&b, |l| {
+        l["outcome"] == "ran" && l["approval"] == r_id.as_str()
+    });
+    let line = lines
+        .iter()
+        .find(|l| l["outcome"] == "ran" && l["approval"] == r_id.as_str())
+        .unwrap_or_else(|| panic!("no run under {r_id}: {lines:#?}"));
+    assert_eq!(
+        (&line["approver"], &line["approved_via"], &line["caller"]),
+        (&json!("token:agent"), &json!("mcp"), &json!("agent")),
+        "{line}"
+    );
+
+    // Declined in the client: nothing runs, and the approval waits for
+    // approvers as any pending one does.
+    let reply = mcp_call(&a, AGENT, "ssh_run", &rm, &json!({}));
+    let (params, declined) = asked_in_client(&reply);
+    let (code, msg) = mcp_error(&mcp_call(
+        &b,
+        AGENT,
+        "ssh_run",
+        &rm,
+        &opened(&declined, "decline"),
+    ));
+    assert_eq!(code, "approval_required", "{msg}");
+    let rm_id = params["url"].as_str().unwrap().rsplit('/').next().unwrap();
+    assert!(msg.contains(rm_id), "{msg}");
+    assert!(present(&a, &file));
+
+    // Where policy does not let the client's person approve: only an
+    // approver decides, and the request says so.
+    let vault = json!({"server_name": "vault", "command": format!("rm -rf {dir}")});
+    let reply = mcp_call(&a, AGENT, "ssh_run", &vault, &json!({}));
+    let (params, state) = asked_in_client(&reply);
+    let message = params["message"].as_str().unwrap();
+    assert!(message.contains("An approver decides it"), "{message}");
+    let vault_id = params["url"].as_str().unwrap().rsplit('/').next().unwrap();
+    let (status, v) = decide_as(&a, AGENTS_PERSON, vault_id, "approve");
+    assert_eq!(status, 403, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot approve its own call"),
+        "{v}"
+    );
+    // Dismissed meanwhile: still pending; then an approver approves, and a
+    // retry whose person declined still runs nothing.
+    let (code, _) = mcp_error(&mcp_call(
+        &b,
+        AGENT,
+        "ssh_run",
+        &vault,
+        &opened(&state, "cancel"),
+    ));
+    assert_eq!(code, "approval_required");
+    assert_eq!(decide_as(&a, OPS, vault_id, "approve").0, 200);
+    let (code, msg) = mcp_error(&mcp_call(
+        &b,
+        AGENT,
+        "ssh_run",
+        &vault,
+        &opened(&state, "decline"),
+    ));
+    assert_eq!(code, "forbidden", "{msg}");
+    assert!(msg.contains("nothing ran; it is approved"), "{msg}");
+    assert!(present(&a, &file));
+    let ran = mcp_call(&b, AGENT, "ssh_run", &vault, &opened(&state, "accept"));
+    assert_eq!(ran["result"]["structuredContent"]["exit_code"], 0, "{ran}");
+    assert!(!present(&a, &file));
+
+    // A client of an older revision: today's approval_required.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "ssh_run", "arguments": args}});
+    let mut headers = toolgate_e2e::mcp::call_headers("2025-11-25", "ssh_run");
+    headers.push(("Authorization", format!("Bearer {AGENT}")));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = a.request("POST", "/mcp", &headers, body.to_string().as_bytes());
+    let (code, msg) = mcp_error(&r.json());
+    assert_eq!(code, "approval_required", "{msg}");
+}

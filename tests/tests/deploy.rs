@@ -74,9 +74,10 @@ fn facts() -> Value {
 
 /// Who may approve, which only the clarify function (the approvers'
 /// routes) reads (config/approvals.rs).
-const APPROVERS_ENV: [&str; 3] = [
+const APPROVERS_ENV: [&str; 4] = [
     "TOOLGATE_APPROVERS_JWT_GROUP",
     "TOOLGATE_APPROVERS_JWT_CLAIM",
+    "TOOLGATE_APPROVERS_JWT_AUDIENCE",
     "TOOLGATE_APPROVERS_IAM",
 ];
 
@@ -986,6 +987,7 @@ fn approvers_reach_their_functions(endpoint: &str, report: &Value, iam_approvers
             "clarify": {
                 "TOOLGATE_APPROVERS_JWT_GROUP": "toolgate-approvers",
                 "TOOLGATE_APPROVERS_JWT_CLAIM": "cognito:groups",
+                "TOOLGATE_APPROVERS_JWT_AUDIENCE": "",
                 "TOOLGATE_APPROVERS_IAM": iam_approvers,
                 "TOOLGATE_APPROVERS_SLACK_USERS": "U012ABCDEF,U0456GHIJ",
                 "TOOLGATE_APPROVALS_LINK_HOLDER": "true",

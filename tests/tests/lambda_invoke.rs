@@ -1987,11 +1987,16 @@ fn clarify_function_signs_webhooks_with_its_secret_from_ssm() {
 /// `inputResponses`).
 fn elicit_event(sub: &str, args: &Value, extra: &Value) -> Value {
     let form = json!({"elicitation": {"form": {}}});
-    let body = toolgate_e2e::mcp::call_2026("clarify", args, &form, extra);
+    mcp_2026_event("clarify", &form, sub, args, extra)
+}
+
+/// The same for `tool`, from a client with `caps`.
+fn mcp_2026_event(tool: &str, caps: &Value, sub: &str, args: &Value, extra: &Value) -> Value {
+    let body = toolgate_e2e::mcp::call_2026(tool, args, caps, extra);
     let mut e = fixture("apigw_v2_mcp_call_ssh.json");
     e["body"] = json!(body.to_string());
     e["headers"]["content-length"] = json!(e["body"].as_str().unwrap().len().to_string());
-    for (k, v) in toolgate_e2e::mcp::call_headers("2026-07-28", "clarify") {
+    for (k, v) in toolgate_e2e::mcp::call_headers("2026-07-28", tool) {
         e["headers"][k.to_lowercase()] = json!(v);
     }
     e["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(sub);
@@ -2002,6 +2007,111 @@ fn elicit_event(sub: &str, args: &Value, extra: &Value) -> Value {
             .as_millis() as u64
     );
     e
+}
+
+/// A gated `ssh_run` asked through gateway `a` from a client that opens
+/// links: the approval's page, no capability; the caller's own person (a
+/// JWT of the approvers' group with the caller's `sub`) approves through
+/// the clarify function; the retry through gateway `b` (another ssh
+/// function process) waits for nothing more and runs it once.
+fn approve_in_the_client((a, a_port): (&Peer, u16), (b, b_port): (&Peer, u16)) {
+    let url = json!({"elicitation": {"url": {}}});
+    let file = format!("/tmp/toolgate-mcp-approved-{}", std::process::id());
+    let args = json!({"server_name": "box", "command": format!("touch {file}")});
+    let call = |watch: &Peer, port: u16, extra: &Value| {
+        gateway_mcp(
+            watch,
+            port,
+            &mcp_2026_event("ssh_run", &url, "agent-7f3a", &args, extra),
+        )
+    };
+    let asked = call(a, a_port, &json!({}));
+    let r = &asked["result"];
+    assert_eq!(
+        r["resultType"],
+        "input_required",
+        "{asked}
+{}",
+        a.logs()
+    );
+    let params = &r["inputRequests"]["approval"]["params"];
+    assert_eq!(params["mode"], "url", "{asked}");
+    let id = params["url"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&format!("{PUBLIC_URL}/inbox/"))
+        .unwrap_or_else(|| panic!("{asked}"))
+        .to_owned();
+    assert!(!asked.to_string().contains("cap="), "{asked}");
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("request state", &state);
+    let retry =
+        json!({"requestState": state, "inputResponses": {"approval": {"action": "accept"}}});
+
+    // The agent's own JWT decides nothing, in the approvers' group or not
+    // (its app client is the agents'); its person's (the same `sub`, issued
+    // to the people's app client) does.
+    let decide = |claims: Value| {
+        http(
+            "decision",
+            invoke_value(
+                a_port,
+                "clarify",
+                &decision_event(&id, "approve", Some(claims)),
+            ),
+        )
+    };
+    let group = format!("[{APPROVERS_GROUP}]");
+    for agents in [
+        json!({"sub": "agent-7f3a", "client_id": "agent-app"}),
+        json!({"sub": "agent-7f3a", "cognito:groups": group, "client_id": "agent-app"}),
+    ] {
+        let (status, body) = decide(agents.clone());
+        assert_eq!(status, 403, "{agents}: {body}");
+    }
+    let (status, body) =
+        decide(json!({"sub": "agent-7f3a", "cognito:groups": group, "client_id": "people-web"}));
+    assert_eq!(
+        (status, &body["approver"]),
+        (200, &json!("jwt:agent-7f3a")),
+        "{body}
+{}",
+        a.logs()
+    );
+    let started = std::time::Instant::now();
+    let ran = call(b, b_port, &retry);
+    println!(
+        "approval retry through another gateway and ssh process: {:?}",
+        started.elapsed()
+    );
+    let out = &ran["result"]["structuredContent"];
+    assert_eq!(
+        (&out["exit_code"], &out["approval"]),
+        (&json!(0), &json!(id)),
+        "{ran}
+{}",
+        b.logs()
+    );
+    assert!(std::path::Path::new(&file).exists(), "{ran}");
+    // Replayed: used once.
+    let again = call(a, a_port, &retry);
+    let text = again["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(text.contains("already been used"), "{again}");
+    // The receipt: through MCP, approved by the caller's own person.
+    let logs = b.logs_when(Duration::from_secs(10), |l| {
+        l.contains("\"approved_via\":\"mcp\"")
+    });
+    let line = lines_with(&logs, &["\"outcome\":\"ran\"", "\"approved_via\":\"mcp\""]);
+    assert_eq!(line.len(), 1, "{logs}");
+    assert!(
+        line[0].contains("\"approver\":\"jwt:agent-7f3a\""),
+        "{}",
+        line[0]
+    );
+    let _ = std::fs::remove_file(&file);
 }
 
 /// The JSON-RPC reply of the gateway under `port` to `event`.
@@ -2018,8 +2128,18 @@ fn gateway_mcp(watch: &Peer, port: u16, event: &Value) -> Value {
 /// state is made once in the clarify table, so nothing is configured.
 #[test]
 fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
+    let sshd = toolgate_e2e::sshd::Sshd::start();
     let (_moto, endpoint) = moto();
     boto(&endpoint, CLARIFY_TABLE, &[]);
+    // A server whose every command waits for a person, who may be the
+    // caller's own (`approvers = "client"`).
+    let doc = json!({
+        "host": "127.0.0.1", "port": sshd.port, "username": sshd.user,
+        "host_key": sshd.host_key_line(),
+        "policy": {"approve_preset": "all", "approvers": "client"}
+    })
+    .to_string();
+    put_server(&endpoint, &sshd, "box", &doc);
     // Two deployments' worth of processes on one table: each watch's
     // gateway reaches its own clarify function.
     let start = || {
@@ -2033,10 +2153,13 @@ fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
                 ("AWS_ACCESS_KEY_ID", "testing"),
                 ("AWS_SECRET_ACCESS_KEY", "testing"),
                 ("AWS_REGION", "us-east-1"),
-                ("TOOLGATE_PEER_FUNCTIONS", "clarify"),
+                ("TOOLGATE_PEER_FUNCTIONS", "clarify,ssh"),
                 ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
                 ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
                 ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
+                ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+                ("TOOLGATE_APPROVERS_JWT_GROUP", APPROVERS_GROUP),
+                ("TOOLGATE_APPROVERS_JWT_AUDIENCE", "people-web"),
             ],
         )
     };
@@ -2169,6 +2292,8 @@ fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
             "This clarification is already answered".to_owned()
         )
     );
+    approve_in_the_client((&a, a_port), (&b, b_port));
+
     // A 2025-11-25 client through the gateway: today's pending question.
     // Its trace context (`_meta.traceparent`) reaches the function that
     // runs the tool, whose call line names it.

@@ -903,6 +903,20 @@ fn worker_clarify_and_sessions_on_d1() {
         url.starts_with(&format!("http://{}/clarifications/{id}", stack.addr())),
         "{url}"
     );
+    // The Worker runs no tasks (a request cannot outlive its caller's), and
+    // says so where they would be read.
+    let auth = format!("Bearer {TOKEN}");
+    let r = stack.request(
+        "GET",
+        &format!("/tasks/{id}"),
+        &[("Authorization", &auth)],
+        b"",
+    );
+    assert_eq!(r.status, 503, "{}", body(&r));
+    assert_eq!(
+        r.json()["error"]["message"],
+        "This runtime does not run calls as tasks: call the tool directly (toolgate serve runs them)"
+    );
     let page = stack.request(
         "GET",
         &format!("/clarifications/{id}"),

@@ -21,6 +21,7 @@ struct Document {
     token_parameter: Option<String>,
     #[serde(default)]
     approve: Vec<String>,
+    approvers: Option<String>,
 }
 
 fn yes() -> bool {
@@ -90,6 +91,8 @@ impl SsmAccounts {
             headers: doc.headers,
             token,
             approve: doc.approve,
+            client_approves: toolgate_shared::approvals::client_approves(doc.approvers.as_deref())
+                .map_err(|e| format!("approvers: {e}"))?,
         })
     }
 }

@@ -326,14 +326,26 @@ async fn call_context(
                 .get(&approvals.jwt_claim)
                 .is_some_and(|v| claim_values(v).iter().any(|g| g == group)) =>
         {
+            // Issued to an app client people sign in with: a person's
+            // token, which the agent's (another audience) never is.
+            let person = ["aud", "client_id"].iter().any(|k| {
+                claims.get(*k).is_some_and(|v| {
+                    claim_values(v)
+                        .iter()
+                        .any(|a| approvals.jwt_audience.contains(a))
+                })
+            });
             Some(Approver {
                 id: format!("jwt:{sub}"),
                 via: "jwt",
+                person,
             })
         }
         (_, _, _, Some(arn)) if approvals.iam_approvers.contains(arn) => Some(Approver {
             id: format!("iam:{arn}"),
             via: "iam",
+            // The same credential calls tools: never its own approver.
+            person: false,
         }),
         _ => None,
     };

@@ -119,6 +119,7 @@ pub async fn run(
     command: &str,
     timeout: Duration,
     max_bytes: u64,
+    cancel: Option<toolgate_shared::tasks::Cancel>,
 ) -> Result<Outcome, String> {
     let secs = timeout.as_secs().max(1);
     channel
@@ -134,11 +135,28 @@ pub async fn run(
     let mut status: Option<i64> = None;
     let mut flooded = false;
     let mut locally_timed_out = false;
+    let mut cancelled = false;
+    let mut cancel = cancel;
     loop {
+        let armed = cancel.as_mut().filter(|_| !cancelled);
+        let cancelling = async move {
+            match armed {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         let msg = tokio::select! {
             m = channel.wait() => m,
+            () = cancelling => {
+                // Its caller cancelled the task: TERM now (sshd delivers it
+                // to the session's process group), KILL at the give-up.
+                cancelled = true;
+                let _ = channel.signal(Sig::TERM).await;
+                give_up = give_up.min(tokio::time::Instant::now() + Duration::from_secs(KILL_AFTER_SECS));
+                continue;
+            }
             _ = tokio::time::sleep_until(give_up) => {
-                locally_timed_out = !flooded;
+                locally_timed_out = !flooded && !cancelled;
                 let _ = channel.signal(Sig::KILL).await;
                 let _ = channel.close().await;
                 break;
@@ -192,6 +210,9 @@ pub async fn run(
             format!("\n[toolgate: output passed {max_bytes} bytes; the command was stopped]\n")
                 .as_bytes(),
         );
+    }
+    if cancelled {
+        err.push(b"\n[toolgate: the task was cancelled; the command was stopped]\n");
     }
     if timed_out {
         err.push(

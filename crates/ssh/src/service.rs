@@ -53,6 +53,9 @@ pub struct Request<'a> {
     /// The call's whole time: waiting for a session, connecting, and the
     /// command's run.
     pub timeout: Duration,
+    /// The call's cancellation, when it runs as a task: the command is
+    /// signalled TERM, then KILL.
+    pub cancel: Option<toolgate_shared::tasks::Cancel>,
 }
 
 /// What `list_servers` and `ssh_run` share: the server inventory and the
@@ -144,6 +147,7 @@ impl Ssh {
             req.command,
             left.max(Duration::from_secs(1)),
             self.settings.max_output_bytes,
+            req.cancel.clone(),
         )
         .instrument(tracing::info_span!(
             target: "toolgate::trace",

@@ -12,12 +12,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::service::{Request, Ssh};
-use toolgate_shared::approvals::{Approvals, Binding, Details, Receipt, sha256_hex};
+use audit::audit;
+use toolgate_shared::approvals::{
+    Approvals, Binding, Details, Gated, InClient, Receipt, sha256_hex,
+};
 use toolgate_shared::error::{ErrorCode, ToolError};
-use toolgate_shared::logging::{field, id_ref, redact_ids};
 use toolgate_shared::tool::{
     CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec, effective_timeout,
 };
+
+mod audit;
 
 /// The tool's name.
 pub const NAME: &str = "ssh_run";
@@ -195,13 +199,15 @@ impl SshRun {
         }
     }
 
-    /// The approval this call runs under, if it needs or names one.
+    /// The approval this call runs under, if it needs or names one; or the
+    /// caller's MCP client's input request while it waits.
     async fn gate(
         &self,
         input: &Input,
+        args: &Value,
         server: &toolgate_shared::ssh::inventory::Server,
         ctx: &CallContext,
-    ) -> Result<Option<Receipt>, ToolError> {
+    ) -> Result<Option<Gated>, ToolError> {
         let needs = self.ssh.settings.needs_approval(server, &input.command);
         if input.approval.is_none() && needs.is_none() {
             return Ok(None);
@@ -226,6 +232,8 @@ impl SshRun {
                 "{}@{}:{}",
                 server.username, server.host, server.port
             )),
+            via: None,
+            client_approves: false,
         };
         let ask = || {
             let intent = if input.intent.is_empty() {
@@ -249,13 +257,21 @@ impl SshRun {
             .text("Caller", ctx.caller.as_deref().unwrap_or("(anonymous)"))
         };
         let wait = Duration::from_secs(input.wait);
+        let client = InClient::of(
+            approvals.clarify(),
+            ctx,
+            args,
+            server.policy.client_approves(),
+        )
+        .await?;
+        let id = input.approval.as_deref();
         approvals
-            .gate(&binding, "approval", input.approval.as_deref(), ask, wait)
+            .gate(&binding, "approval", id, ask, wait, client.as_ref())
             .await
             .map(Some)
     }
 
-    async fn run(&self, input: &Input, ctx: &CallContext) -> Result<Ran, ToolError> {
+    async fn run(&self, input: &Input, args: &Value, ctx: &CallContext) -> Result<Ran, ToolError> {
         let scope = ctx.servers.as_deref();
         let server = self.ssh.resolve(&input.server_name, scope).await?;
         if let Err(why) = server.policy.check(&input.command) {
@@ -267,7 +283,11 @@ impl SshRun {
                 ),
             ));
         }
-        let receipt = self.gate(input, &server, ctx).await?;
+        let receipt = match self.gate(input, args, &server, ctx).await? {
+            Some(Gated::Ask(asked)) => return Ok(Ran::asked(asked)),
+            Some(Gated::Run(r)) => Some(r),
+            None => None,
+        };
         let asked = Duration::from_secs(input.timeout);
         let capped = asked.min(self.ssh.settings.max_timeout);
         // A command that ignores its TERM holds the call STOP_SLACK longer.
@@ -282,6 +302,7 @@ impl SshRun {
                 server: &server,
                 command: &input.command,
                 timeout,
+                cancel: ctx.cancel.clone(),
             })
             .await?;
         let mut stderr = out.stderr;
@@ -317,6 +338,7 @@ impl SshRun {
             bytes_out: out.bytes_out,
             reused,
             receipt,
+            asked: false,
         })
     }
 }
@@ -327,6 +349,20 @@ struct Ran {
     bytes_out: u64,
     reused: bool,
     receipt: Option<Receipt>,
+    /// Nothing ran: the output asks the caller's MCP client for approval.
+    asked: bool,
+}
+
+impl Ran {
+    fn asked(output: Value) -> Self {
+        Self {
+            output,
+            bytes_out: 0,
+            reused: false,
+            receipt: None,
+            asked: true,
+        }
+    }
 }
 
 impl Tool for SshRun {
@@ -338,55 +374,10 @@ impl Tool for SshRun {
         Box::pin(async move {
             let started = Instant::now();
             let input = parse_input(&args)?;
-            let outcome = self.run(&input, ctx).await;
+            let outcome = self.run(&input, &args, ctx).await;
             audit(&input, ctx, started, &outcome);
             outcome.map(|r| r.output)
         })
-    }
-}
-
-/// The audit line. The command and intent are the caller's words; keys and
-/// passwords never pass through here.
-fn audit(input: &Input, ctx: &CallContext, started: Instant, outcome: &Result<Ran, ToolError>) {
-    let duration_ms = started.elapsed().as_millis() as u64;
-    let caller = ctx.caller.as_deref().unwrap_or("-");
-    match outcome {
-        Ok(r) => {
-            let receipt = r.receipt.as_ref();
-            tracing::info!(
-                target: "toolgate::audit",
-                event = "ssh_run",
-                server = %field(&input.server_name),
-                command = %field(&input.command),
-                intent = %field(&input.intent),
-                caller = %field(caller),
-                outcome = "ran",
-                exit_code = r.output["exit_code"].as_i64(),
-                timed_out = r.output["timed_out"].as_bool(),
-                bytes_out = r.bytes_out,
-                connection = if r.reused { "reused" } else { "new" },
-                approval = receipt.map(|r| id_ref(&r.id)),
-                approver = receipt.map(|r| field(&r.approver)),
-                approved_at = receipt.map(|r| r.approved_at.as_str()),
-                command_sha256 = receipt.map(|r| r.command_sha256.as_str()),
-                host_key = receipt.map(|r| r.host_key.as_str()),
-                duration_ms,
-                "audit"
-            )
-        }
-        Err(e) => tracing::warn!(
-            target: "toolgate::audit",
-            event = "ssh_run",
-            server = %field(&input.server_name),
-            command = %field(&input.command),
-            intent = %field(&input.intent),
-            caller = %field(caller),
-            outcome = e.code.as_str(),
-            reason = %field(&redact_ids(&e.message)),
-            approval = input.approval.as_deref().map(id_ref),
-            duration_ms,
-            "audit"
-        ),
     }
 }
 

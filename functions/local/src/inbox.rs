@@ -120,6 +120,7 @@ fn operator() -> Approver {
     Approver {
         id: format!("local:{user}"),
         via: "cli",
+        person: false,
     }
 }
 

@@ -2,6 +2,7 @@
 //! token, builds the tools, serves until SIGTERM or Ctrl-C, then drains.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use toolgate_shared::config::Config;
 use toolgate_shared::error::{ErrorCode, ToolError};
@@ -57,10 +58,15 @@ pub async fn run(cfg: Config) -> ExitCode {
         c.set_base_url(format!("http://{local}"));
     }
     // Bound to loopback: answer only loopback Host names (DNS rebinding).
-    let state = app.app_state(
+    let mut state = app.app_state(
         Tokens::new(&cfg.server.tokens, &cfg.approvals.approvers),
         bound.is_some_and(|a| a.ip().to_canonical().is_loopback()),
     );
+    // Long calls run on in this process as tasks.
+    state.tasks = Some(Arc::new(toolgate_shared::tasks::local::LocalTasks::new(
+        state.registry.clone(),
+        std::time::Duration::from_millis(cfg.server.tasks_after_ms),
+    )));
     let mut limits = ServeLimits::from_config(&cfg.server);
     let open_files = limits.fit_descriptors();
     tracing::info!(

@@ -161,6 +161,8 @@ async fn app(
             public_url: settings.public_url.clone(),
             issuer: settings.config.server.oauth_issuer.clone(),
         }),
+        // A Worker's request cannot outlive its caller's: no tasks.
+        tasks: None,
     };
     // Its own pages are same-origin; others' only where allowed.
     let origins = Origins::new(

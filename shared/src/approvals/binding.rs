@@ -28,6 +28,13 @@ pub struct Binding {
     /// matches. `None` for cloud tools (their endpoint is `host_key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<String>,
+    /// `mcp` when it was asked in the caller's own MCP client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// The caller's own person may decide it too (the target's policy said
+    /// `approvers = "client"`, and it was asked in the caller's client).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_approves: bool,
 }
 
 /// One labelled box of what approvers see.
@@ -91,6 +98,9 @@ pub struct Receipt {
     pub command_sha256: String,
     /// As bound.
     pub host_key: String,
+    /// `mcp` when it was asked (and its page opened) in the caller's MCP
+    /// client.
+    pub via: Option<String>,
 }
 
 /// Hex SHA-256 of `text`.

@@ -266,6 +266,8 @@ async fn slack_click(State(r): State<Routes>, headers: HeaderMap, body: Bytes) -
         let approver = Approver {
             id: slack::approver_id(&click),
             via: slack::VIA,
+            // A Slack user is never a caller's principal.
+            person: false,
         };
         r.approvals
             .decide(&click.approval_id, click.action.approves(), &approver)

@@ -17,6 +17,7 @@
 
 pub mod binding;
 pub mod http;
+pub mod in_client;
 pub mod page;
 pub mod shown;
 pub mod slack;
@@ -27,6 +28,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub use binding::{Binding, Details, Field, Receipt, canonical, hex, sha256_hex};
+pub use in_client::{Gated, InClient, client_approves};
 
 use crate::clarify::{
     ApprovalRow, Clarification, Clarify, Decision, ListQuery, Refusal, Status, approval_view,
@@ -79,6 +81,13 @@ fn required(c: &Clarification, b: &Binding, why: &str, arg: &str) -> ToolError {
     )
 }
 
+/// A new approval: decided within the wait, or pending (with why it needs
+/// one).
+enum Asked {
+    Decided(Clarification),
+    Pending(Clarification, String),
+}
+
 /// Compares without an early exit.
 fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
@@ -111,7 +120,9 @@ impl Approvals {
     /// The gate: a call that names approval `id` (in its argument `arg`)
     /// uses it ([`Self::redeem`]); one that names none asks approvers with
     /// the details `ask` gives, and waits up to `wait` (at most 25 s) for a
-    /// decision.
+    /// decision. From a `client` that opens links, a pending approval is
+    /// the client's input request, and its retry uses the approval
+    /// (`in_client`).
     pub async fn gate(
         &self,
         binding: &Binding,
@@ -119,16 +130,24 @@ impl Approvals {
         id: Option<&str>,
         ask: impl FnOnce() -> Details,
         wait: Duration,
-    ) -> Result<Receipt, ToolError> {
+        client: Option<&InClient>,
+    ) -> Result<Gated, ToolError> {
         let span = tracing::info_span!(
             target: "toolgate::trace",
             "approval check",
             asked = id.is_none(),
         );
         let gate = async {
-            match id {
-                Some(id) => self.redeem(id, binding, arg).await,
-                None => self.request(binding, arg, ask(), wait).await,
+            match (id, client) {
+                (Some(id), _) => self.redeem(id, binding, arg).await.map(Gated::Run),
+                (None, Some(client)) => match client.state() {
+                    Some(state) => self.resume(client, state, binding, arg).await,
+                    None => self.request_in_client(client, binding, arg, ask()).await,
+                },
+                (None, None) => self
+                    .request(binding, arg, ask(), wait)
+                    .await
+                    .map(Gated::Run),
             }
         };
         tracing::Instrument::instrument(gate, span).await
@@ -144,6 +163,20 @@ impl Approvals {
         details: Details,
         wait: Duration,
     ) -> Result<Receipt, ToolError> {
+        match self.ask(binding, details, wait).await? {
+            Asked::Decided(c) => self.redeem(&c.id, binding, arg).await,
+            Asked::Pending(c, why) => Err(required(&c, binding, &why, arg)),
+        }
+    }
+
+    /// A new approval of `binding`, shown as `details`, and its decision if
+    /// one came within `wait`.
+    async fn ask(
+        &self,
+        binding: &Binding,
+        details: Details,
+        wait: Duration,
+    ) -> Result<Asked, ToolError> {
         let capability = if self.link_holder {
             // A fresh link capability: 256 random bits, hex.
             Some(crate::clarify::new_secret()?)
@@ -179,10 +212,10 @@ impl Approvals {
             let wait = wait.min(Duration::from_secs(crate::clarify::MAX_WAIT_SECS));
             let waited = self.clarify.wait(&c.id, wait).await?;
             if waited.is_some_and(|w| w.status_at(now_ms()) != Status::Pending) {
-                return self.redeem(&c.id, binding, arg).await;
+                return Ok(Asked::Decided(c));
             }
         }
-        Err(required(&c, binding, &details.why, arg))
+        Ok(Asked::Pending(c, details.why))
     }
 
     /// Uses approval `id` for a call bound as `want`: `Ok` only if an
@@ -290,6 +323,7 @@ impl Approvals {
             approved_at: row.decided_at.map(rfc3339).unwrap_or_default(),
             command_sha256: have.command_sha256,
             host_key: have.host_key,
+            via: have.via,
         })
     }
 
@@ -348,8 +382,12 @@ impl Approvals {
             .id
             .split_once(':')
             .map_or(approver.id.as_str(), |(_, p)| p);
+        // Unless the target's policy lets the caller's own person decide
+        // (`approvers = "client"`), proved with a credential the agent
+        // never holds (an approver token, a people's app client's JWT).
         if let Some(caller) = &have.caller
             && principal == caller
+            && !(have.client_approves && approver.person)
         {
             return Err(refused(format!(
                 "{} asked for approval {id}: the caller cannot approve its own call",

@@ -10,6 +10,7 @@ fn approver(id: &str) -> Approver {
     Approver {
         id: id.into(),
         via: "token",
+        person: true,
     }
 }
 
@@ -35,6 +36,8 @@ fn binding(caller: Option<&str>) -> Binding {
         host_key: "SHA256:abc".into(),
         caller: caller.map(String::from),
         login: Some("deploy@10.0.0.5:22".into()),
+        via: None,
+        client_approves: false,
     }
 }
 

@@ -53,6 +53,13 @@ pub fn view(c: &Clarification, row: &ApprovalRow, now: i64, base_url: &str) -> V
     if let Some(a) = &row.approver {
         v["approver"] = json!(a);
     }
+    // Asked in the caller's MCP client; who may decide besides approvers.
+    if let Some(via) = binding.get("via") {
+        v["via"] = via.clone();
+    }
+    if binding["client_approves"] == true {
+        v["approvers"] = json!("client");
+    }
     if let Some(t) = row.decided_at {
         v["decided_at"] = json!(rfc3339(t));
     }

@@ -26,6 +26,9 @@ pub struct Account {
     /// The account's own tool names (`*` matches any run) whose calls wait
     /// for a person's approval (docs/approvals.md).
     pub approve: Vec<String>,
+    /// `approvers = "client"`: the caller's own person may decide this
+    /// account's approvals, in their MCP client (docs/approvals.md).
+    pub client_approves: bool,
 }
 
 // Header values and tokens are credentials: never print them.
@@ -38,6 +41,7 @@ impl fmt::Debug for Account {
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("approve", &self.approve)
+            .field("client_approves", &self.client_approves)
             .finish()
     }
 }
@@ -106,6 +110,7 @@ mod tests {
             headers: [("X-Api-Key".to_owned(), "hunter2".to_owned())].into(),
             token: Some("s3cret".into()),
             approve: Vec::new(),
+            client_approves: false,
         };
         let shown = format!("{a:?}");
         assert!(shown.contains("X-Api-Key") && shown.contains("<redacted>"));

@@ -26,6 +26,11 @@ pub struct ApprovalsConfig {
     pub jwt_group: Option<String>,
     /// The claim that lists the JWT's groups (`TOOLGATE_APPROVERS_JWT_CLAIM`).
     pub jwt_claim: String,
+    /// The app clients people sign in with (`TOOLGATE_APPROVERS_JWT_AUDIENCE`,
+    /// the template's `ApproversJwtAudience`): a JWT issued to one of them
+    /// (`aud`, or an access token's `client_id`) is a person's, never an
+    /// agent's.
+    pub jwt_audience: Vec<String>,
     /// IAM user ARNs that are approvers, `iam:<arn>`
     /// (`TOOLGATE_APPROVERS_IAM`, comma-separated).
     pub iam_approvers: Vec<String>,
@@ -45,6 +50,7 @@ impl Default for ApprovalsConfig {
             link_holder: false,
             jwt_group: None,
             jwt_claim: DEFAULT_JWT_CLAIM.into(),
+            jwt_audience: Vec::new(),
             iam_approvers: Vec::new(),
             slack_users: Vec::new(),
             slack_signing_secret: None,
@@ -61,6 +67,7 @@ pub(super) struct FileApprovals {
     link_holder: Option<bool>,
     jwt_group: Option<String>,
     jwt_claim: Option<String>,
+    jwt_audience: Option<Vec<String>>,
     iam_approvers: Option<Vec<String>>,
     slack_users: Option<Vec<String>>,
 }
@@ -89,6 +96,7 @@ impl ApprovalsConfig {
             link_holder: file.link_holder.unwrap_or(false),
             jwt_group: file.jwt_group,
             jwt_claim: file.jwt_claim.unwrap_or_else(|| DEFAULT_JWT_CLAIM.into()),
+            jwt_audience: file.jwt_audience.unwrap_or_default(),
             iam_approvers: file.iam_approvers.unwrap_or_default(),
             slack_users: file.slack_users.unwrap_or_default(),
             slack_signing_secret: super::notify::secret_from_env(
@@ -117,6 +125,9 @@ impl ApprovalsConfig {
         }
         if let Some(v) = env.text("TOOLGATE_APPROVERS_JWT_CLAIM") {
             a.jwt_claim = v;
+        }
+        if let Some(v) = env.list("TOOLGATE_APPROVERS_JWT_AUDIENCE") {
+            a.jwt_audience = v;
         }
         if let Some(v) = env.list("TOOLGATE_APPROVERS_IAM") {
             a.iam_approvers = v;

@@ -51,6 +51,8 @@ pub(super) struct FileCloud {
     /// The account's tool names whose calls need approval.
     #[serde(default)]
     approve: Vec<String>,
+    /// Who decides its approvals: `"channels"` (default) or `"client"`.
+    approvers: Option<String>,
 }
 
 fn enabled_by_default() -> bool {
@@ -96,6 +98,8 @@ impl CloudConfig {
                 headers: table.headers,
                 token,
                 approve: table.approve,
+                client_approves: crate::approvals::client_approves(table.approvers.as_deref())
+                    .map_err(bad)?,
             });
         }
         c.ssm_prefix = env.text("TOOLGATE_CLOUD_SSM_PREFIX");

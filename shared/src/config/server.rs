@@ -50,6 +50,10 @@ pub struct ServerConfig {
     /// The issuer of the JWTs this deployment takes
     /// (`TOOLGATE_OAUTH_ISSUER`), named by its protected-resource metadata.
     pub oauth_issuer: Option<String>,
+    /// `toolgate serve`: how long an MCP call runs before it answers as a
+    /// task, for a client that declared MCP's tasks extension
+    /// (`TOOLGATE_TASKS_AFTER_MS`).
+    pub tasks_after_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +70,7 @@ impl Default for ServerConfig {
             max_connections_per_client: 64,
             mcp_names: McpNames::Portable,
             oauth_issuer: None,
+            tasks_after_ms: 10_000,
         }
     }
 }
@@ -87,6 +92,7 @@ pub(super) struct FileServer {
     max_connections_per_client: Option<usize>,
     mcp_names: Option<String>,
     oauth_issuer: Option<String>,
+    tasks_after_ms: Option<u64>,
 }
 
 const LIST: &str = "[[server.tokens]]";
@@ -115,6 +121,13 @@ impl ServerConfig {
             })?;
         }
         s.oauth_issuer = env.text("TOOLGATE_OAUTH_ISSUER").or(file.oauth_issuer);
+        s.tasks_after_ms = file.tasks_after_ms.unwrap_or(s.tasks_after_ms);
+        set_number(
+            env,
+            &mut s.tasks_after_ms,
+            "TOOLGATE_TASKS_AFTER_MS",
+            "a whole number of milliseconds",
+        )?;
         if let Some(v) = &s.oauth_issuer
             && !(v.starts_with("https://") || v.starts_with("http://"))
         {

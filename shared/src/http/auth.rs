@@ -127,6 +127,7 @@ fn admit(state: &AppState, mut req: Request) -> Result<Request, Refusal> {
             req.extensions_mut().insert(Approver {
                 id: format!("token:{name}"),
                 via: "token",
+                person: true,
             });
         }
         Bearer::Missing | Bearer::Unknown => {}

@@ -24,6 +24,11 @@ pub struct Approver {
     pub id: String,
     /// How they proved it: `token`, `jwt`, `iam`, `slack`, `cli`, `link`.
     pub via: &'static str,
+    /// Proved with a credential no agent holds: an approver token (callers'
+    /// tokens are never approvers'), or a JWT issued to an app client people
+    /// sign in with. Only such a person may decide their own agent's call,
+    /// where policy lets them (`approvers = "client"`).
+    pub person: bool,
 }
 
 /// Who a route is for.

@@ -61,6 +61,9 @@ pub struct AppState {
     pub approvals: Option<crate::approvals::http::Routes>,
     /// What `/.well-known/oauth-protected-resource` says (RFC 9728).
     pub resource: Arc<super::resource::ProtectedResource>,
+    /// Where long calls run on as tasks (`Prefer: respond-async`, MCP's
+    /// tasks extension); `None` where this runtime offers none.
+    pub tasks: Option<Arc<dyn crate::tasks::TaskHost>>,
 }
 
 /// Every route (`/tools`, `/tools/{name}`, `/healthz`, `/openapi.json`, `/mcp`
@@ -86,10 +89,18 @@ pub fn router(state: AppState, origins: Origins) -> Router {
         Some(_) => Router::new().route("/metrics", get(metrics)),
         None => Router::new(),
     };
+    #[cfg(not(target_arch = "wasm32"))]
+    let tasks = match &state.tasks {
+        Some(t) => crate::tasks::http::routes(t.clone()),
+        None => no_tasks(),
+    };
+    #[cfg(target_arch = "wasm32")]
+    let tasks = no_tasks();
     let router = Router::new()
         .merge(clarify)
         .merge(approvals)
         .merge(metrics)
+        .merge(tasks)
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
         .route("/healthz", get(healthz))
@@ -102,7 +113,10 @@ pub fn router(state: AppState, origins: Origins) -> Router {
     // rmcp's server needs tokio's runtime; the Worker answers the same way
     // without it.
     #[cfg(not(target_arch = "wasm32"))]
-    let router = router.nest_service("/mcp", crate::mcp::service(state.registry.clone()));
+    let router = router.nest_service(
+        "/mcp",
+        crate::mcp::service(state.registry.clone(), state.tasks.clone()),
+    );
     #[cfg(target_arch = "wasm32")]
     let router = router.nest_service(
         "/mcp",
@@ -117,6 +131,19 @@ pub fn router(state: AppState, origins: Origins) -> Router {
         .layer(middleware::from_fn_with_state(checks, guard))
         .layer(middleware::from_fn(super::request_id::request_id))
         .with_state(state)
+}
+
+/// The task routes where this runtime runs no tasks: said, not a 404.
+fn no_tasks<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    async fn refuse() -> ToolError {
+        ToolError::new(
+            ErrorCode::NotConfigured,
+            "This runtime does not run calls as tasks: call the tool directly (toolgate serve runs them)",
+        )
+    }
+    Router::new()
+        .route("/tasks/{id}", get(refuse))
+        .route("/tasks/{id}/cancel", post(refuse))
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -246,6 +273,19 @@ async fn call_tool(
     body: Body,
 ) -> Response {
     let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
+    #[cfg(not(target_arch = "wasm32"))]
+    if let (Some(tasks), Some(wait)) = (&state.tasks, crate::tasks::http::prefers_async(&headers)) {
+        return call_as_task(
+            tasks.as_ref(),
+            &state.registry,
+            &name,
+            &ctx,
+            &headers,
+            body,
+            wait,
+        )
+        .await;
+    }
     let args = |limit| read_json_body(&headers, body, limit);
     let outcome = invoke(&state.registry, Transport::Http, &name, args, &ctx)
         .await
@@ -261,5 +301,40 @@ async fn call_tool(
     match outcome {
         Ok(v) => (StatusCode::OK, Json(v)).into_response(),
         Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /tools/{name}` with `Prefer: respond-async`: the call's answer if
+/// it ends within `wait`, else 202 with its task. The body is read first
+/// (a bad one is refused at once), to the tool's own limit.
+#[cfg(not(target_arch = "wasm32"))]
+async fn call_as_task(
+    tasks: &dyn crate::tasks::TaskHost,
+    registry: &Registry,
+    name: &str,
+    ctx: &CallContext,
+    headers: &HeaderMap,
+    body: Body,
+    wait: std::time::Duration,
+) -> Response {
+    let limit = match registry.get(name) {
+        Ok(t) => t.max_body_bytes(),
+        // Answered (and logged) as any call of an unknown name.
+        Err(_) => {
+            let args = |_| std::future::ready(Ok(Value::Null));
+            return match invoke(registry, Transport::Http, name, args, ctx).await {
+                Ok(v) => (StatusCode::OK, Json(v)).into_response(),
+                Err(e) => e.into_response(),
+            };
+        }
+    };
+    let args = match read_json_body(headers, body, limit).await {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
+    match tasks.start(name, args, ctx, Transport::Http, wait).await {
+        Ok(crate::tasks::Started::Done(Ok(v))) => (StatusCode::OK, Json(v)).into_response(),
+        Ok(crate::tasks::Started::Done(Err(e))) | Err(e) => e.into_response(),
+        Ok(crate::tasks::Started::Task(t)) => crate::tasks::http::accepted(&t),
     }
 }

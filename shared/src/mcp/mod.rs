@@ -11,6 +11,8 @@ mod input_required;
 #[cfg(not(target_arch = "wasm32"))]
 mod server;
 pub mod stateless;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod tasks;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use server::{McpServer, service};
@@ -126,19 +128,34 @@ pub async fn call_tool(
 ) -> Result<CallToolResponse, ErrorData> {
     let name = request.name.to_string();
     let args = Value::Object(request.arguments.unwrap_or_default());
-    let args = |limit: usize| {
-        std::future::ready(if json_len_over(&args, limit) {
-            Err(ToolError::new(
-                ErrorCode::TooLarge,
-                format!("The arguments are larger than {limit} bytes, this tool's limit"),
-            ))
-        } else {
-            Ok(args)
-        })
-    };
-    // A cloud account's result is already an MCP result: passed through.
-    let passthrough = registry.get(&name).is_ok_and(|t| t.spec().mcp_result);
+    let args = |limit: usize| std::future::ready(within(args, limit));
     let outcome = invoke(registry, Transport::Mcp, &name, args, ctx).await;
+    respond(registry, &name, outcome, ctx)
+}
+
+/// `args`, or `too_large` past the tool's `limit`.
+fn within(args: Value, limit: usize) -> Result<Value, ToolError> {
+    if json_len_over(&args, limit) {
+        Err(ToolError::new(
+            ErrorCode::TooLarge,
+            format!("The arguments are larger than {limit} bytes, this tool's limit"),
+        ))
+    } else {
+        Ok(args)
+    }
+}
+
+/// A call's `outcome` as MCP answers it: a result, a tool error
+/// (`isError`), a question for the client's person, or for an unknown
+/// name MCP's protocol error with the contract's code.
+pub fn respond(
+    registry: &Registry,
+    name: &str,
+    outcome: Result<Value, ToolError>,
+    ctx: &CallContext,
+) -> Result<CallToolResponse, ErrorData> {
+    // A cloud account's result is already an MCP result: passed through.
+    let passthrough = registry.get(name).is_ok_and(|t| t.spec().mcp_result);
     Ok(match outcome {
         // MCP's own answer to an unknown name is a protocol error; the
         // contract's code rides in its data.

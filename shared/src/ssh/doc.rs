@@ -75,4 +75,9 @@ pub struct PolicySpec {
     /// approval; `"all"`: every command does.
     #[serde(default)]
     pub approve_preset: Option<String>,
+    /// Who may decide this server's approvals: `"channels"` (the default:
+    /// the configured approvers) or `"client"` (also the caller's own
+    /// person, in their MCP client; docs/approvals.md).
+    #[serde(default)]
+    pub approvers: Option<String>,
 }

@@ -48,6 +48,8 @@ pub struct Policy {
     allow: Vec<Pattern>,
     deny: Vec<Pattern>,
     approve: Approve,
+    /// `approvers = "client"`: the caller's own person may decide.
+    client_approves: bool,
 }
 
 /// Which commands need a person's approval.
@@ -115,6 +117,7 @@ impl Policy {
             allow: spec.allow.iter().map(compile).collect::<Result<_, _>>()?,
             deny: spec.deny.iter().map(compile).collect::<Result<_, _>>()?,
             approve: Approve::compile(spec.approve_preset.as_deref(), &spec.approve)?,
+            client_approves: crate::approvals::client_approves(spec.approvers.as_deref())?,
         })
     }
 
@@ -122,6 +125,12 @@ impl Policy {
     /// person's approval.
     pub fn needs_approval(&self, command: &str) -> Option<String> {
         self.approve.needs(command)
+    }
+
+    /// Whether the caller's own person may decide this server's approvals
+    /// (`approvers = "client"`).
+    pub fn client_approves(&self) -> bool {
+        self.client_approves
     }
 
     /// `Err` says why the command is refused: the preset first, then the

@@ -41,6 +41,7 @@ async fn call(ssh: &Ssh, server: &Server) -> f64 {
             server,
             command: COMMAND,
             timeout: Duration::from_secs(30),
+            cancel: None,
         })
         .await
         .expect("ssh_run");

@@ -8,7 +8,7 @@ use rmcp::service::ServiceError;
 use serde_json::Value;
 
 use super::{APPROVAL_ARG, Upstream, WAIT_ARG, unavailable};
-use crate::approvals::{Binding, Details, Receipt, canonical, sha256_hex};
+use crate::approvals::{Binding, Details, Gated, InClient, canonical, sha256_hex};
 use crate::error::{ErrorCode, ToolError};
 use crate::logging::{field, id_ref, redact_ids};
 use crate::tool::{CallContext, Tool, ToolFuture, ToolSpec};
@@ -134,6 +134,8 @@ impl ProxyTool {
             host_key: up.account.url.clone(),
             caller: ctx.caller.clone(),
             login: None,
+            via: None,
+            client_approves: false,
         };
         let ask = || {
             let why = format!("{} is marked for approval", self.spec.name);
@@ -149,12 +151,17 @@ impl ProxyTool {
             .text("Caller", ctx.caller.as_deref().unwrap_or("(anonymous)"))
         };
         let wait = std::time::Duration::from_secs(wait);
-        let receipt = approvals
-            .gate(&binding, APPROVAL_ARG, approval.as_deref(), ask, wait)
+        let client =
+            InClient::of(approvals.clarify(), ctx, &args, up.account.client_approves).await?;
+        let id = approval.as_deref();
+        let gated = approvals
+            .gate(&binding, APPROVAL_ARG, id, ask, wait, client.as_ref())
             .await;
-        audit(&self.spec.name, &up.account.id, ctx, &approval, &receipt);
-        receipt?;
-        self.forward(args).await
+        audit(&self.spec.name, &up.account.id, ctx, &approval, &gated);
+        match gated? {
+            Gated::Ask(asked) => Ok(asked),
+            Gated::Run(_) => self.forward(args).await,
+        }
     }
 }
 
@@ -172,11 +179,20 @@ fn audit(
     account: &str,
     ctx: &CallContext,
     approval: &Option<String>,
-    receipt: &Result<Receipt, ToolError>,
+    gated: &Result<Gated, ToolError>,
 ) {
     let caller = field(ctx.caller.as_deref().unwrap_or("-"));
-    match receipt {
-        Ok(r) => tracing::info!(
+    match gated {
+        Ok(Gated::Ask(_)) => tracing::info!(
+            target: "toolgate::audit",
+            event = "cloud_call",
+            tool,
+            account,
+            caller,
+            outcome = "approval_asked_in_client",
+            "audit"
+        ),
+        Ok(Gated::Run(r)) => tracing::info!(
             target: "toolgate::audit",
             event = "cloud_call",
             tool,
@@ -185,6 +201,7 @@ fn audit(
             outcome = "approved",
             approval = %id_ref(&r.id),
             approver = %field(&r.approver),
+            approved_via = r.via.as_deref(),
             approved_at = %r.approved_at,
             arguments_sha256 = %r.command_sha256,
             endpoint = %r.host_key,

@@ -385,7 +385,7 @@ where
 #[tokio::test]
 async fn answers_as_rmcp_does() {
     let registry = registry();
-    let rmcp = super::super::service(registry.clone());
+    let rmcp = super::super::service(registry.clone(), None);
     let mut differ = Vec::new();
     let cases = corpus();
     for (method, headers, body, usual) in &cases {

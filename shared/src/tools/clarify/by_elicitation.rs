@@ -26,9 +26,7 @@ const KEY: &str = "answer";
 const CHOICE: &str = "choice";
 const WORDS: &str = "answer";
 
-/// A retry's refusal where the key that opens its state cannot be had (a
-/// store outage; a deployment that seals none).
-pub(super) const STATE_UNREADABLE: &str = "\"requestState\" cannot be opened here now: this deployment's MCP state key is unavailable; call again with it later";
+pub(super) use crate::elicit::STATE_UNREADABLE;
 
 /// Whether `ctx`'s client can be asked here: it declared a mode, and this
 /// deployment seals states.
