@@ -430,7 +430,7 @@ fn parity_fails_on_a_difference_on_either_side() {
         ),
         (
             "infra/terraform/main.tf",
-            "      TOOLGATE_APPROVERS_JWT_GROUP   = var.approvers_jwt_group\n",
+            "      TOOLGATE_APPROVERS_JWT_GROUP    = var.approvers_jwt_group\n",
             "",
             &["-    \"TOOLGATE_APPROVERS_JWT_GROUP\","],
         ),
