@@ -90,6 +90,18 @@ fn read(s: &Server, id: &str) -> Response {
     )
 }
 
+/// `POST /tasks/{id}/cancel`.
+fn cancel(s: &Server, id: &str) -> Response {
+    send(
+        s,
+        AGENT,
+        "POST",
+        &format!("/tasks/{id}/cancel"),
+        &[],
+        &Value::Null,
+    )
+}
+
 /// A 2026-07-28 request of `method` over `/mcp` from a client that declares
 /// the tasks extension; `name` is its `Mcp-Name` (the tool, or the task).
 fn mcp(s: &Server, token: &str, method: &str, name: &str, params: Value) -> Value {
@@ -207,14 +219,7 @@ fn a_long_call_runs_on_as_a_task_and_cancelling_it_stops_the_command() {
         "the remote command to start",
         || (!d.remote_processes(&marker).is_empty()).then_some(()),
     );
-    let r = send(
-        &s,
-        AGENT,
-        "POST",
-        &format!("/tasks/{id}/cancel"),
-        &[],
-        &Value::Null,
-    );
+    let r = cancel(&s, &id);
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["task"]["status"], "cancelled");
     toolgate_e2e::timing::poll_until(
@@ -304,14 +309,7 @@ fn a_long_script_runs_on_as_a_task_and_a_cancelled_one_is_stopped() {
     // call runs as usual.
     let spin = json!({"code": "while True: pass"});
     let id = accepted(&call_async(&s, "python.execute", &spin, "respond-async"));
-    let r = send(
-        &s,
-        AGENT,
-        "POST",
-        &format!("/tasks/{id}/cancel"),
-        &[],
-        &Value::Null,
-    );
+    let r = cancel(&s, &id);
     assert_eq!(
         r.json()["task"]["status"],
         "cancelled",

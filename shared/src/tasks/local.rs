@@ -37,6 +37,13 @@ struct Entry {
     canceller: Option<Canceller>,
 }
 
+impl Entry {
+    /// Whether `caller` may see it at `now`: theirs, and not expired.
+    fn kept_for(&self, caller: &str, now: i64) -> bool {
+        self.caller == caller && now < self.task.expires_at()
+    }
+}
+
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         self.tasks.lock().unwrap_or_else(|p| p.into_inner())
@@ -47,7 +54,7 @@ impl Shared {
         let now = now_ms();
         self.lock()
             .get(id)
-            .filter(|e| e.caller == caller && now < e.task.expires_at())
+            .filter(|e| e.kept_for(caller, now))
             .map(|e| e.task.clone())
     }
 
@@ -206,7 +213,7 @@ impl TaskHost for LocalTasks {
                 let tasks = self.shared.lock();
                 let e = tasks
                     .get(id)
-                    .filter(|e| e.caller == caller && now_ms() < e.task.expires_at())
+                    .filter(|e| e.kept_for(caller, now_ms()))
                     .ok_or_else(not_found)?;
                 if let Some(c) = &e.canceller {
                     c.cancel();
