@@ -40,6 +40,8 @@ locals {
     "POST /approval-links/{id}"        = { function = "clarify", auth = "open" }
     "POST /slack/interactions"         = { function = "clarify", auth = "open" }
     "POST /tools/{name}"               = { function = "cloud", auth = "callers" }
+    "GET /tasks/{id}"                  = { function = "gateway", auth = "callers" }
+    "POST /tasks/{id}/cancel"          = { function = "gateway", auth = "callers" }
     "GET /openapi.json"                = { function = "gateway", auth = "callers" }
     "ANY /mcp"                         = { function = "gateway", auth = "callers" }
     "GET /healthz"                     = { function = "gateway", auth = "callers" }

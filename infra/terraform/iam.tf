@@ -124,15 +124,27 @@ resource "aws_iam_role_policy" "ssh_inventory" {
 # its own call. A write names or tests only these attributes and returns no
 # others.
 data "aws_iam_policy_document" "approvals" {
+  # Never a task's items: those are the gateway's and each runner's own
+  # (task_runs).
   statement {
     effect    = "Allow"
     actions   = ["dynamodb:GetItem"]
     resources = [aws_dynamodb_table.clarify.arn]
+    condition {
+      test     = "ForAllValues:StringNotLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["task:*", "run:*"]
+    }
   }
   statement {
     effect    = "Allow"
     actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.clarify.arn]
+    condition {
+      test     = "ForAllValues:StringNotLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["task:*", "run:*"]
+    }
     condition {
       test     = "ForAllValues:StringLike"
       variable = "dynamodb:Attributes"
@@ -384,4 +396,98 @@ resource "aws_iam_role_policy" "gateway_invoke" {
   name   = "invoke-tools"
   role   = aws_iam_role.function["gateway"].id
   policy = data.aws_iam_policy_document.gateway_invoke.json
+}
+
+# ---------------------------------------------------------------- tasks: each function its own runs, the gateway all
+
+locals {
+  # The functions that run the tasks the gateway sends (clarify's role
+  # reaches its whole table already).
+  task_runners = {
+    "python-execute" = "python.execute"
+    cloud            = "cloud_call"
+    ssh              = "ssh_run"
+  }
+}
+
+data "aws_iam_policy_document" "task_runs" {
+  for_each = local.task_runners
+
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:GetItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["run:${local.function_names[each.key]}:*"]
+    }
+  }
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["run:${local.function_names[each.key]}:*"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = ["id", "status", "created_at", "updated_at", "started_at", "run_by", "cancel", "outcome"]
+    }
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:ReturnValues"
+      values   = ["NONE"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "task_runs" {
+  for_each = local.task_runners
+
+  name   = "task-runs"
+  role   = aws_iam_role.function[each.key].id
+  policy = data.aws_iam_policy_document.task_runs[each.key].json
+}
+
+data "aws_iam_policy_document" "gateway_tasks" {
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:GetItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["task:*", "run:*"]
+    }
+  }
+  statement {
+    effect    = "Allow"
+    actions   = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.clarify.arn]
+    condition {
+      test     = "ForAllValues:StringLike"
+      variable = "dynamodb:LeadingKeys"
+      values   = ["task:*", "run:*"]
+    }
+    condition {
+      test     = "ForAllValues:StringEquals"
+      variable = "dynamodb:Attributes"
+      values   = ["id", "tool", "caller", "runner", "status", "created_at", "updated_at", "expires_at", "ttl", "started_at", "cancel", "outcome"]
+    }
+    condition {
+      test     = "StringEqualsIfExists"
+      variable = "dynamodb:ReturnValues"
+      values   = ["NONE"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "gateway_tasks" {
+  name   = "tasks"
+  role   = aws_iam_role.function["gateway"].id
+  policy = data.aws_iam_policy_document.gateway_tasks.json
 }

@@ -69,3 +69,15 @@ resource "aws_lambda_function" "this" {
     aws_iam_role_policy.clarify_task_callbacks,
   ]
 }
+
+# A task's run starts once (a conditional write) and the gateway hears every
+# failure from its row: Lambda's own retries of an asynchronous event would
+# only run nothing.
+resource "aws_lambda_function_event_invoke_config" "no_retries" {
+  for_each = {
+    for f in ["python-execute", "ssh", "cloud", "clarify"] : f => f
+  }
+
+  function_name          = aws_lambda_function.this[each.key].function_name
+  maximum_retry_attempts = 0
+}

@@ -69,6 +69,8 @@ locals {
       TOOLGATE_PYTHON_TIMEOUT   = tostring(var.python_timeout_seconds)
       TOOLGATE_PYTHON_MEMORY_MB = tostring(var.python_memory_mb)
       TOOLGATE_SESSIONS_TABLE   = aws_dynamodb_table.sessions.name
+      # Tasks the gateway sends here (long calls over MCP).
+      TOOLGATE_TASKS_TABLE = aws_dynamodb_table.clarify.name
     }
     "cloud" = {
       TOOLGATE_LOG                 = "json"
@@ -76,6 +78,7 @@ locals {
       TOOLGATE_CLOUD_APPROVE_TOOLS = var.cloud_approve_tools
       # Approvals: clarify's table, links and channels.
       TOOLGATE_CLARIFY_TABLE         = aws_dynamodb_table.clarify.name
+      TOOLGATE_TASKS_TABLE           = aws_dynamodb_table.clarify.name
       TOOLGATE_CLARIFY_EXPIRY_SECS   = tostring(var.clarify_expiry_seconds)
       TOOLGATE_PUBLIC_URL            = local.api_url
       TOOLGATE_CLARIFY_SNS_TOPIC_ARN = aws_sns_topic.clarify.arn
@@ -96,6 +99,7 @@ locals {
       TOOLGATE_SSH_APPROVE_TAGS   = var.ssh_approve_tags
       # Approvals: clarify's table, links and channels.
       TOOLGATE_CLARIFY_TABLE         = aws_dynamodb_table.clarify.name
+      TOOLGATE_TASKS_TABLE           = aws_dynamodb_table.clarify.name
       TOOLGATE_CLARIFY_EXPIRY_SECS   = tostring(var.clarify_expiry_seconds)
       TOOLGATE_PUBLIC_URL            = local.api_url
       TOOLGATE_CLARIFY_SNS_TOPIC_ARN = aws_sns_topic.clarify.arn
@@ -111,6 +115,7 @@ locals {
     "clarify" = {
       TOOLGATE_LOG                   = "json"
       TOOLGATE_CLARIFY_TABLE         = aws_dynamodb_table.clarify.name
+      TOOLGATE_TASKS_TABLE           = aws_dynamodb_table.clarify.name
       TOOLGATE_CLARIFY_EXPIRY_SECS   = tostring(var.clarify_expiry_seconds)
       TOOLGATE_PUBLIC_URL            = local.api_url
       TOOLGATE_CLARIFY_SNS_TOPIC_ARN = aws_sns_topic.clarify.arn
@@ -139,6 +144,8 @@ locals {
       # /.well-known/oauth-protected-resource names the JWT issuer.
       TOOLGATE_OAUTH_ISSUER = var.auth_mode == "JWT" ? var.jwt_issuer : ""
       TOOLGATE_PUBLIC_URL   = local.api_url
+      # Long calls run on in their functions as tasks, kept here.
+      TOOLGATE_TASKS_TABLE = aws_dynamodb_table.clarify.name
     }
   }
 }

@@ -54,6 +54,15 @@ pub trait Backends: Send + Sync {
         listener: Listener,
         topic: &'a str,
     ) -> BackendFuture<'a, Result<Arc<dyn Channel>, String>>;
+    /// Tasks kept in `table` (runtimes whose calls run apart from their
+    /// start: AWS Lambda).
+    fn task_rows<'a>(
+        &'a self,
+        table: &'a str,
+    ) -> BackendFuture<'a, Result<Arc<dyn crate::tasks::rows::TaskRows>, String>> {
+        let message = format!("a task table ({table}): this runtime keeps no task tables");
+        Box::pin(async move { Err(message) })
+    }
 }
 
 /// The backends a runtime has: `None` in a build without any.

@@ -258,6 +258,11 @@ pub trait Tool: Send + Sync {
     fn max_body_bytes(&self) -> usize {
         MAX_BODY_BYTES
     }
+    /// The function that runs it, when another one does (AWS Lambda: the
+    /// gateway's tools are its peers').
+    fn runs_in(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Request bodies over this size get 413 `too_large`, unless the tool

@@ -53,6 +53,9 @@ pub struct Toolset {
     checks: Vec<CheckFn>,
     /// What each component adds to `/metrics`.
     samples: Vec<crate::metrics::SampleFn>,
+    /// Where long calls run on as tasks, on a runtime that keeps them
+    /// outside this set (AWS Lambda's gateway).
+    tasks: Option<Arc<dyn crate::tasks::TaskHost>>,
 }
 
 impl Toolset {
@@ -73,6 +76,12 @@ impl Toolset {
     /// may name (`TOOLGATE_*_TABLE`, `*_SSM_PREFIX`, SSM parameters).
     pub fn with_backends(mut self, backends: Arc<dyn Backends>) -> Self {
         self.backends = Some(backends);
+        self
+    }
+
+    /// Long calls run on as tasks in `host`.
+    pub fn with_tasks(mut self, host: Arc<dyn crate::tasks::TaskHost>) -> Self {
+        self.tasks = Some(host);
         self
     }
 
@@ -461,7 +470,7 @@ impl Toolset {
             clarify: self.clarify.clone(),
             approvals: self.approval_routes.clone(),
             resource: Arc::new(self.resource.clone()),
-            tasks: None,
+            tasks: self.tasks.clone(),
         }
     }
 }

@@ -25,8 +25,14 @@ fn watch(env: &[(&str, &str)]) -> (Peer, u16) {
 }
 
 fn watch_on(port: u16, env: &[(&str, &str)]) -> (Peer, u16) {
+    watch_for(port, 60, env)
+}
+
+/// As [`watch_on`], cutting each invocation at `timeout` seconds.
+fn watch_for(port: u16, timeout: u64, env: &[(&str, &str)]) -> (Peer, u16) {
     let mut cmd = Command::new("cargo");
-    cmd.args(["lambda", "watch", "--ignore-changes", "--timeout", "60"])
+    cmd.args(["lambda", "watch", "--ignore-changes", "--timeout"])
+        .arg(timeout.to_string())
         .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
         .arg(port.to_string())
         .env("PATH", tools_path())
@@ -2325,4 +2331,191 @@ fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
     );
     assert_eq!(line.len(), 1, "the clarify function's call line:\n{logs}");
     println!("retry through another gateway and clarify process: {retried_in:?}");
+}
+
+/// API Gateway's event for a 2026-07-28 MCP request of `method` (its
+/// `Mcp-Name` is `name`) from a client that declares MCP's tasks
+/// extension, by caller `sub`.
+fn mcp_tasks_event(method: &str, name: &str, params: Value, sub: &str) -> Value {
+    let caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let mut e = mcp_2026_event("ssh_run", &caps, sub, &json!({}), &json!({}));
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "scripted", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+    e["body"] = json!(body.to_string());
+    e["headers"]["content-length"] = json!(e["body"].as_str().unwrap().len().to_string());
+    e["headers"]["mcp-method"] = json!(method);
+    e["headers"]["mcp-name"] = json!(name);
+    e
+}
+
+/// Long calls through the gateway as MCP tasks (issue #57): a 60 s
+/// `ssh_run` and a 40 s script outlive API Gateway's 30 s, run in their own
+/// functions from asynchronous invocations, and complete with their whole
+/// output, read through the gateway (MCP's `tasks/get` and `GET
+/// /tasks/{id}`); a task is its caller's alone; cancelling one stops its
+/// command on the server. `cargo lambda watch` runs an asynchronous
+/// (`Event`) invocation as it runs any, answering when the function
+/// returns: the gateway counts the task's start in its row as accepted,
+/// as it counts Lambda's 202.
+#[test]
+fn gateway_runs_long_calls_as_tasks_in_their_functions() {
+    let sshd = toolgate_e2e::sshd::Sshd::start();
+    let (_moto, endpoint) = moto();
+    boto(&endpoint, CLARIFY_TABLE, &[]);
+    let doc = json!({
+        "host": "127.0.0.1", "port": sshd.port, "username": sshd.user,
+        "host_key": sshd.host_key_line(),
+    })
+    .to_string();
+    put_server(&endpoint, &sshd, "box", &doc);
+    let port = free_port();
+    let lambda_api = format!("http://127.0.0.1:{port}");
+    let (w, port) = watch_for(
+        port,
+        180,
+        &[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_ENDPOINT_URL_LAMBDA", &lambda_api),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+            ("TOOLGATE_PEER_FUNCTIONS", "python-execute,ssh"),
+            ("TOOLGATE_TASKS_TABLE", "clarifications"),
+            ("TOOLGATE_TASKS_AFTER_MS", "2000"),
+            ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+            ("TOOLGATE_PYTHON_TIMEOUT", "90"),
+        ],
+    );
+    let rpc = |method: &str, name: &str, params: Value, sub: &str| {
+        gateway_mcp(&w, port, &mcp_tasks_event(method, name, params, sub))
+    };
+    let call = |tool: &str, args: Value| {
+        let params = json!({"name": tool, "arguments": args});
+        // The gateway lists its peers once they have started.
+        toolgate_e2e::timing::poll_until(Duration::from_secs(60), "the gateway's tools", || {
+            let r = rpc("tools/call", tool, params.clone(), "agent-7f3a");
+            (r["error"]["data"]["code"] != "unknown_tool").then_some(r)
+        })
+    };
+    let task_of = |started: &Value| -> String {
+        let t = &started["result"];
+        assert_eq!(
+            (&t["resultType"], &t["status"]),
+            (&json!("task"), &json!("working")),
+            "{started}\n{}",
+            w.logs()
+        );
+        t["taskId"].as_str().unwrap().to_owned()
+    };
+    // A quick call answers directly, as before.
+    let quick = call(
+        "ssh_run",
+        json!({"server_name": "box", "command": "echo direct"}),
+    );
+    assert_eq!(
+        quick["result"]["structuredContent"]["stdout"],
+        "direct\n",
+        "{quick}\n{}",
+        w.logs()
+    );
+    let lines = "for i in $(seq 1 60); do echo line $i; sleep 1; done";
+    let ssh = task_of(&call(
+        "ssh_run",
+        json!({"server_name": "box", "command": lines, "timeout": 120}),
+    ));
+    let code = "import time\nfor i in range(40):\n    print(i)\n    time.sleep(1)\nresult = 'done'";
+    let py = task_of(&call("python.execute", json!({"code": code})));
+    let started = std::time::Instant::now();
+
+    // Over HTTP too, through the gateway's route; another caller sees none.
+    let read = |id: &str, sub: &str| {
+        let mut e = fixture("apigw_v2_healthz.json");
+        e["rawPath"] = json!(format!("/tasks/{id}"));
+        e["requestContext"]["http"]["path"] = json!(format!("/tasks/{id}"));
+        e["routeKey"] = json!("GET /tasks/{id}");
+        e["requestContext"]["routeKey"] = json!("GET /tasks/{id}");
+        e["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(sub);
+        http("GET /tasks/{id}", invoke_value(port, "gateway", &e))
+    };
+    let (status, view) = read(&ssh, "agent-7f3a");
+    assert_eq!(
+        (status, &view["task"]["status"]),
+        (200, &json!("working")),
+        "{view}"
+    );
+    let (status, view) = read(&ssh, "someone-else");
+    assert_eq!(
+        (status, &view["error"]["code"]),
+        (404, &json!("not_found")),
+        "{view}"
+    );
+    let other = rpc("tasks/get", &ssh, json!({"taskId": ssh}), "someone-else");
+    assert!(other["error"].is_object(), "{other}");
+
+    let settled = |id: &str| {
+        toolgate_e2e::timing::poll_until(Duration::from_secs(150), "the task to end", || {
+            let r = rpc("tasks/get", id, json!({"taskId": id}), "agent-7f3a");
+            (r["result"]["status"] != "working").then_some(r)
+        })
+    };
+    let done = settled(&ssh);
+    let took = started.elapsed();
+    let r = &done["result"];
+    assert_eq!(r["status"], "completed", "{done}\n{}", w.logs());
+    let out = &r["result"]["structuredContent"];
+    let want: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(
+        (&out["exit_code"], &out["stdout"]),
+        (&json!(0), &json!(want)),
+        "{done}"
+    );
+    assert_eq!(r["result"]["isError"], json!(false), "{done}");
+    let done = settled(&py);
+    let out = &done["result"]["result"]["structuredContent"];
+    let want: String = (0..40).map(|i| format!("{i}\n")).collect();
+    assert_eq!(
+        (&out["stdout"], &out["result"], &out["timed_out"]),
+        (&json!(want), &json!("done"), &json!(false)),
+        "{done}\n{}",
+        w.logs()
+    );
+    // Read after it ended, over HTTP: the tool's own result.
+    let (status, view) = read(&py, "agent-7f3a");
+    assert_eq!(
+        (status, &view["result"]["result"]),
+        (200, &json!("done")),
+        "{view}"
+    );
+    println!("60 s ssh_run as a task: completed after {took:?}");
+    let t = std::time::Instant::now();
+    rpc("tasks/get", &ssh, json!({"taskId": ssh}), "agent-7f3a");
+    println!(
+        "tasks/get of a completed task through the gateway: {:?}",
+        t.elapsed()
+    );
+
+    // Cancelled: the command on the server is stopped.
+    let marker = format!("tg-lambda-task-{}", std::process::id());
+    let id = task_of(&call(
+        "ssh_run",
+        json!({"server_name": "box", "command": format!("sleep 300 # {marker}")}),
+    ));
+    toolgate_e2e::timing::poll_until(
+        Duration::from_secs(20),
+        "the remote command to start",
+        || (!sshd.remote_processes(&marker).is_empty()).then_some(()),
+    );
+    let ack = rpc("tasks/cancel", &id, json!({"taskId": id}), "agent-7f3a");
+    assert!(ack["error"].is_null(), "{ack}\n{}", w.logs());
+    assert_eq!(settled(&id)["result"]["status"], "cancelled");
+    toolgate_e2e::timing::poll_until(
+        Duration::from_secs(10),
+        "the remote command to stop",
+        || sshd.remote_processes(&marker).is_empty().then_some(()),
+    );
 }

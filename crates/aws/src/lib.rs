@@ -12,6 +12,7 @@ use toolgate_shared::clarify::{ClarifyStore, TaskCallback};
 use toolgate_shared::cloud::AccountSource;
 use toolgate_shared::sessions::store::SessionStore;
 use toolgate_shared::ssh::inventory::ServerSource;
+use toolgate_shared::tasks::rows::TaskRows;
 
 pub mod clarify_table;
 mod dynamo;
@@ -21,6 +22,7 @@ pub mod ssm;
 pub mod ssm_accounts;
 pub mod ssm_servers;
 pub mod step_functions;
+pub mod task_table;
 
 /// AWS, with clients from the environment's configuration (region,
 /// credentials, and `AWS_ENDPOINT_URL` when set), made when first used.
@@ -96,6 +98,13 @@ impl Backends for Aws {
             Ok(Arc::new(sns::Sns::from_env(listener, topic.to_owned()).await) as Arc<dyn Channel>)
         })
     }
+
+    fn task_rows<'a>(
+        &'a self,
+        table: &'a str,
+    ) -> BackendFuture<'a, Result<Arc<dyn TaskRows>, String>> {
+        task_rows(table)
+    }
 }
 
 /// [`Aws::sessions_only`]: the rest is refused, naming what was asked for.
@@ -158,4 +167,19 @@ impl Backends for SessionsOnly {
     ) -> BackendFuture<'a, Result<Arc<dyn Channel>, String>> {
         only_sessions("an SNS topic")
     }
+
+    fn task_rows<'a>(
+        &'a self,
+        table: &'a str,
+    ) -> BackendFuture<'a, Result<Arc<dyn TaskRows>, String>> {
+        task_rows(table)
+    }
+}
+
+/// The task rows in `table` (the clarify table): every function that runs
+/// or starts tasks, python-execute's too.
+fn task_rows(table: &str) -> BackendFuture<'_, Result<Arc<dyn TaskRows>, String>> {
+    Box::pin(async move {
+        Ok(Arc::new(task_table::TaskTable::from_env(table).await) as Arc<dyn TaskRows>)
+    })
 }

@@ -1,6 +1,6 @@
 //! What one Lambda function sends another, and what a direct invocation
 //! carries: the envelope `{"tool", "arguments", "scope", "caller",
-//! "deadline", "elicit", "traceparent"}`, the
+//! "deadline", "elicit", "traceparent", "task"}`, the
 //! control payloads, and a function error's `errorType` for each error
 //! code. One home for both ends: `lambda` decodes, `peers` encodes.
 
@@ -17,7 +17,7 @@ pub const DESCRIBE: &str = "describe";
 /// `ClarifyFunction` `Events`) expires what is due.
 pub const SWEEP: &str = "sweep";
 
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 8] = [
     "tool",
     "arguments",
     "scope",
@@ -25,6 +25,7 @@ const KEYS: [&str; 7] = [
     "deadline",
     "elicit",
     "traceparent",
+    "task",
 ];
 
 /// One call, as a direct invocation carries it.
@@ -49,6 +50,9 @@ pub struct Envelope {
     /// The caller's W3C trace context (an MCP client's `_meta.traceparent`,
     /// through the gateway): the call's span continues it.
     pub traceparent: Option<String>,
+    /// The task this call runs as (an asynchronous invocation from a
+    /// function that started it): its outcome goes to the task's row.
+    pub task: Option<String>,
 }
 
 impl Envelope {
@@ -77,6 +81,9 @@ impl Envelope {
         if let Some(t) = &self.traceparent {
             payload["traceparent"] = json!(t);
         }
+        if let Some(t) = &self.task {
+            payload["task"] = json!(t);
+        }
         payload
     }
 
@@ -101,6 +108,7 @@ impl Envelope {
                     deadline_ms: None,
                     elicit: None,
                     traceparent: None,
+                    task: None,
                 }),
                 _ => Err(ToolError::invalid_input(format!(
                     "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
@@ -159,6 +167,19 @@ impl Envelope {
                 ));
             }
         };
+        let task = match o.remove("task") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(t))
+                if t.len() == 40 && t.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>
+            {
+                Some(t)
+            }
+            Some(_) => {
+                return Err(ToolError::invalid_input(
+                    "\"task\" must be a task id (40 lowercase hex characters)",
+                ));
+            }
+        };
         Ok(Self {
             tool,
             arguments,
@@ -167,6 +188,7 @@ impl Envelope {
             deadline_ms,
             elicit,
             traceparent,
+            task,
         })
     }
 }
@@ -281,6 +303,7 @@ mod tests {
             deadline_ms: Some(1_800_000_000_000),
             elicit: None,
             traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01".into()),
+            task: Some("0a".repeat(20)),
         };
         assert_eq!(
             Envelope::decode(e.encode(), &["list_servers", "ssh_run"]).unwrap(),
@@ -301,6 +324,20 @@ mod tests {
             Envelope::decode(retry.encode(), &["clarify"]).unwrap(),
             retry
         );
+    }
+
+    #[test]
+    fn a_task_is_an_id() {
+        for bad in [
+            json!("ab"),
+            json!("AB".repeat(20)),
+            json!(7),
+            json!("../".repeat(14)),
+        ] {
+            let payload = json!({"tool": "clarify", "arguments": {}, "task": bad});
+            let e = Envelope::decode(payload, &["clarify"]).unwrap_err();
+            assert!(e.message.starts_with("\"task\" must be"), "{}", e.message);
+        }
     }
 
     #[test]

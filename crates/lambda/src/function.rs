@@ -11,34 +11,37 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use axum::{
-    Router,
-    extract::{Request, State},
-    middleware::Next,
-    response::Response,
-};
+use axum::Router;
 use lambda_http::lambda_runtime::{self, Diagnostic, LambdaEvent};
-use lambda_http::request::{LambdaRequest, RequestContext};
+use lambda_http::request::LambdaRequest;
 use lambda_http::{Adapter, Context, Service};
 use serde_json::{Value, json};
 
 use crate::envelope::Envelope;
 use toolgate_shared::config::{ApprovalsConfig, Config};
 use toolgate_shared::error::{ErrorCode, ToolError};
-use toolgate_shared::http::Approver;
 use toolgate_shared::invoke::{Transport, invoke, log};
 use toolgate_shared::registry::Registry;
 use toolgate_shared::response_limit::{LAMBDA_RESPONSE_BYTES, fit_answer};
+use toolgate_shared::tasks::rows::TaskRows;
 use toolgate_shared::tool::CallContext;
 use toolgate_shared::toolset::Toolset;
 
 pub use crate::envelope::{DESCRIBE, SWEEP};
+
+mod context;
+use context::call_context;
+#[cfg(test)]
+use context::claim_values;
 
 /// One function's tools and its HTTP router.
 pub struct Function {
     registry: Arc<Registry>,
     router: Router,
     clarify: Option<Arc<toolgate_shared::clarify::Clarify>>,
+    /// Where the tasks sent to this function are kept, and the name its
+    /// runs are kept under.
+    tasks: Option<(Arc<dyn TaskRows>, String)>,
 }
 
 impl Function {
@@ -71,7 +74,15 @@ impl Function {
             registry,
             router,
             clarify: tools.clarify().cloned(),
+            tasks: None,
         }
+    }
+
+    /// As it is, running the tasks sent to it (an envelope's `task`) kept
+    /// in `rows`, as function `runner`.
+    pub fn with_task_rows(mut self, rows: Arc<dyn TaskRows>, runner: String) -> Self {
+        self.tasks = Some((rows, runner));
+        self
     }
 
     /// Handles one invocation: an HTTP event or a direct call.
@@ -180,6 +191,18 @@ impl Function {
         if call.traceparent.is_some() {
             ctx.traceparent = call.traceparent;
         }
+        if let Some(id) = &call.task {
+            let Some((rows, runner)) = &self.tasks else {
+                return Err(ToolError::new(
+                    ErrorCode::NotConfigured,
+                    "This function keeps no tasks (TOOLGATE_TASKS_TABLE is not set)",
+                ));
+            };
+            let (tool, args) = (&call.tool, call.arguments);
+            let registry = &self.registry;
+            return crate::tasks::run::run(rows.as_ref(), runner, registry, id, tool, args, &ctx)
+                .await;
+        }
         let args = |_| std::future::ready(Ok(call.arguments));
         let mut out = invoke(&self.registry, Transport::Lambda, &call.tool, args, &ctx).await?;
         if let Some(limit) = ctx.response_limit {
@@ -268,123 +291,6 @@ fn drop_stage(request: &mut LambdaRequest) {
     }
 }
 
-/// API Gateway answers 503 to the client when an integration takes longer
-/// than this, whatever the function's own timeout; Function URLs do not.
-const API_GATEWAY_LIMIT: Duration = Duration::from_secs(30);
-/// A REST API's (v1) default integration timeout.
-const REST_API_LIMIT: Duration = Duration::from_secs(29);
-/// Kept back from API Gateway's limit for the answer's way back to it.
-const REPLY_MARGIN: Duration = Duration::from_secs(1);
-
-/// When API Gateway stops waiting for a request it took at `received` (ms
-/// since the epoch, its `timeEpoch`): a cold start and init count too. A
-/// time from the future (clocks differ) counts from now, and so does one
-/// older than the limit itself (a stored test event: API Gateway would no
-/// longer be waiting).
-fn api_gateway_deadline(received: Option<i64>, limit: Duration) -> Instant {
-    let limit = limit - REPLY_MARGIN;
-    let now = crate::envelope::epoch_ms(Instant::now());
-    let limit_ms = limit.as_millis() as u64;
-    match received.and_then(|r| u64::try_from(r).ok()) {
-        Some(r) if r.saturating_add(limit_ms) > now => {
-            crate::envelope::instant_at(r.min(now) + limit_ms)
-        }
-        _ => Instant::now() + limit,
-    }
-}
-
-/// Puts the invocation's deadline and the authorizer's identity where the
-/// router's tool handler finds them, and the identity as an approver when
-/// `approvals` says it is one.
-async fn call_context(
-    State(approvals): State<Arc<ApprovalsConfig>>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let mut deadline = req.extensions().get::<Context>().and_then(deadline);
-    let request_context = req.extensions().get::<RequestContext>();
-    let via_api_gateway = match request_context {
-        Some(RequestContext::ApiGatewayV2(c)) => c
-            .domain_name
-            .as_deref()
-            .is_none_or(|d| !d.contains(".lambda-url."))
-            .then_some((c.time_epoch, API_GATEWAY_LIMIT)),
-        Some(RequestContext::ApiGatewayV1(c)) => Some((c.request_time_epoch, REST_API_LIMIT)),
-        _ => None,
-    };
-    if let Some((received, limit)) = via_api_gateway {
-        let gateway = api_gateway_deadline(Some(received), limit);
-        deadline = Some(deadline.map_or(gateway, |d| d.min(gateway)));
-    }
-    let authorizer = request_context.and_then(RequestContext::authorizer);
-    let claims = authorizer.and_then(|a| a.jwt.as_ref()).map(|j| &j.claims);
-    let sub = claims.and_then(|c| c.get("sub").cloned());
-    let user_arn = authorizer.and_then(|a| a.iam.as_ref()?.user_arn.clone());
-    let approver = match (&approvals.jwt_group, claims, &sub, &user_arn) {
-        (Some(group), Some(claims), Some(sub), _)
-            if claims
-                .get(&approvals.jwt_claim)
-                .is_some_and(|v| claim_values(v).iter().any(|g| g == group)) =>
-        {
-            // Issued to an app client people sign in with: a person's
-            // token, which the agent's (another audience) never is.
-            let person = ["aud", "client_id"].iter().any(|k| {
-                claims.get(*k).is_some_and(|v| {
-                    claim_values(v)
-                        .iter()
-                        .any(|a| approvals.jwt_audience.contains(a))
-                })
-            });
-            Some(Approver {
-                id: format!("jwt:{sub}"),
-                via: "jwt",
-                person,
-            })
-        }
-        (_, _, _, Some(arn)) if approvals.iam_approvers.contains(arn) => Some(Approver {
-            id: format!("iam:{arn}"),
-            via: "iam",
-            // The same credential calls tools: never its own approver.
-            person: false,
-        }),
-        _ => None,
-    };
-    let caller = sub.or(user_arn);
-    // A claim set by the identity provider outranks the caller's header.
-    let servers = match claims.and_then(|c| c.get(toolgate_shared::scope::CLAIM)) {
-        Some(raw) => toolgate_shared::scope::parse(raw),
-        None => toolgate_shared::http::context::header_scope(req.headers()),
-    };
-    if let Some(a) = approver {
-        req.extensions_mut().insert(a);
-    }
-    req.extensions_mut().insert(CallContext {
-        deadline,
-        caller,
-        servers,
-        transport: None,
-        response_limit: Some(LAMBDA_RESPONSE_BYTES),
-        ..CallContext::default()
-    });
-    next.run(req).await
-}
-
-/// A claim's values: a JSON array, or API Gateway's flattening of one
-/// (`[a b]`: split at spaces only, which Cognito group names cannot hold),
-/// or else the one value as it is. Never split at commas: a group named
-/// `eng,ops` must not make its members `ops`.
-fn claim_values(raw: &str) -> Vec<String> {
-    let raw = raw.trim();
-    if let Ok(list) = serde_json::from_str::<Vec<String>>(raw) {
-        return list;
-    }
-    match raw.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-        Some(inner) => inner.split_whitespace().map(str::to_owned).collect(),
-        None if raw.is_empty() => Vec::new(),
-        None => vec![raw.to_owned()],
-    }
-}
-
 /// A function binary's `main`: logs, config, the tools (built during
 /// Lambda's init phase, so the sandbox is warm before the first event) on
 /// a set with `backends` (`toolgate_aws::Aws`'s), then the Runtime API
@@ -416,7 +322,7 @@ where
         let approvals = cfg.approvals.clone();
         let origins = toolgate_shared::http::Origins::from_config(&cfg);
         let http = cfg.clone();
-        let set = Toolset::new().with_backends(backends);
+        let set = Toolset::new().with_backends(backends.clone());
         let tools = match assemble(cfg, set).await {
             Ok(t) => t,
             Err(e) => {
@@ -425,7 +331,18 @@ where
             }
         };
         let tools = tools.with_http(&http);
-        let function = Arc::new(Function::with_origins(&tools, &approvals, origins));
+        let mut function = Function::with_origins(&tools, &approvals, origins);
+        if let Some(table) = &http.server.tasks_table {
+            match backends.task_rows(table).await {
+                // Set by Lambda (and `cargo lambda watch`).
+                Ok(rows) => {
+                    let runner = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
+                    function = function.with_task_rows(rows, runner);
+                }
+                Err(e) => return fail(&e),
+            }
+        }
+        let function = Arc::new(function);
         tracing::info!(
             tools = ?tools.registry.tools().iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>(),
             "function ready"

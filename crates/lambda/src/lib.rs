@@ -1,7 +1,8 @@
 #![deny(missing_docs)]
 //! Toolgate on AWS Lambda: the handler every function binary runs
 //! ([`main`], [`Function`]), the envelope of direct invocations, and the
-//! gateway's tools of other functions ([`WithPeers`]).
+//! gateway's tools of other functions ([`WithPeers`]) and the tasks it
+//! runs in them ([`WithTasks`]).
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use toolgate_shared::toolset::Toolset;
 pub mod envelope;
 mod function;
 pub mod peers;
+pub mod tasks;
 
 pub use function::*;
 
@@ -36,5 +38,32 @@ impl WithPeers for Toolset {
         self.registry.add_source(peers.clone());
         self.add_health("peers", Arc::new(move || peers.health()));
         Ok(self)
+    }
+}
+
+/// Long calls as tasks, run in the tools' functions.
+pub trait WithTasks: Sized {
+    /// Tasks of the peer functions' tools (call [`WithPeers::with_peers`]
+    /// first), kept in `TOOLGATE_TASKS_TABLE`; none when it is not set.
+    fn with_lambda_tasks(self, cfg: &Config) -> impl Future<Output = Result<Self, String>> + Send;
+}
+
+impl WithTasks for Toolset {
+    async fn with_lambda_tasks(self, cfg: &Config) -> Result<Self, String> {
+        let Some(table) = &cfg.server.tasks_table else {
+            return Ok(self);
+        };
+        let rows = self
+            .backends_for("TOOLGATE_TASKS_TABLE")?
+            .task_rows(table)
+            .await?;
+        let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let host = tasks::LambdaTasks::new(
+            rows,
+            aws_sdk_lambda::Client::new(&conf),
+            self.registry.clone(),
+            std::time::Duration::from_millis(cfg.server.tasks_after_ms),
+        );
+        Ok(self.with_tasks(Arc::new(host)))
     }
 }

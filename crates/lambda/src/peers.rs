@@ -113,6 +113,10 @@ impl Tool for RemoteTool {
         &self.spec
     }
 
+    fn runs_in(&self) -> Option<&str> {
+        Some(&self.function)
+    }
+
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(async move {
             // A forwarded call came over HTTP or MCP, never from a Step
@@ -134,6 +138,7 @@ impl Tool for RemoteTool {
                     .map(|d| crate::envelope::epoch_ms(d.checked_sub(FORWARD_MARGIN).unwrap_or(d))),
                 elicit: ctx.elicit.clone(),
                 traceparent: ctx.traceparent.clone(),
+                task: None,
             }
             .encode();
             let call = invoke(&self.client, &self.function, &payload);

@@ -54,6 +54,10 @@ pub struct ServerConfig {
     /// task, for a client that declared MCP's tasks extension
     /// (`TOOLGATE_TASKS_AFTER_MS`).
     pub tasks_after_ms: u64,
+    /// AWS Lambda: the table tasks are kept in (`TOOLGATE_TASKS_TABLE`,
+    /// the clarify table): the gateway starts tasks there, every function
+    /// runs the ones sent to it.
+    pub tasks_table: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -71,6 +75,7 @@ impl Default for ServerConfig {
             mcp_names: McpNames::Portable,
             oauth_issuer: None,
             tasks_after_ms: 10_000,
+            tasks_table: None,
         }
     }
 }
@@ -128,6 +133,7 @@ impl ServerConfig {
             "TOOLGATE_TASKS_AFTER_MS",
             "a whole number of milliseconds",
         )?;
+        s.tasks_table = env.text("TOOLGATE_TASKS_TABLE");
         if let Some(v) = &s.oauth_issuer
             && !(v.starts_with("https://") || v.starts_with("http://"))
         {

@@ -78,10 +78,15 @@ struct WaitQuery {
 }
 
 fn caller(ctx: Option<Extension<CallContext>>, headers: &HeaderMap) -> String {
-    crate::http::context::call_context(ctx.map(|Extension(c)| c), headers)
-        .caller
-        .unwrap_or_default()
+    context(ctx, headers).caller.unwrap_or_default()
 }
+
+fn context(ctx: Option<Extension<CallContext>>, headers: &HeaderMap) -> CallContext {
+    crate::http::context::call_context(ctx.map(|Extension(c)| c), headers)
+}
+
+/// Kept back from the transport's deadline when a read waits.
+const READ_MARGIN: Duration = Duration::from_millis(1500);
 
 async fn read(
     State(host): State<Arc<dyn TaskHost>>,
@@ -102,9 +107,14 @@ async fn read(
                 ))
             })?,
     };
-    let task = host
-        .get(&id, &caller(ctx, &headers), Duration::from_secs(wait))
-        .await?;
+    let ctx = context(ctx, &headers);
+    let mut wait = Duration::from_secs(wait);
+    // Answered before the transport stops waiting (API Gateway's 30 s).
+    if let Some(d) = ctx.deadline {
+        let left = d.saturating_duration_since(std::time::Instant::now());
+        wait = wait.min(left.saturating_sub(READ_MARGIN));
+    }
+    let task = host.get(&id, &ctx.caller.unwrap_or_default(), wait).await?;
     Ok(Json(task.view()))
 }
 

@@ -7,7 +7,8 @@
 //! work: a remote command is signalled, a sandbox process killed.
 //!
 //! - [`TaskHost`]: where tasks run and are kept (`local`: in this process,
-//!   for `toolgate serve`);
+//!   for `toolgate serve`; on AWS Lambda, `toolgate_lambda`'s, over
+//!   [`rows`] in a table);
 //! - `http`: the HTTP routes and `Prefer` header.
 
 pub mod cancel;
@@ -15,6 +16,7 @@ pub mod cancel;
 pub mod http;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod local;
+pub mod rows;
 
 use std::pin::Pin;
 use std::time::Duration;
