@@ -435,7 +435,7 @@ data "aws_iam_policy_document" "task_runs" {
     condition {
       test     = "ForAllValues:StringEquals"
       variable = "dynamodb:Attributes"
-      values   = ["id", "status", "created_at", "updated_at", "started_at", "run_by", "cancel", "outcome"]
+      values   = ["id", "status", "created_at", "updated_at", "started_at", "run_by", "run_token", "cancel", "outcome"]
     }
     condition {
       test     = "StringEqualsIfExists"

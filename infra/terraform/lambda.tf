@@ -70,14 +70,15 @@ resource "aws_lambda_function" "this" {
   ]
 }
 
-# A task's run starts once (a conditional write) and the gateway hears every
-# failure from its row: Lambda's own retries of an asynchronous event would
-# only run nothing.
-resource "aws_lambda_function_event_invoke_config" "no_retries" {
+# A task's run starts once (a conditional write), so Lambda may retry a
+# delivery that failed before it ran (the table throttled), but not past the
+# 5 minutes after which the task reads as lost.
+resource "aws_lambda_function_event_invoke_config" "task_deliveries" {
   for_each = {
     for f in ["python-execute", "ssh", "cloud", "clarify"] : f => f
   }
 
-  function_name          = aws_lambda_function.this[each.key].function_name
-  maximum_retry_attempts = 0
+  function_name                = aws_lambda_function.this[each.key].function_name
+  maximum_retry_attempts       = 2
+  maximum_event_age_in_seconds = 300
 }

@@ -68,7 +68,7 @@ variable "log_retention_days" {
 }
 
 variable "python_timeout_seconds" {
-  description = "python.execute's timeout. Direct invocations (Step Functions, the SDK) get all of it (the function's own timeout is 900 s); calls through API Gateway are also capped at 30 s, its integration limit."
+  description = "python.execute's timeout. Direct invocations (Step Functions, the SDK) get all of it (the function's own timeout is 900 s); calls through API Gateway are also capped at 30 s, its integration limit, unless an MCP client runs them as tasks."
   type        = number
   default     = 20
   validation {
@@ -118,7 +118,7 @@ variable "ssh_ssm_prefix" {
 }
 
 variable "ssh_timeout_seconds" {
-  description = "The longest timeout an ssh_run command may ask for (the function's own timeout is 900 s). Through API Gateway a command is also cut at 30 s, its integration limit."
+  description = "The longest timeout an ssh_run command may ask for (the function's own timeout is 900 s). Through API Gateway a command is also cut at 30 s, its integration limit, unless an MCP client runs it as a task."
   type        = number
   default     = 600
   validation {

@@ -72,8 +72,11 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
 }
 
 /// The document. `authenticated` adds the bearer scheme to every operation
-/// but `/healthz`. Every runtime serves the same tools over `/mcp` too.
-pub fn document(registry: &Registry, authenticated: bool) -> Value {
+/// but `/healthz`; `tasks`, the task routes, and `Prefer: respond-async`
+/// with its 202 on the routes of the tools this process runs (a peer's
+/// route goes to the peer, on AWS). Every runtime serves the same tools
+/// over `/mcp` too.
+pub fn document(registry: &Registry, authenticated: bool, tasks: bool) -> Value {
     let security = if authenticated {
         json!([{"bearerAuth": []}])
     } else {
@@ -91,20 +94,27 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
             }),
         );
         responses.extend(error_responses(&call_errors().collect::<Vec<_>>()));
-        paths.insert(
-            format!("/tools/{}", spec.name),
-            json!({"post": {
-                "operationId": exported_name(&spec.name),
-                "summary": format!("Call {}", spec.name),
-                "description": spec.description,
-                "security": security,
-                "requestBody": {
-                    "required": true,
-                    "content": {"application/json": {"schema": spec.input_schema}}
-                },
-                "responses": responses,
-            }}),
-        );
+        let mut op = json!({
+            "operationId": exported_name(&spec.name),
+            "summary": format!("Call {}", spec.name),
+            "description": spec.description,
+            "security": security,
+            "requestBody": {
+                "required": true,
+                "content": {"application/json": {"schema": spec.input_schema}}
+            },
+            "responses": responses,
+        });
+        if tasks && tool.runs_in().is_none() {
+            op["parameters"] = json!([{
+                "name": "Prefer", "in": "header", "required": false,
+                "description": "respond-async[, wait=N] (N <= 25 s): a call still running then answers 202 with its task",
+                "schema": {"type": "string"}
+            }]);
+            op["responses"]["202"] =
+                task_response("The call runs on as this task (Location: /tasks/{id})");
+        }
+        paths.insert(format!("/tools/{}", spec.name), json!({ "post": op }));
     }
     let mut list_responses = Map::new();
     list_responses.insert(
@@ -138,6 +148,9 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
     if registry.get(crate::tools::clarify::NAME).is_ok() {
         clarification_paths(&mut paths);
     }
+    if tasks {
+        task_paths(&mut paths, &security);
+    }
     paths.insert(
         "/healthz".into(),
         json!({"get": {
@@ -167,7 +180,7 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
         },
         "paths": paths,
         "components": {
-            "schemas": {"Error": {
+            "schemas": {"Task": task_schema(), "Error": {
                 "type": "object",
                 "properties": {"error": {
                     "type": "object",
@@ -182,6 +195,79 @@ pub fn document(registry: &Registry, authenticated: bool) -> Value {
             "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}
         }
     })
+}
+
+/// A task as its routes answer it: the task, and once completed the call's
+/// `result` or `error`.
+fn task_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "task": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "tool": {"type": "string"},
+                    "status": {"type": "string", "enum": ["working", "completed", "cancelled"]},
+                    "created_at": {"type": "string"},
+                    "updated_at": {"type": "string"},
+                    "expires_at": {"type": "string"},
+                    "poll_interval_ms": {"type": "integer"}
+                },
+                "required": ["id", "tool", "status", "created_at", "updated_at", "expires_at", "poll_interval_ms"]
+            },
+            "result": {"description": "The call's 200 body, once completed"},
+            "error": {"description": "The call's error object, once completed"}
+        },
+        "required": ["task"]
+    })
+}
+
+fn task_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Task"}}}
+    })
+}
+
+/// `GET /tasks/{id}` and `POST /tasks/{id}/cancel`.
+fn task_paths(paths: &mut Map<String, Value>, security: &Value) {
+    let id = json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}});
+    let responses = |what: &str| {
+        let mut r = Map::new();
+        r.insert("200".into(), task_response(what));
+        r.extend(error_responses(&[
+            ErrorCode::InvalidInput,
+            ErrorCode::Unauthorized,
+            ErrorCode::NotFound,
+            ErrorCode::Internal,
+            ErrorCode::UpstreamUnavailable,
+        ]));
+        r
+    };
+    paths.insert(
+        "/tasks/{id}".into(),
+        json!({"get": {
+            "operationId": "read_task",
+            "summary": "A task's state, and its outcome once completed; ?wait=N long-polls up to 25 s",
+            "security": security,
+            "parameters": [id, {
+                "name": "wait", "in": "query", "required": false,
+                "schema": {"type": "integer", "minimum": 0, "maximum": 25}
+            }],
+            "responses": responses("The task"),
+        }}),
+    );
+    paths.insert(
+        "/tasks/{id}/cancel".into(),
+        json!({"post": {
+            "operationId": "cancel_task",
+            "summary": "Cancel a task (its work is stopped), answered once it stopped",
+            "security": security,
+            "parameters": [id],
+            "responses": responses("The task, cancelled unless it had ended"),
+        }}),
+    );
 }
 
 /// The answer routes of `clarify`: no bearer token (the id is the capability).
@@ -287,7 +373,7 @@ mod tests {
             ..Default::default()
         })))
         .unwrap();
-        let d = document(&r, true);
+        let d = document(&r, true, false);
         let op = &d["paths"]["/tools/python.execute"]["post"];
         assert_eq!(op["operationId"], "python__execute");
         assert_eq!(
@@ -311,9 +397,20 @@ mod tests {
         );
         assert_eq!(op["security"], json!([{"bearerAuth": []}]));
         assert_eq!(
-            document(&r, false)["paths"]["/tools/python.execute"]["post"]["security"],
+            document(&r, false, false)["paths"]["/tools/python.execute"]["post"]["security"],
             json!([])
         );
         assert_eq!(d["paths"]["/healthz"]["get"]["security"], json!([]));
+        assert!(d["paths"].get("/tasks/{id}").is_none());
+        // Where calls run as tasks: the preference, its 202, the routes.
+        let t = document(&r, true, true);
+        let op = &t["paths"]["/tools/python.execute"]["post"];
+        assert_eq!(op["parameters"][0]["name"], "Prefer");
+        assert_eq!(
+            op["responses"]["202"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/Task"
+        );
+        assert!(t["paths"]["/tasks/{id}"]["get"]["responses"]["404"].is_object());
+        assert!(t["paths"]["/tasks/{id}/cancel"]["post"].is_object());
     }
 }

@@ -2423,6 +2423,46 @@ fn gateway_runs_long_calls_as_tasks_in_their_functions() {
         "{quick}\n{}",
         w.logs()
     );
+    // What a quick call pays on the task path (a task row, an asynchronous
+    // invocation, reads of its run) beside a client without tasks: printed.
+    let t = std::time::Instant::now();
+    call(
+        "ssh_run",
+        json!({"server_name": "box", "command": "echo direct"}),
+    );
+    let via_task = t.elapsed();
+    let mut plain = fixture("apigw_v2_mcp_call_ssh.json");
+    plain["body"] = json!(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "ssh_run", "arguments": {"server_name": "box", "command": "echo direct"}}})
+        .to_string()
+    );
+    plain["headers"]["content-length"] = json!(plain["body"].as_str().unwrap().len().to_string());
+    plain["headers"]["mcp-protocol-version"] = json!("2025-11-25");
+    let t = std::time::Instant::now();
+    let direct = gateway_mcp(&w, port, &plain);
+    println!(
+        "a quick ssh_run through the gateway: {via_task:?} on the task path, {:?} direct",
+        t.elapsed()
+    );
+    assert_eq!(
+        direct["result"]["structuredContent"]["stdout"], "direct\n",
+        "{direct}"
+    );
+    // The gateway's document has the task routes, and no `Prefer` on the
+    // tools' routes: on AWS those go to the tools' own functions.
+    let mut doc = fixture("apigw_v2_healthz.json");
+    doc["rawPath"] = json!("/openapi.json");
+    doc["routeKey"] = json!("GET /openapi.json");
+    doc["requestContext"]["http"]["path"] = json!("/openapi.json");
+    let (_, doc) = http("GET /openapi.json", invoke_value(port, "gateway", &doc));
+    assert!(doc["paths"]["/tasks/{id}"]["get"].is_object(), "{doc}");
+    assert!(
+        doc["paths"]["/tools/ssh_run"]["post"]["responses"]
+            .get("202")
+            .is_none(),
+        "{doc}"
+    );
     let lines = "for i in $(seq 1 60); do echo line $i; sleep 1; done";
     let ssh = task_of(&call(
         "ssh_run",

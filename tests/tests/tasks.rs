@@ -289,6 +289,21 @@ fn a_long_call_runs_on_as_a_task_and_cancelling_it_stops_the_command() {
 fn a_long_script_runs_on_as_a_task_and_a_cancelled_one_is_stopped() {
     let d = Sshd::start();
     let (s, _cfg) = serve(&d);
+    // The document says so: the preference and its 202, the task routes.
+    let doc = send(&s, AGENT, "GET", "/openapi.json", &[], &Value::Null).json();
+    let op = &doc["paths"]["/tools/python.execute"]["post"];
+    assert_eq!(
+        (
+            &op["parameters"][0]["name"],
+            &op["responses"]["202"]["content"]["application/json"]["schema"]["$ref"]
+        ),
+        (&json!("Prefer"), &json!("#/components/schemas/Task")),
+        "{op}"
+    );
+    assert!(
+        doc["paths"]["/tasks/{id}/cancel"]["post"].is_object(),
+        "{doc}"
+    );
     let code = "import time\ntime.sleep(2)\nprint('slept')\nresult = 6 * 7";
     let id = accepted(&call_async(
         &s,

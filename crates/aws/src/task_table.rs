@@ -4,8 +4,9 @@
 //! - `run:<runner>:<id>`, which the runner's role also reaches (its
 //!   `dynamodb:LeadingKeys` are `run:<its name>:*`): `status`,
 //!   `created_at`, `updated_at`, and once they happen `started_at` and
-//!   `run_by`, `cancel` (asked to stop) and `outcome` (the tool's result or
-//!   error as JSON, bounded by the function that writes it).
+//!   `run_by` and `run_token` (the take-up), `cancel` (asked to stop) and
+//!   `outcome` (the tool's result or error as JSON, bounded by the function
+//!   that writes it).
 //!
 //! Both carry DynamoDB's `ttl`. Every change of a run is one conditional
 //! write.
@@ -96,13 +97,17 @@ impl TaskTable {
         Ok(out.item)
     }
 
+    /// Writes a new item; the SDK's retry of a put that landed writes the
+    /// same item again (its `created_at` matches).
     async fn put(&self, item: HashMap<String, AttributeValue>) -> Result<(), ToolError> {
+        let created = item.get("created_at").cloned().unwrap_or_else(|| n(0));
         let out = self
             .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(item))
-            .condition_expression("attribute_not_exists(id)")
+            .condition_expression("attribute_not_exists(id) OR created_at = :created")
+            .expression_attribute_values(":created", created)
             .send()
             .await;
         match won(out, "PutItem")? {
@@ -221,19 +226,23 @@ impl TaskRows for TaskTable {
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(run_key(runner, id)))
+                // This take-up's token: the SDK's retry of a write that
+                // landed wins again, where a second delivery cannot.
                 .condition_expression(
-                    "#s = :working AND attribute_not_exists(started_at) \
-                     AND attribute_not_exists(cancel) AND created_at > :after",
+                    "(#s = :working AND attribute_not_exists(started_at) \
+                     AND attribute_not_exists(cancel) AND created_at > :after) \
+                     OR run_token = :token",
                 )
+                .expression_attribute_values(":token", s(toolgate_shared::clarify::new_id()?))
                 .expression_attribute_names("#s", "status")
                 .expression_attribute_values(":working", s("working"))
                 .expression_attribute_values(":after", n(created_after))
                 .expression_attribute_values(":now", n(now));
             update = match run_by {
                 Some(by) => update
-                    .update_expression("SET started_at = :now, run_by = :by")
+                    .update_expression("SET started_at = :now, run_by = :by, run_token = :token")
                     .expression_attribute_values(":by", n(by)),
-                None => update.update_expression("SET started_at = :now"),
+                None => update.update_expression("SET started_at = :now, run_token = :token"),
             };
             won(update.send().await, "UpdateItem")
         })

@@ -243,6 +243,7 @@ async fn openapi(State(state): State<AppState>) -> Json<Value> {
     Json(crate::openapi::document(
         &state.registry,
         state.tokens.has_callers(),
+        state.tasks.is_some(),
     ))
 }
 

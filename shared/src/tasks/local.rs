@@ -172,10 +172,9 @@ impl TaskHost for LocalTasks {
             tokio::spawn(async move {
                 let mut cancel = cancel;
                 tokio::select! {
-                    outcome = &mut done_rx => {
-                        let outcome = outcome.unwrap_or_else(|_| Err(ToolError::internal("the task's call ended without an outcome")));
-                        shared.end(&id, Status::Completed, Some(outcome));
-                    }
+                    // A cancel the call already answered (its command
+                    // stopped) is still a cancel.
+                    biased;
                     _ = cancel.cancelled() => {
                         // The tool stops its work (a remote command is
                         // signalled); past the grace, the call is dropped,
@@ -184,6 +183,10 @@ impl TaskHost for LocalTasks {
                             run.abort();
                         }
                         shared.end(&id, Status::Cancelled, None);
+                    }
+                    outcome = &mut done_rx => {
+                        let outcome = outcome.unwrap_or_else(|_| Err(ToolError::internal("the task's call ended without an outcome")));
+                        shared.end(&id, Status::Completed, Some(outcome));
                     }
                 }
             });
