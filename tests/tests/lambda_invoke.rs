@@ -2333,6 +2333,18 @@ fn gateway_asks_in_the_mcp_client_and_any_instance_takes_the_retry() {
     println!("retry through another gateway and clarify process: {retried_in:?}");
 }
 
+/// API Gateway's event for `GET path` (its route `GET route`) by caller
+/// `sub`.
+fn get_event(path: &str, route: &str, sub: &str) -> Value {
+    let mut e = fixture("apigw_v2_healthz.json");
+    e["rawPath"] = json!(path);
+    e["requestContext"]["http"]["path"] = json!(path);
+    e["routeKey"] = json!(format!("GET {route}"));
+    e["requestContext"]["routeKey"] = json!(format!("GET {route}"));
+    e["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(sub);
+    e
+}
+
 /// API Gateway's event for a 2026-07-28 MCP request of `method` (its
 /// `Mcp-Name` is `name`) from a client that declares MCP's tasks
 /// extension, by caller `sub`.
@@ -2451,10 +2463,7 @@ fn gateway_runs_long_calls_as_tasks_in_their_functions() {
     );
     // The gateway's document has the task routes, and no `Prefer` on the
     // tools' routes: on AWS those go to the tools' own functions.
-    let mut doc = fixture("apigw_v2_healthz.json");
-    doc["rawPath"] = json!("/openapi.json");
-    doc["routeKey"] = json!("GET /openapi.json");
-    doc["requestContext"]["http"]["path"] = json!("/openapi.json");
+    let doc = get_event("/openapi.json", "/openapi.json", "agent-7f3a");
     let (_, doc) = http("GET /openapi.json", invoke_value(port, "gateway", &doc));
     assert!(doc["paths"]["/tasks/{id}"]["get"].is_object(), "{doc}");
     assert!(
@@ -2474,12 +2483,7 @@ fn gateway_runs_long_calls_as_tasks_in_their_functions() {
 
     // Over HTTP too, through the gateway's route; another caller sees none.
     let read = |id: &str, sub: &str| {
-        let mut e = fixture("apigw_v2_healthz.json");
-        e["rawPath"] = json!(format!("/tasks/{id}"));
-        e["requestContext"]["http"]["path"] = json!(format!("/tasks/{id}"));
-        e["routeKey"] = json!("GET /tasks/{id}");
-        e["requestContext"]["routeKey"] = json!("GET /tasks/{id}");
-        e["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(sub);
+        let e = get_event(&format!("/tasks/{id}"), "/tasks/{id}", sub);
         http("GET /tasks/{id}", invoke_value(port, "gateway", &e))
     };
     let (status, view) = read(&ssh, "agent-7f3a");
