@@ -2422,7 +2422,10 @@ fn gateway_runs_long_calls_as_tasks_in_their_functions() {
             "{started}\n{}",
             w.logs()
         );
-        t["taskId"].as_str().unwrap().to_owned()
+        let id = t["taskId"].as_str().unwrap().to_owned();
+        // The log scan looks for it: lines carry its ref, never the id.
+        toolgate_e2e::issued::record("task id", &id);
+        id
     };
     // A quick call answers directly, as before.
     let quick = call(
