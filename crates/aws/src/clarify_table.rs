@@ -82,16 +82,7 @@ fn updated<T>(out: UpdateResult<T>) -> Result<(), String> {
 
 /// A conditional UpdateItem's outcome: whether its condition held.
 fn won<T>(out: UpdateResult<T>) -> Result<bool, String> {
-    match out {
-        Ok(_) => Ok(true),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(err("UpdateItem", e)),
-    }
+    crate::dynamo::condition_held(out).map_err(|e| err("UpdateItem", e))
 }
 
 impl DynamoStore {

@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::Value;
 
-use crate::dynamo::{n, s};
+use crate::dynamo::{Item, condition_held, n, num, s, text};
 use toolgate_shared::error::{ErrorCode, ToolError};
 use toolgate_shared::tasks::rows::{Row, TaskRows, decode_outcome, encode_outcome};
 use toolgate_shared::tasks::{Status, Task, TaskFuture};
@@ -48,27 +48,15 @@ fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
 }
 
 /// A conditional write's outcome: whether its condition held.
-fn won<T, E>(
-    out: Result<T, aws_sdk_dynamodb::error::SdkError<E>>,
+fn won<T, E, R>(
+    out: Result<T, aws_sdk_dynamodb::error::SdkError<E, R>>,
     what: &str,
 ) -> Result<bool, ToolError>
 where
     E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug + 'static,
 {
-    match out {
-        Ok(_) => Ok(true),
-        Err(e)
-            if e.as_service_error()
-                .and_then(|se| se.code())
-                .is_some_and(|c| c == "ConditionalCheckFailedException") =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(failed(
-            what,
-            aws_sdk_dynamodb::error::DisplayErrorContext(e),
-        )),
-    }
+    condition_held(out).map_err(|e| failed(what, aws_sdk_dynamodb::error::DisplayErrorContext(e)))
 }
 
 impl TaskTable {
@@ -115,18 +103,6 @@ impl TaskTable {
             false => Err(ToolError::internal("a task with this id exists already")),
         }
     }
-}
-
-type Item = HashMap<String, AttributeValue>;
-
-fn text(item: &Item, k: &str) -> Option<String> {
-    item.get(k).and_then(|v| v.as_s().ok()).cloned()
-}
-
-fn num(item: &Item, k: &str) -> Option<i64> {
-    item.get(k)
-        .and_then(|v| v.as_n().ok())
-        .and_then(|x| x.parse::<i64>().ok())
 }
 
 fn row_of(id: &str, task: &Item, run: &Item) -> Option<Row> {

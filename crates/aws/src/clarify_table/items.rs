@@ -7,12 +7,8 @@ use toolgate_shared::clarify::store::ApprovalRow;
 use toolgate_shared::clarify::{Clarification, Status};
 
 pub(super) fn item_to(item: &HashMap<String, AttributeValue>) -> Option<Clarification> {
-    let text = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
-    let num = |k: &str| {
-        item.get(k)
-            .and_then(|v| v.as_n().ok())
-            .and_then(|x| x.parse::<i64>().ok())
-    };
+    let text = |k: &str| crate::dynamo::text(item, k);
+    let num = |k: &str| crate::dynamo::num(item, k);
     Some(Clarification {
         id: text("id")?,
         question: text("question")?,
@@ -49,12 +45,8 @@ pub(super) fn notices(
 
 /// The approval attributes of an item, when it is an approval.
 pub(super) fn approval_of(item: &HashMap<String, AttributeValue>) -> Option<ApprovalRow> {
-    let text = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
-    let num = |k: &str| {
-        item.get(k)
-            .and_then(|v| v.as_n().ok())
-            .and_then(|x| x.parse::<i64>().ok())
-    };
+    let text = |k: &str| crate::dynamo::text(item, k);
+    let num = |k: &str| crate::dynamo::num(item, k);
     Some(ApprovalRow {
         binding: text("approval")?,
         details: text("approval_details").unwrap_or_default(),
