@@ -40,6 +40,7 @@ locals {
     "POST /approval-links/{id}"        = { function = "clarify", auth = "open" }
     "POST /slack/interactions"         = { function = "clarify", auth = "open" }
     "POST /tools/{name}"               = { function = "cloud", auth = "callers" }
+    "POST /tools/{name}/task"          = { function = "gateway", auth = "callers" }
     "GET /tasks/{id}"                  = { function = "gateway", auth = "callers" }
     "POST /tasks/{id}/cancel"          = { function = "gateway", auth = "callers" }
     "GET /openapi.json"                = { function = "gateway", auth = "callers" }

@@ -72,10 +72,11 @@ fn error_responses(codes: &[ErrorCode]) -> Map<String, Value> {
 }
 
 /// The document. `authenticated` adds the bearer scheme to every operation
-/// but `/healthz`; `tasks`, the task routes, and `Prefer: respond-async`
-/// with its 202 on the routes of the tools this process runs (a peer's
-/// route goes to the peer, on AWS). Every runtime serves the same tools
-/// over `/mcp` too.
+/// but `/healthz`; `tasks`, the task routes (`/tools/{name}/task` for each
+/// tool, `/tasks/{id}`), and `Prefer: respond-async` on the tools' routes:
+/// 202 with the task where this process runs the tool, a 307 to the task
+/// route where a peer does (AWS: the route goes to the peer's function).
+/// Every runtime serves the same tools over `/mcp` too.
 pub fn document(registry: &Registry, authenticated: bool, tasks: bool) -> Value {
     let security = if authenticated {
         json!([{"bearerAuth": []}])
@@ -105,14 +106,33 @@ pub fn document(registry: &Registry, authenticated: bool, tasks: bool) -> Value 
             },
             "responses": responses,
         });
-        if tasks && tool.runs_in().is_none() {
-            op["parameters"] = json!([{
+        if tasks {
+            let prefer = json!([{
                 "name": "Prefer", "in": "header", "required": false,
                 "description": "respond-async[, wait=N] (N <= 25 s): a call still running then answers 202 with its task",
                 "schema": {"type": "string"}
             }]);
-            op["responses"]["202"] =
+            let mut task_op = op.clone();
+            task_op["operationId"] = json!(format!("{}_task", exported_name(&spec.name)));
+            task_op["summary"] = json!(format!("Call {} as a task", spec.name));
+            task_op["parameters"] = prefer.clone();
+            task_op["responses"]["202"] =
                 task_response("The call runs on as this task (Location: /tasks/{id})");
+            paths.insert(
+                format!("/tools/{}/task", spec.name),
+                json!({ "post": task_op }),
+            );
+            op["parameters"] = prefer;
+            if tool.runs_in().is_none() {
+                op["responses"]["202"] =
+                    task_response("The call runs on as this task (Location: /tasks/{id})");
+            } else {
+                // On AWS the tool's route goes to its own function, which
+                // sends the call to the task route.
+                op["responses"]["307"] = json!({
+                    "description": "Send the same request to the task route (Location: <name>/task, relative)"
+                });
+            }
         }
         paths.insert(format!("/tools/{}", spec.name), json!({ "post": op }));
     }

@@ -85,6 +85,11 @@ impl Toolset {
         self
     }
 
+    /// Whether long calls run as tasks here ([`Self::with_tasks`]).
+    pub fn runs_tasks(&self) -> bool {
+        self.tasks.is_some()
+    }
+
     /// The backends, for a tool whose `setting` names something they hold;
     /// an error naming the setting in a build without any.
     pub fn backends_for(&self, setting: &str) -> Result<&Arc<dyn Backends>, String> {

@@ -2464,15 +2464,18 @@ fn gateway_runs_long_calls_as_tasks_in_their_functions() {
         direct["result"]["structuredContent"]["stdout"], "direct\n",
         "{direct}"
     );
-    // The gateway's document has the task routes, and no `Prefer` on the
-    // tools' routes: on AWS those go to the tools' own functions.
+    // The gateway's document has the task routes, and on the tools' own
+    // routes (their functions') `Prefer` answers a 307 to them.
     let doc = get_event("/openapi.json", "/openapi.json", "agent-7f3a");
     let (_, doc) = http("GET /openapi.json", invoke_value(port, "gateway", &doc));
     assert!(doc["paths"]["/tasks/{id}"]["get"].is_object(), "{doc}");
     assert!(
-        doc["paths"]["/tools/ssh_run"]["post"]["responses"]
-            .get("202")
-            .is_none(),
+        doc["paths"]["/tools/ssh_run/task"]["post"]["responses"]["202"].is_object(),
+        "{doc}"
+    );
+    let tool_route = &doc["paths"]["/tools/ssh_run"]["post"]["responses"];
+    assert!(
+        tool_route["307"].is_object() && tool_route.get("202").is_none(),
         "{doc}"
     );
     let lines = "for i in $(seq 1 60); do echo line $i; sleep 1; done";
@@ -2539,6 +2542,88 @@ fn gateway_runs_long_calls_as_tasks_in_their_functions() {
         "{view}"
     );
     println!("60 s ssh_run as a task: completed after {took:?}");
+
+    // Over plain HTTP: `POST /tools/python.execute` with `Prefer` reaches
+    // python-execute's own function (API Gateway routes by path), which
+    // starts no task (its role may not) and sends the caller to the task
+    // route with a 307; that route goes to the gateway, which starts it.
+    let mut post = fixture("apigw_v2_call.json");
+    let code = "import time\ntime.sleep(6)\nresult = 'later'";
+    post["body"] = json!(json!({ "code": code }).to_string());
+    post["headers"]["content-length"] = json!(post["body"].as_str().unwrap().len().to_string());
+    post["headers"]["prefer"] = json!("respond-async");
+    let moved = match invoke_value(port, "python-execute", &post) {
+        Outcome::Returned(r) => r,
+        Outcome::Failed(e) => panic!("{e}\n{}", w.logs()),
+    };
+    assert_eq!(
+        (&moved["statusCode"], &moved["headers"]["location"]),
+        (&json!(307), &json!("python.execute/task")),
+        "{moved}"
+    );
+    let to_task_route = |mut e: Value| {
+        e["rawPath"] = json!("/tools/python.execute/task");
+        e["requestContext"]["http"]["path"] = json!("/tools/python.execute/task");
+        e["routeKey"] = json!("POST /tools/{name}/task");
+        e["requestContext"]["routeKey"] = json!("POST /tools/{name}/task");
+        e
+    };
+    let t = std::time::Instant::now();
+    let (status, started) = http(
+        "POST /tools/python.execute/task",
+        invoke_value(port, "gateway", &to_task_route(post.clone())),
+    );
+    let answered = t.elapsed();
+    assert_eq!(status, 202, "{started}\n{}", w.logs());
+    assert_eq!(started["task"]["status"], "working", "{started}");
+    let http_task = started["task"]["id"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("task id", &http_task);
+    let (status, view) = read(&http_task, "someone-else");
+    assert_eq!((status, &view["error"]["code"]), (404, &json!("not_found")));
+    let view =
+        toolgate_e2e::timing::poll_until(Duration::from_secs(60), "the HTTP task to end", || {
+            let (_, v) = read(&http_task, "agent-7f3a");
+            (v["task"]["status"] != "working").then_some(v)
+        });
+    assert_eq!(
+        (&view["task"]["status"], &view["result"]["result"]),
+        (&json!("completed"), &json!("later")),
+        "{view}\n{}",
+        w.logs()
+    );
+    println!("POST /tools/python.execute/task on Lambda: 202 after {answered:?}");
+    // Cancelled over HTTP: the function running it stops.
+    post["body"] = json!(json!({"code": "import time\ntime.sleep(300)"}).to_string());
+    post["headers"]["content-length"] = json!(post["body"].as_str().unwrap().len().to_string());
+    let (status, started) = http(
+        "POST /tools/python.execute/task",
+        invoke_value(port, "gateway", &to_task_route(post.clone())),
+    );
+    assert_eq!(status, 202, "{started}\n{}", w.logs());
+    let long = started["task"]["id"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("task id", &long);
+    let mut stop = get_event(
+        &format!("/tasks/{long}/cancel"),
+        "/tasks/{id}/cancel",
+        "agent-7f3a",
+    );
+    stop["requestContext"]["http"]["method"] = json!("POST");
+    stop["routeKey"] = json!("POST /tasks/{id}/cancel");
+    stop["requestContext"]["routeKey"] = json!("POST /tasks/{id}/cancel");
+    let (status, _) = http(
+        "POST /tasks/{id}/cancel",
+        invoke_value(port, "gateway", &stop),
+    );
+    assert_eq!(status, 200);
+    let view = toolgate_e2e::timing::poll_until(
+        Duration::from_secs(30),
+        "the cancelled HTTP task to stop",
+        || {
+            let (_, v) = read(&long, "agent-7f3a");
+            (v["task"]["status"] != "working").then_some(v)
+        },
+    );
+    assert_eq!(view["task"]["status"], "cancelled", "{view}");
     let t = std::time::Instant::now();
     rpc("tasks/get", &ssh, json!({"taskId": ssh}), "agent-7f3a");
     println!(

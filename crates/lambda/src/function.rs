@@ -30,6 +30,7 @@ use toolgate_shared::toolset::Toolset;
 pub use crate::envelope::{DESCRIBE, SWEEP};
 
 mod context;
+mod task_route;
 use context::call_context;
 #[cfg(test)]
 use context::claim_values;
@@ -82,6 +83,16 @@ impl Function {
     /// in `rows`, as function `runner`.
     pub fn with_task_rows(mut self, rows: Arc<dyn TaskRows>, runner: String) -> Self {
         self.tasks = Some((rows, runner));
+        self
+    }
+
+    /// As it is, sending a call that prefers an asynchronous answer to the
+    /// tool's task route, which the gateway serves (`task_route`): for a
+    /// function that runs tasks but starts none.
+    pub fn with_task_route(mut self) -> Self {
+        self.router = self
+            .router
+            .layer(axum::middleware::from_fn(task_route::to_task_route));
         self
     }
 
@@ -338,6 +349,11 @@ where
                 Ok(rows) => {
                     let runner = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
                     function = function.with_task_rows(rows, runner);
+                    // The gateway starts tasks; the others send their
+                    // callers to it.
+                    if !tools.runs_tasks() {
+                        function = function.with_task_route();
+                    }
                 }
                 Err(e) => return fail(&e),
             }

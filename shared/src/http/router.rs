@@ -103,6 +103,7 @@ pub fn router(state: AppState, origins: Origins) -> Router {
         .merge(tasks)
         .route("/tools", get(list_tools))
         .route("/tools/{name}", post(call_tool))
+        .route("/tools/{name}/task", post(call_task))
         .route("/healthz", get(healthz))
         .route("/openapi.json", get(openapi))
         .route(super::resource::WELL_KNOWN, get(super::resource::metadata))
@@ -133,13 +134,18 @@ pub fn router(state: AppState, origins: Origins) -> Router {
         .with_state(state)
 }
 
+/// What the task routes answer where this runtime runs no tasks.
+fn no_tasks_here() -> ToolError {
+    ToolError::new(
+        ErrorCode::NotConfigured,
+        "This runtime does not run calls as tasks: call the tool directly (toolgate serve runs them)",
+    )
+}
+
 /// The task routes where this runtime runs no tasks: said, not a 404.
 fn no_tasks<S: Clone + Send + Sync + 'static>() -> Router<S> {
     async fn refuse() -> ToolError {
-        ToolError::new(
-            ErrorCode::NotConfigured,
-            "This runtime does not run calls as tasks: call the tool directly (toolgate serve runs them)",
-        )
+        no_tasks_here()
     }
     Router::new()
         .route("/tasks/{id}", get(refuse))
@@ -264,6 +270,36 @@ async fn method_not_allowed(req: Request) -> ToolError {
         req.method(),
         req.uri().path()
     ))
+}
+
+/// `POST /tools/{name}/task`: the call as a task, with or without
+/// `Prefer` (whose `wait` it takes): the route that starts one where the
+/// tool's own route cannot (on AWS it goes to the gateway, the tool's to
+/// its function).
+async fn call_task(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    ctx: Option<Extension<CallContext>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(tasks) = &state.tasks {
+        let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
+        let wait = crate::tasks::http::prefers_async(&headers).unwrap_or_default();
+        return call_as_task(
+            tasks.as_ref(),
+            &state.registry,
+            &name,
+            &ctx,
+            &headers,
+            body,
+            wait,
+        )
+        .await;
+    }
+    let _ = (state, name, ctx, headers, body);
+    no_tasks_here().into_response()
 }
 
 async fn call_tool(
