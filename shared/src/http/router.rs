@@ -284,22 +284,16 @@ async fn call_task(
     body: Body,
 ) -> Response {
     #[cfg(not(target_arch = "wasm32"))]
-    if let Some(tasks) = &state.tasks {
+    {
         let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
         let wait = crate::tasks::http::prefers_async(&headers).unwrap_or_default();
-        return call_as_task(
-            tasks.as_ref(),
-            &state.registry,
-            &name,
-            &ctx,
-            &headers,
-            body,
-            wait,
-        )
-        .await;
+        call_as_task(&state, &name, &ctx, &headers, body, wait).await
     }
-    let _ = (state, name, ctx, headers, body);
-    no_tasks_here().into_response()
+    #[cfg(target_arch = "wasm32")]
+    {
+        let _ = (state, name, ctx, headers, body);
+        no_tasks_here().into_response()
+    }
 }
 
 async fn call_tool(
@@ -311,17 +305,8 @@ async fn call_tool(
 ) -> Response {
     let ctx = call_context(ctx.map(|Extension(c)| c), &headers);
     #[cfg(not(target_arch = "wasm32"))]
-    if let (Some(tasks), Some(wait)) = (&state.tasks, crate::tasks::http::prefers_async(&headers)) {
-        return call_as_task(
-            tasks.as_ref(),
-            &state.registry,
-            &name,
-            &ctx,
-            &headers,
-            body,
-            wait,
-        )
-        .await;
+    if let (Some(_), Some(wait)) = (&state.tasks, crate::tasks::http::prefers_async(&headers)) {
+        return call_as_task(&state, &name, &ctx, &headers, body, wait).await;
     }
     let args = |limit| read_json_body(&headers, body, limit);
     let outcome = invoke(&state.registry, Transport::Http, &name, args, &ctx)
@@ -341,19 +326,23 @@ async fn call_tool(
     }
 }
 
-/// `POST /tools/{name}` with `Prefer: respond-async`: the call's answer if
-/// it ends within `wait`, else 202 with its task. The body is read first
-/// (a bad one is refused at once), to the tool's own limit.
+/// A call as a task (`Prefer: respond-async`, or the task route): the
+/// call's answer if it ends within `wait`, else 202 with its task; where
+/// this runtime runs no tasks, `not_configured`. The body is read first (a
+/// bad one is refused at once), to the tool's own limit.
 #[cfg(not(target_arch = "wasm32"))]
 async fn call_as_task(
-    tasks: &dyn crate::tasks::TaskHost,
-    registry: &Registry,
+    state: &AppState,
     name: &str,
     ctx: &CallContext,
     headers: &HeaderMap,
     body: Body,
     wait: std::time::Duration,
 ) -> Response {
+    let Some(tasks) = &state.tasks else {
+        return no_tasks_here().into_response();
+    };
+    let registry = &state.registry;
     let limit = match registry.get(name) {
         Ok(t) => t.max_body_bytes(),
         // Answered (and logged) as any call of an unknown name.
