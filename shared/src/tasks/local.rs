@@ -18,6 +18,9 @@ use crate::invoke::{Transport, invoke};
 use crate::registry::Registry;
 use crate::tool::CallContext;
 
+/// The shortest a call is waited for before it becomes a task.
+const MIN_INLINE: Duration = Duration::from_millis(100);
+
 /// Tasks run in this process, over `registry`'s tools.
 pub struct LocalTasks {
     registry: Arc<Registry>,
@@ -156,6 +159,10 @@ impl TaskHost for LocalTasks {
                 let _ = done_tx.send(outcome);
             });
             let mut done_rx = done_rx;
+            // Not less than MIN_INLINE: a call refused at once (bad
+            // arguments) answers as without the preference, whichever
+            // worker thread takes the spawned call up first.
+            let inline = inline.max(MIN_INLINE);
             if let Ok(Ok(outcome)) = tokio::time::timeout(inline, &mut done_rx).await {
                 return Ok(Started::Done(outcome));
             }
