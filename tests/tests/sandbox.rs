@@ -528,12 +528,14 @@ fn assert_spares_sealed(s: &Server) {
         let used = kids
             .iter()
             .any(|p| limit_of(*p, "Max cpu time").as_deref() == Some(CALL_CPU_CAP));
-        if (kids.len() == IDLE_PROCESSES - 1 && !used) || Instant::now() > deadline {
+        if (kids.len() >= IDLE_PROCESSES - 1 && !used) || Instant::now() > deadline {
             break kids;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert_eq!(spares.len(), IDLE_PROCESSES - 1, "{spares:?}");
+    // At least the stock: a call that waited over a second for a child (a
+    // loaded machine) asked for one more, which stays as a spare.
+    assert!(spares.len() >= IDLE_PROCESSES - 1, "{spares:?}");
     for p in spares {
         // A spare seals itself right after its warm-up run; give it a moment.
         while !seccomp_filtered(p) && Instant::now() < deadline {
