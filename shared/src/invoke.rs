@@ -65,7 +65,7 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
     );
     let outcome = async {
         match args(tool.max_body_bytes()).await {
-            Ok(args) => tool.call(args, ctx).await,
+            Ok(args) => tool.call_in(args, ctx, registry).await,
             Err(e) => Err(e),
         }
     }
@@ -108,6 +108,7 @@ pub fn log(
     let transport = transport.as_str();
     let caller = ctx.caller.as_deref();
     let traceparent = ctx.traceparent.as_deref();
+    let parent = ctx.parent.as_deref();
     // A name no tool has is the caller's text, whatever the lookup said
     // (a cloud account that is down answers 502 for any name of its own).
     let counted = if known {
@@ -134,6 +135,7 @@ pub fn log(
             transport,
             caller,
             traceparent,
+            parent,
             duration_ms,
             outcome = said,
             exit_code = v.get("exit_code").and_then(serde_json::Value::as_i64),
@@ -145,6 +147,7 @@ pub fn log(
             transport,
             caller,
             traceparent,
+            parent,
             duration_ms,
             outcome = e.code.as_str(),
             error = %crate::logging::field(&crate::logging::redact_ids(&e.message)),

@@ -7,7 +7,7 @@ pub mod backends;
 pub mod check;
 // The contract types live below every crate (crates/core); the old paths
 // (`toolgate_shared::error`, `crate::files`, …) stay.
-pub use toolgate_core::{allowlist, error, files, outcome, truncate, walls, wire};
+pub use toolgate_core::{allowlist, code, error, files, outcome, truncate, walls, wire};
 pub mod clarify;
 pub mod clock;
 pub mod cloud;

@@ -219,6 +219,9 @@ pub struct CallContext {
     /// holds work outside this process (a remote command) stops it once
     /// cancelled; the rest stops when the call is dropped.
     pub cancel: Option<crate::tasks::cancel::Cancel>,
+    /// The call this one was made from (code mode: `python.execute#<ref>`),
+    /// which its log line names.
+    pub parent: Option<String>,
 }
 
 /// What carried a call, for its log line.
@@ -232,6 +235,8 @@ pub enum Transport {
     Lambda,
     /// `toolgate call`.
     Cli,
+    /// A python.execute script's `tools.<name>(…)` (code mode).
+    Code,
 }
 
 impl Transport {
@@ -242,6 +247,7 @@ impl Transport {
             Self::Mcp => "mcp",
             Self::Lambda => "lambda",
             Self::Cli => "cli",
+            Self::Code => "code",
         }
     }
 }
@@ -253,6 +259,20 @@ pub trait Tool: Send + Sync {
     /// Runs the tool on the caller's arguments, unchecked (each tool checks its
     /// own), with the runtime's facts in `ctx`.
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a>;
+    /// [`Self::call`], from `registry`, the registry serving this call: a
+    /// tool that calls others (python.execute's code mode) reaches them
+    /// here, never by holding the registry that holds it. (`Any`, which
+    /// `invoke` fills with a `Registry`: this module cannot name the one
+    /// that names it.)
+    fn call_in<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a CallContext,
+        registry: &'a (dyn std::any::Any + Send + Sync),
+    ) -> ToolFuture<'a> {
+        let _ = registry;
+        self.call(args, ctx)
+    }
     /// The largest request body a call may send: the contract's 1 MiB,
     /// unless the tool takes more (python.execute's `files`).
     fn max_body_bytes(&self) -> usize {

@@ -8,6 +8,7 @@
 /// free of dependencies and of inner docs, because the Worker sandbox's build
 /// script includes it.
 pub mod allowlist;
+pub mod code;
 pub mod error;
 pub mod files;
 pub mod outcome;

@@ -75,7 +75,8 @@ impl WithPython for Toolset {
     ) -> Result<Self, String> {
         let sandbox = Arc::new(Sandbox::start(sandbox_cfg).map_err(|e| e.to_string())?);
         let mut tool = PythonExecute::new(&cfg.python, SandboxRunner(sandbox.clone()))
-            .with_backlog(&cfg.python);
+            .with_backlog(&cfg.python)
+            .with_code_mode(&cfg.code_mode);
         if let Some(store) = session_store(&self, &cfg.python).await? {
             tool = tool.with_sessions(Sessions::new(
                 store,

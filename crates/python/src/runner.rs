@@ -14,12 +14,13 @@ impl Runner for SandboxRunner {
     fn run<'a>(&'a self, run: Run<'a>) -> RunFuture<'a> {
         Box::pin(async move {
             self.0
-                .execute_for(
+                .execute_with(
                     run.caller.unwrap_or(ANONYMOUS),
                     run.code,
                     run.files,
                     run.session,
                     run.timeout,
+                    run.tools,
                 )
                 .await
                 .map_err(|e| {

@@ -102,7 +102,14 @@ fn check(
         return Err(refuse());
     }
     let top = name.split('.').next().unwrap_or("");
-    if allowed.iter().any(|m| m == top) {
+    // Code mode's module, only for a call that may call tools, whichever
+    // way it is imported.
+    if top == super::code_mode::MODULE && !super::code_mode::enabled() {
+        return Err(refuse());
+    }
+    if allowed.iter().any(|m| m == top)
+        || (top == super::code_mode::MODULE && super::code_mode::enabled())
+    {
         return Ok(());
     }
     if !is_import_statement(vm) && in_set(set, &name) && !FORBIDDEN_MODULES.contains(&top) {

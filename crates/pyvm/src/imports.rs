@@ -95,6 +95,7 @@ pub const INTERPRETER_OWN: &[&str] = &[
     "codecs",
     "encodings",
     "_toolgate_state",
+    "toolgate",
     "_pickle",
     "copyreg",
     "types",

@@ -14,6 +14,7 @@
 //! stdlib (the Worker freezes its own set) and the stop signal its
 //! watchdog sends.
 
+pub mod code_mode;
 mod engine_fixes;
 mod files;
 pub mod guard;

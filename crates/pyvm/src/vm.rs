@@ -424,6 +424,7 @@ fn warm(
     stand_ins::install(vm)?;
     let files = FileStore::install(vm)?;
     let state = StateCarrier::install(vm)?;
+    super::code_mode::install(vm)?;
 
     for m in allowed {
         let name = vm.ctx.new_str(m.as_str());

@@ -12,6 +12,7 @@ use std::mem::ManuallyDrop;
 use std::os::fd::{FromRawFd, RawFd};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, mpsc};
 
 use rustpython_vm::signal::UserSignalSender;
 
@@ -108,6 +109,52 @@ fn stop_now() -> ! {
 /// of the socket (before, it would race the main thread for the request).
 static SCRIPT_RUNNING: AtomicBool = AtomicBool::new(false);
 
+/// What the watchdog passes the interpreter's thread while it waits on a
+/// tool request (code mode).
+enum Wake {
+    /// The server's answer.
+    Reply(Vec<u8>),
+    /// The deadline: stop (the thread is in no bytecode to stop at).
+    Stop,
+    /// The server is gone.
+    Gone,
+}
+
+/// The watchdog's side of the code-mode channel, and the interpreter's;
+/// made before the seal (a channel is memory and futexes only).
+static WAKE_TX: OnceLock<Mutex<mpsc::Sender<Wake>>> = OnceLock::new();
+static WAKE_RX: OnceLock<Mutex<mpsc::Receiver<Wake>>> = OnceLock::new();
+
+fn wake(w: Wake) {
+    if let Some(tx) = WAKE_TX.get() {
+        let _ = tx.lock().map(|tx| tx.send(w));
+    }
+}
+
+/// Code mode's link: the request goes to the server as a
+/// [`ChildReport::ToolRequest`] frame, the answer comes back through the
+/// watchdog, which owns the socket's reads.
+fn tool_link(request: &[u8]) -> Vec<u8> {
+    let report = ChildReport::ToolRequest {
+        request: String::from_utf8_lossy(request).into_owned(),
+    };
+    let body = serde_json::to_vec(&report).unwrap_or_default();
+    let mut frame = Vec::with_capacity(body.len() + 4);
+    let _ = proto::write_frame(&mut frame, &body);
+    // One write, as a report's: the server reads it whole.
+    if report_socket().write_all(&frame).is_err() {
+        exit_now(0)
+    }
+    let got = WAKE_RX
+        .get()
+        .and_then(|rx| rx.lock().ok().map(|rx| rx.recv()));
+    match got {
+        Some(Ok(Wake::Reply(answer))) => answer,
+        Some(Ok(Wake::Stop)) => stop_now(),
+        _ => exit_now(0),
+    }
+}
+
 /// The watchdog needs a few frames: a read and a channel send.
 const WATCHDOG_STACK: usize = 64 << 10;
 
@@ -131,13 +178,27 @@ fn start_watchdog(stop: UserSignalSender) -> Option<std::thread::Thread> {
                     Ok(1) if byte[0] == proto::STOP => {
                         // Runs on the interpreter's thread at its next
                         // bytecode boundary; a native built-in reaches none
-                        // until it returns, and is killed.
+                        // until it returns, and is killed. A thread waiting
+                        // on a tool's answer is woken to stop.
                         let _ = stop.send(Box::new(|_| stop_now()));
+                        wake(Wake::Stop);
                         break;
+                    }
+                    Ok(1) if byte[0] == proto::REPLY => {
+                        match proto::read_frame_within(&mut *sock, proto::MAX_REPLY) {
+                            Ok(answer) => wake(Wake::Reply(answer)),
+                            Err(_) => {
+                                wake(Wake::Gone);
+                                break;
+                            }
+                        }
                     }
                     Ok(1) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    _ => break,
+                    _ => {
+                        wake(Wake::Gone);
+                        break;
+                    }
                 }
             }
             // Park rather than exit: SIGKILL ends the process anyway, and
@@ -311,6 +372,9 @@ pub(super) fn run(
     if warm_up {
         warm.prefault();
     }
+    let (tx, rx) = mpsc::channel();
+    let _ = WAKE_TX.set(Mutex::new(tx));
+    let _ = WAKE_RX.set(Mutex::new(rx));
     let watchdog = start_watchdog(warm.stopper());
     // Seal now, while waiting, so that no call pays for it (the kernel
     // compiles the filter on install: ~0.2 ms). A failure is reported when
@@ -355,6 +419,9 @@ pub(super) fn run(
             message: format!("bad session state: {e}"),
         }),
     };
+    if req.tools {
+        toolgate_pyvm::code_mode::set_link(Some(Box::new(tool_link)));
+    }
     SCRIPT_RUNNING.store(true, Ordering::Release);
     if let Some(w) = &watchdog {
         w.unpark();

@@ -16,6 +16,12 @@ pub const SEALED: u8 = b's';
 /// Server → child, at the deadline: stop at the next bytecode boundary. The
 /// child answers with [`STOPPED_FRAME`]; SIGKILL follows either way.
 pub const STOP: u8 = b'k';
+/// Server → child, code mode: the answer to the script's tool request
+/// ([`ChildReport::ToolRequest`]) follows, as one frame.
+pub const REPLY: u8 = b'r';
+/// The longest answer to a tool request: the child holds it in the
+/// script's memory. A longer one is answered `too_large`.
+pub const MAX_REPLY: usize = toolgate_core::code::MAX_ANSWER;
 
 /// Server → child: the one script this child runs.
 #[derive(Debug, Serialize, Deserialize)]
@@ -29,6 +35,10 @@ pub struct ChildRequest {
     /// its own, raw (empty for a new session).
     #[serde(default)]
     pub session: bool,
+    /// Code mode: the script may ask the server for tools
+    /// ([`ChildReport::ToolRequest`]).
+    #[serde(default)]
+    pub tools: bool,
 }
 
 /// Child → server: how the script ended.
@@ -52,6 +62,12 @@ pub enum ChildReport {
         /// saved (stderr says why).
         #[serde(default)]
         state: bool,
+    },
+    /// Code mode: the script asks for a tool (JSON, `code::ToolHost`'s
+    /// request); the server answers with [`REPLY`] and a frame. Not an end.
+    ToolRequest {
+        /// The request, as JSON text.
+        request: String,
     },
     /// An allocation failed under the memory cap.
     OutOfMemory,

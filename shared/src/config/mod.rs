@@ -6,6 +6,7 @@
 mod approvals;
 mod clarify;
 mod cloud;
+mod code_mode;
 mod env;
 mod notify;
 mod python;
@@ -21,6 +22,7 @@ use serde::Deserialize;
 pub use approvals::{ApprovalsConfig, DEFAULT_JWT_CLAIM, ENV_APPROVER};
 pub use clarify::ClarifyConfig;
 pub use cloud::CloudConfig;
+pub use code_mode::CodeModeConfig;
 pub use env::Lookup;
 pub use notify::{NotifyChannel, NotifyKind, Secret};
 pub use python::{
@@ -53,6 +55,8 @@ pub struct Config {
     pub clarify: ClarifyConfig,
     /// `[approvals]`: who may decide approvals.
     pub approvals: ApprovalsConfig,
+    /// `[code_mode]`: python.execute scripts calling the other tools.
+    pub code_mode: CodeModeConfig,
     /// The data folder (`TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`,
     /// else `~/.local/share/toolgate`): the local stores' home, kept
     /// private (0700).
@@ -162,6 +166,8 @@ struct FileConfig {
     clarify: clarify::FileClarify,
     #[serde(default)]
     approvals: approvals::FileApprovals,
+    #[serde(default)]
+    code_mode: code_mode::FileCodeMode,
 }
 
 impl Config {
@@ -212,6 +218,7 @@ impl Config {
             peer_functions: env.list("TOOLGATE_PEER_FUNCTIONS").unwrap_or_default(),
             clarify: ClarifyConfig::load(file.clarify, path_for_errors, env)?,
             approvals: ApprovalsConfig::load(file.approvals, env)?,
+            code_mode: CodeModeConfig::load(file.code_mode, env)?,
             data_dir: env::data_dir(env),
             file: None,
             warnings,

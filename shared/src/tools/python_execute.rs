@@ -7,6 +7,7 @@
 //! (`functions/worker`).
 
 mod backlog;
+pub mod code_mode;
 mod runner;
 
 pub use runner::{PythonExecute, Run, RunFuture, Runner};

@@ -15,6 +15,7 @@ use super::handle::Child;
 use crate::error::SandboxError;
 use crate::outbuf;
 use crate::proto::{self, ChildReport, FrameError};
+use toolgate_core::code::ToolHost;
 use toolgate_core::outcome::{ExecOutput, parse_result};
 use toolgate_pyvm::vm::Stream;
 
@@ -71,6 +72,7 @@ pub(super) async fn drive(
     timeout: Duration,
     exit_rx: oneshot::Receiver<i32>,
     limits: Limits,
+    tools: Option<&dyn ToolHost>,
 ) -> Result<(ExecOutput, Option<Stop>), SandboxError> {
     let memory_mb = limits.memory_mb;
     let dup = child.sock.try_clone().map_err(SandboxError::Child)?;
@@ -103,9 +105,40 @@ pub(super) async fn drive(
         return Err(SandboxError::Child(e));
     }
     let deadline = tokio::time::Instant::now() + timeout;
-    let report = tokio::select! {
-        r = read_report(&mut sock, proto::max_report(limits.files_cap), limits.state_cap) => Some(r),
-        _ = tokio::time::sleep_until(deadline) => None,
+    // Code mode: the script's tool requests are answered until it reports.
+    // The deadline counts the time tools take.
+    let mut requests = 0u32;
+    let mut torn = false;
+    let report = loop {
+        let got = tokio::select! {
+            r = read_report(&mut sock, proto::max_report(limits.files_cap), limits.state_cap) => Some(r),
+            _ = tokio::time::sleep_until(deadline) => None,
+        };
+        let Some(Ok((ChildReport::ToolRequest { request }, _))) = got else {
+            break got;
+        };
+        let Some(host) = tools else {
+            break Some(Err(NoReport::Invalid(
+                "a tool request from a script without code mode".into(),
+            )));
+        };
+        requests += 1;
+        let answer = tokio::select! {
+            a = host.serve(request.as_bytes(), deadline.saturating_duration_since(tokio::time::Instant::now())) => a,
+            _ = tokio::time::sleep_until(deadline) => break None,
+        };
+        let frame = answer_frame(answer);
+        // A child that stops reading mid-answer is killed at the deadline
+        // without a STOP, which would land inside the answer.
+        tokio::select! {
+            w = sock.write_all(&frame) => if w.is_err() {
+                break Some(Err(NoReport::Closed));
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                torn = true;
+                break None;
+            }
+        }
     };
 
     let mut out = ExecOutput {
@@ -147,7 +180,11 @@ pub(super) async fn drive(
         Some(Ok((other, _))) => Some(Death::from_report(other, memory_mb)),
         Some(Err(NoReport::Invalid(why))) => Some(Death::invalid_report(&why)),
         None => {
-            stopped = Some(stop_at_deadline(&mut sock, timeout).await);
+            stopped = Some(if torn {
+                Stop::Killed
+            } else {
+                stop_at_deadline(&mut sock, timeout).await
+            });
             child.kill();
             let _ = tokio::time::timeout(REAP_WAIT, exit_rx).await;
             Some(Death::timed_out(timeout))
@@ -159,7 +196,9 @@ pub(super) async fn drive(
                 s = tokio::time::timeout(REAP_WAIT, exit_rx) => s.ok().and_then(Result::ok),
                 _ = gone.wait_for(|g| *g) => None,
             };
-            if status.is_none() && *child.zygote_gone.borrow() {
+            // A script that called tools is never run again: they would
+            // run twice.
+            if status.is_none() && *child.zygote_gone.borrow() && requests == 0 {
                 // Killed with its zygote, not by the script: the caller runs
                 // the script again in a child of the new zygote (a script
                 // reaches nothing outside, so running it twice changes
@@ -171,8 +210,9 @@ pub(super) async fn drive(
             // deadline. Most often a spare killed while it waited and taken
             // while its last thread still exited (its pidfd not yet
             // readable, its socket still open, so the script went in).
-            killed_outside =
-                status.is_some_and(|s| libc::WIFSIGNALED(s) && libc::WTERMSIG(s) == libc::SIGKILL);
+            killed_outside = requests == 0
+                && status
+                    .is_some_and(|s| libc::WIFSIGNALED(s) && libc::WTERMSIG(s) == libc::SIGKILL);
             Some(Death::from_status(status, timeout, memory_mb))
         }
     };
@@ -200,7 +240,16 @@ async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) -> Stop {
     let stop = if sock.write_all(&[proto::STOP]).await.is_err() {
         Stop::Killed
     } else {
-        match tokio::time::timeout(STOP_GRACE, read_report(sock, proto::max_report(0), 0)).await {
+        let report = async {
+            loop {
+                // A tool request sent as the STOP crossed it goes unanswered.
+                match read_report(sock, proto::max_report(0), 0).await {
+                    Ok((ChildReport::ToolRequest { .. }, _)) => continue,
+                    r => return r,
+                }
+            }
+        };
+        match tokio::time::timeout(STOP_GRACE, report).await {
             Ok(Ok((ChildReport::Stopped, _))) => Stop::InVm,
             // It finished as the deadline passed; still a timeout.
             Ok(Ok(_)) => Stop::FinishedAtDeadline,
@@ -214,6 +263,26 @@ async fn stop_at_deadline(sock: &mut UnixStream, timeout: Duration) -> Stop {
         "script stopped at its deadline"
     );
     stop
+}
+
+/// The [`proto::REPLY`] frame of a tool request's answer; one past
+/// [`proto::MAX_REPLY`] is answered `too_large` instead.
+fn answer_frame(answer: Vec<u8>) -> Vec<u8> {
+    let answer = if answer.len() > proto::MAX_REPLY {
+        format!(
+            r#"{{"error": {{"code": "too_large", "message": "The tool's answer is {} bytes, over the {} a script may take"}}}}"#,
+            answer.len(),
+            proto::MAX_REPLY
+        )
+        .into_bytes()
+    } else {
+        answer
+    };
+    let mut frame = Vec::with_capacity(answer.len() + 5);
+    frame.push(proto::REPLY);
+    // A Vec takes every write; the length fits (MAX_REPLY).
+    let _ = proto::write_frame(&mut frame, &answer);
+    frame
 }
 
 /// What a child sent instead of a report.

@@ -55,6 +55,10 @@ impl Death {
                 ))
             }
             ChildReport::StackOverflow => Self::failed(STACK_NOTE),
+            // `call::drive` answers requests; one here came where none may.
+            ChildReport::ToolRequest { .. } => {
+                Self::invalid_report("a tool request where a report was due")
+            }
             ChildReport::Done { exit_code, .. } => {
                 // The caller handles a finished run; should one come here,
                 // it still ends as the script said.

@@ -29,6 +29,7 @@ use generation::Claim;
 use handle::Child;
 pub use recycle::Recycle;
 use supervisor::Shared;
+use toolgate_core::code::ToolHost;
 use toolgate_core::files::Files;
 use toolgate_core::outcome::ExecOutput;
 
@@ -163,12 +164,27 @@ impl Sandbox {
         session: Option<&[u8]>,
         timeout: Duration,
     ) -> Result<ExecOutput, SandboxError> {
+        self.execute_with(caller, code, files, session, timeout, None)
+            .await
+    }
+
+    /// As [`Self::execute_for`], the script's tool requests (code mode)
+    /// answered by `tools`.
+    pub async fn execute_with(
+        &self,
+        caller: &str,
+        code: &str,
+        files: &Files,
+        session: Option<&[u8]>,
+        timeout: Duration,
+        tools: Option<&dyn ToolHost>,
+    ) -> Result<ExecOutput, SandboxError> {
         let _place = self
             .admission
             .enter(caller)
             .await
             .ok_or(SandboxError::ZygoteGone)?;
-        let frame = request_frame(code, files, session)?;
+        let frame = request_frame(code, files, session, tools.is_some())?;
 
         // A child that sends a session's state for a call outside one lies.
         let limits = call::Limits {
@@ -186,7 +202,7 @@ impl Sandbox {
         for _ in 0..CHILD_TRIES {
             let child = self.take_child().await?;
             match self
-                .run_child(child, &frame, timeout, limits, call.back_to_back)
+                .run_child(child, &frame, timeout, limits, call.back_to_back, tools)
                 .await
             {
                 Ok(ran) => return Ok(ran.out),
@@ -207,6 +223,7 @@ impl Sandbox {
         timeout: Duration,
         limits: call::Limits,
         back_to_back: bool,
+        tools: Option<&dyn ToolHost>,
     ) -> Result<Ran, SandboxError> {
         let pid = child.pid;
         let (exit_tx, exit_rx) = oneshot::channel();
@@ -222,7 +239,7 @@ impl Sandbox {
             shared: self.shared.clone(),
             back_to_back,
         };
-        let result = call::drive(&used.child, frame, timeout, exit_rx, limits).await;
+        let result = call::drive(&used.child, frame, timeout, exit_rx, limits, tools).await;
         // The answer does not wait for the child's end (~0.05 ms of
         // syscalls): a task ends it while the answer goes out.
         tokio::spawn(async move { drop(used) });
@@ -246,11 +263,13 @@ fn request_frame(
     code: &str,
     files: &Files,
     session: Option<&[u8]>,
+    tools: bool,
 ) -> Result<Vec<u8>, SandboxError> {
     let body = serde_json::to_vec(&ChildRequest {
         code: code.to_owned(),
         files: toolgate_core::files::to_wire(files),
         session: session.is_some(),
+        tools,
     })
     .map_err(|e| SandboxError::Child(e.into()))?;
     let tail = session.map_or(0, |s| s.len() + 4);

@@ -160,7 +160,7 @@ impl Sandbox {
             .enter(CALLER)
             .await
             .ok_or(SandboxError::ZygoteGone)?;
-        let frame = request_frame(code, &Files::new(), None)?;
+        let frame = request_frame(code, &Files::new(), None, false)?;
         let limits = Limits {
             state_cap: 0,
             ..self.limits
@@ -168,7 +168,10 @@ impl Sandbox {
         let mut last = SandboxError::ZygoteGone;
         for _ in 0..ZYGOTE_TRIES {
             let child = self.take_child().await?;
-            match self.run_child(child, &frame, timeout, limits, false).await {
+            match self
+                .run_child(child, &frame, timeout, limits, false, None)
+                .await
+            {
                 Err(SandboxError::ZygoteGone) => last = SandboxError::ZygoteGone,
                 done => return done,
             }

@@ -11,13 +11,16 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::backlog::Backlog;
+use super::code_mode::CodeHost;
 use super::{ExecOutput, max_body_bytes, parse_input, spec};
 use crate::clock::Instant;
-use crate::config::PythonConfig;
+use crate::config::{CodeModeConfig, PythonConfig};
 use crate::error::ToolError;
 use crate::files::Files;
+use crate::registry::Registry;
 use crate::sessions::{Limits, Quotas, SessionArg, Sessions};
 use crate::tool::{CallContext, MAX_BODY_BYTES, Tool, ToolFuture, ToolSpec, effective_timeout};
+use toolgate_core::code::ToolHost;
 
 /// The backlog's share of calls no runtime identified (the process
 /// sandbox's admission names its share the same).
@@ -39,6 +42,10 @@ pub struct Run<'a> {
     pub files_cap: u64,
     /// The most state a session may save, in bytes.
     pub state_cap: u64,
+    /// Code mode: the script's tool requests go here; `None` when it may
+    /// not call tools (a runner that cannot carry them ignores it, and
+    /// the script cannot import `toolgate`).
+    pub tools: Option<&'a dyn ToolHost>,
 }
 
 /// What a [`Runner`] returns: the contract's output, or `Err` when the
@@ -61,6 +68,7 @@ pub struct PythonExecute {
     sessions: Option<Sessions>,
     quotas: Quotas,
     backlog: Option<Backlog>,
+    code_mode: CodeModeConfig,
 }
 
 impl PythonExecute {
@@ -76,7 +84,18 @@ impl PythonExecute {
             sessions: None,
             quotas: cfg.session_quotas(),
             backlog: None,
+            code_mode: CodeModeConfig {
+                enabled: false,
+                ..CodeModeConfig::default()
+            },
         }
+    }
+
+    /// Lets scripts call the other tools (`from toolgate import tools`)
+    /// as `cfg` says.
+    pub fn with_code_mode(mut self, cfg: &CodeModeConfig) -> Self {
+        self.code_mode = cfg.clone();
+        self
     }
 
     /// Bounds the bytes of calls held at once, in all and per caller
@@ -112,6 +131,18 @@ impl PythonExecute {
         session: Option<&[u8]>,
         ctx: &CallContext,
     ) -> Result<ExecOutput, ToolError> {
+        self.run_with(code, files, session, ctx, None).await
+    }
+
+    /// [`Self::run`], the script's tool requests answered by `tools`.
+    async fn run_with(
+        &self,
+        code: &str,
+        files: &Files,
+        session: Option<&[u8]>,
+        ctx: &CallContext,
+        tools: Option<&dyn ToolHost>,
+    ) -> Result<ExecOutput, ToolError> {
         let (timeout, lowered) = effective_timeout(self.timeout, ctx.deadline, Instant::now());
         let caller = ctx.caller.as_deref();
         let bytes = code.len() as u64
@@ -138,6 +169,7 @@ impl PythonExecute {
                 caller,
                 files_cap: self.files_cap,
                 state_cap: if session.is_some() { self.state_cap } else { 0 },
+                tools,
             })
             .instrument(span.clone())
             .await?;
@@ -165,6 +197,7 @@ impl PythonExecute {
         code: &str,
         given: Files,
         ctx: &CallContext,
+        tools: Option<&dyn ToolHost>,
     ) -> Result<ExecOutput, ToolError> {
         let sessions = self
             .sessions
@@ -178,7 +211,7 @@ impl PythonExecute {
         };
         sessions
             .call(arg, owner, given, limits, |files, state| async move {
-                self.run(code, &files, Some(&state), ctx).await
+                self.run_with(code, &files, Some(&state), ctx, tools).await
             })
             .await
     }
@@ -194,12 +227,40 @@ impl Tool for PythonExecute {
     }
 
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
+        self.call_with(args, ctx, None)
+    }
+
+    fn call_in<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a CallContext,
+        registry: &'a (dyn std::any::Any + Send + Sync),
+    ) -> ToolFuture<'a> {
+        self.call_with(args, ctx, registry.downcast_ref::<Registry>())
+    }
+}
+
+impl PythonExecute {
+    /// A call; with code mode when `registry` is given and the caller may.
+    fn call_with<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a CallContext,
+        registry: Option<&'a Registry>,
+    ) -> ToolFuture<'a> {
         Box::pin(async move {
             let input = parse_input(&args, self.files_cap)?;
+            let host = registry
+                .filter(|_| self.code_mode.allows(ctx.caller.as_deref()))
+                .map(|r| CodeHost::new(r, ctx, &self.spec.name, self.code_mode.max_calls));
+            let tools = host.as_ref().map(|h| h as &dyn ToolHost);
             let out = match &input.session {
-                None => self.run(input.code, &input.files, None, ctx).await?,
+                None => {
+                    self.run_with(input.code, &input.files, None, ctx, tools)
+                        .await?
+                }
                 Some(arg) => {
-                    self.run_in_session(arg, input.code, input.files, ctx)
+                    self.run_in_session(arg, input.code, input.files, ctx, tools)
                         .await?
                 }
             };

@@ -1,0 +1,23 @@
+//! Code mode's link between a running script and the server's tools: the
+//! sandbox carries a script's requests to a [`ToolHost`] and its answers
+//! back, as bytes; what they mean is the host's (the shared crate's
+//! `python_execute::code_mode`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// The longest answer a script takes: it lives in the script's memory.
+pub const MAX_ANSWER: usize = 8 << 20;
+
+/// An answer to a script's request, as JSON bytes.
+pub type ToolAnswer<'a> = Pin<Box<dyn Future<Output = Vec<u8>> + Send + 'a>>;
+
+/// Answers the tool requests of one script.
+pub trait ToolHost: Send + Sync {
+    /// Answers `request` (JSON: `{"call": name, "arguments": {…}}` or
+    /// `{"list": true}`) with `{"ok": …}` or `{"error": {"code",
+    /// "message", …}}`, by the script's deadline, `left` from now. Called
+    /// once per request, one at a time.
+    fn serve<'a>(&'a self, request: &'a [u8], left: Duration) -> ToolAnswer<'a>;
+}
