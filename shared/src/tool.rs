@@ -283,7 +283,24 @@ pub trait Tool: Send + Sync {
     fn runs_in(&self) -> Option<&str> {
         None
     }
+    /// Code mode: the id of what `answer` (this tool's result) left for a
+    /// person to settle (clarify's pending question), where a script waits
+    /// for it rather than taking the answer as it is.
+    fn waits_on(&self, answer: &Value) -> Option<String> {
+        let _ = answer;
+        None
+    }
+    /// Code mode: what a call's answer is once the person settled `id`
+    /// ([`Self::waits_on`]); `Ok(None)` while it still waits.
+    fn settled<'a>(&'a self, id: &'a str) -> SettledFuture<'a> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
+
+/// What [`Tool::settled`] returns.
+pub type SettledFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<Value>, ToolError>> + Send + 'a>>;
 
 /// Request bodies over this size get 413 `too_large`, unless the tool
 /// takes more ([`Tool::max_body_bytes`]).

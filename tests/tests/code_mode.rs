@@ -197,7 +197,7 @@ async fn a_script_blocked_on_a_slow_tool_is_stopped_at_its_deadline() {
         fn serve<'a>(&'a self, _request: &'a [u8], _left: Duration) -> ToolAnswer<'a> {
             Box::pin(async {
                 tokio::time::sleep(Duration::from_secs(60)).await;
-                br#"{"ok": 1}"#.to_vec()
+                Some(br#"{"ok": 1}"#.to_vec())
             })
         }
     }
@@ -322,5 +322,382 @@ result = answers
     assert_eq!(r[8], "too_large", "{r:?}");
     // The server is fine after them.
     assert_eq!(s.exec("result = 1")["result"], 1);
+    s.terminate();
+}
+
+// ---- Waiting for a person (journal replay) ----
+
+/// The agent's (caller's) token, another caller's, and an approver's.
+const AGENT: &str = "agent-token-0123456789abcdef";
+const OTHER: &str = "other-token-0123456789abcdef";
+const OPS: &str = "ops-approver-token-0123456789";
+
+/// Serve with two callers and an approver; `box` needs approval for
+/// anything but reads, `twin` for nothing.
+fn gated(sshd: &Sshd) -> (Server, TempPath) {
+    let text = format!(
+        "[[server.tokens]]\nname = \"agent\"\ntoken = \"{AGENT}\"\n\n\
+         [[server.tokens]]\nname = \"other\"\ntoken = \"{OTHER}\"\n\n\
+         [[approvals.approvers]]\nname = \"ops\"\ntoken = \"{OPS}\"\n\n{}\
+         [servers.box.policy]\napprove_preset = \"readonly\"\n{}",
+        sshd.server_toml("box", ""),
+        sshd.server_toml("twin", "")
+    );
+    let cfg = temp_file("toolgate-code-mode-waits", &text);
+    let s = Server::start_with_args(&[], &["--config", cfg.0.to_str().unwrap()]);
+    (s, cfg)
+}
+
+fn as_caller(
+    s: &Server,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> toolgate_e2e::Response {
+    let auth = format!("Bearer {token}");
+    s.request(
+        method,
+        path,
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+        ],
+        body.to_string().as_bytes(),
+    )
+}
+
+/// python.execute as `token`: the status and the answer.
+fn execute(s: &Server, token: &str, body: &Value) -> (u16, Value) {
+    let r = as_caller(s, token, "POST", "/tools/python.execute", body);
+    let v = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+    (r.status, v)
+}
+
+fn approve(s: &Server, id: &str) {
+    let r = as_caller(
+        s,
+        OPS,
+        "POST",
+        &format!("/approvals/{id}/decision"),
+        &json!({"decision": "approve"}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+}
+
+/// A folder of this run's own on the sshd host, made on `twin`.
+fn run_dir(s: &Server, what: &str) -> String {
+    let dir = format!(
+        "/tmp/tg-code-mode-{what}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let r = as_caller(
+        s,
+        AGENT,
+        "POST",
+        "/tools/ssh_run",
+        &json!({"server_name": "twin", "command": format!("mkdir -p {dir}")}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    dir
+}
+
+/// The lines of `path` on the sshd host.
+fn lines_of(s: &Server, path: &str) -> Vec<String> {
+    let r = as_caller(
+        s,
+        AGENT,
+        "POST",
+        "/tools/ssh_run",
+        &json!({"server_name": "twin", "command": format!("cat {path}")}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()["stdout"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The ops script: 50 commands, 3 of them on the server named in
+/// `gated.txt` (which gates writes when it is `box`), each appending its
+/// number to a log on the host, so that the log shows how often each ran.
+const OPS_SCRIPT: &str = r#"
+import random
+from toolgate import tools
+gated = open("gated.txt").read().strip()
+log = open("log.txt").read().strip()
+print("seed", random.random())
+out = []
+for i in range(50):
+    if i in (10, 25, 40):
+        r = tools.ssh_run(server_name=gated, command=f"echo gated-{i} >> {log}; echo g{i}")
+    else:
+        r = tools.ssh_run(server_name="twin", command=f"echo {i} >> {log}; echo {i}")
+    out.append(r["stdout"].strip())
+    print("step", i)
+result = out
+"#;
+
+#[test]
+fn a_script_waits_for_each_approval_and_resumes_where_it_stopped_running_every_call_once() {
+    let sshd = Sshd::start();
+    let (s, _cfg) = gated(&sshd);
+    let dir = run_dir(&s, "ops");
+    let log = format!("{dir}/gated.log");
+    let body = json!({
+        "code": OPS_SCRIPT,
+        "files": {"gated.txt": "box", "log.txt": log},
+    });
+    let (status, first) = execute(&s, AGENT, &body);
+    assert_eq!(status, 200, "{first}\n{}", s.logs());
+    // Stopped at call 11 (i = 10), waiting for its approval.
+    assert_eq!(first["exit_code"], -1, "{first}");
+    assert_eq!(first["timed_out"], false, "{first}");
+    assert_eq!(first["waiting"]["for"], "approval", "{first}");
+    assert_eq!(first["waiting"]["tool"], "ssh_run", "{first}");
+    let resume = first["resume"].as_str().unwrap().to_owned();
+    let seed_line = first["stdout"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(
+        first["stdout"].as_str().unwrap().ends_with("step 9\n"),
+        "{first}"
+    );
+    assert!(
+        first["stderr"].as_str().unwrap().contains(&resume),
+        "{first}"
+    );
+    let expect: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+    assert_eq!(lines_of(&s, &log), expect);
+    let with_resume = |id: &str| {
+        let mut b = body.clone();
+        b["resume"] = json!(id);
+        b
+    };
+
+    // Another caller cannot resume it; an edited script or other files
+    // are refused; nothing runs.
+    let (status, e) = execute(&s, OTHER, &with_resume(&resume));
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (404, &json!("not_found")),
+        "{e}"
+    );
+    let mut edited = with_resume(&resume);
+    edited["code"] = json!(format!("{OPS_SCRIPT}\n# edited"));
+    let (status, e) = execute(&s, AGENT, &edited);
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (409, &json!("conflict")),
+        "{e}"
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("code differs"),
+        "{e}"
+    );
+    let mut refiled = with_resume(&resume);
+    refiled["files"]["gated.txt"] = json!("twin");
+    let (status, e) = execute(&s, AGENT, &refiled);
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (409, &json!("conflict")),
+        "{e}"
+    );
+
+    // Resumed before anyone decided: it waits again on the same approval,
+    // having run nothing again.
+    let (status, again) = execute(&s, AGENT, &with_resume(&resume));
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["resume"], resume.as_str(), "{again}");
+    assert_eq!(
+        again["waiting"]["approval"]["id"],
+        first["waiting"]["approval"]["id"]
+    );
+    assert_eq!(lines_of(&s, &log), expect);
+
+    // Each gate: approved, resumed, on to the next.
+    let mut answer = again;
+    for (n, stop) in [(10, 25), (25, 40), (40, 50)] {
+        let id = answer["waiting"]["approval"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        approve(&s, &id);
+        let (status, next) = execute(&s, AGENT, &with_resume(&resume));
+        assert_eq!(status, 200, "{next}\n{}", s.logs());
+        // The same randomness on every run.
+        assert_eq!(
+            next["stdout"].as_str().unwrap().lines().next().unwrap(),
+            seed_line
+        );
+        let mut want: Vec<String> = (0..stop)
+            .map(|i| {
+                if [10, 25, 40].contains(&i) {
+                    format!("gated-{i}")
+                } else {
+                    i.to_string()
+                }
+            })
+            .collect();
+        if stop == 50 {
+            assert_eq!(next["exit_code"], 0, "{next}");
+            assert!(
+                next.get("waiting").is_none() && next.get("resume").is_none(),
+                "{next}"
+            );
+        } else {
+            assert_eq!(next["waiting"]["for"], "approval", "after {n}: {next}");
+            assert_ne!(next["waiting"]["approval"]["id"], json!(id));
+        }
+        want.truncate(stop);
+        assert_eq!(lines_of(&s, &log), want, "after gate {n}");
+        answer = next;
+    }
+    // Spent: a resume of a finished script is refused.
+    let (status, e) = execute(&s, AGENT, &with_resume(&resume));
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (410, &json!("expired")),
+        "{e}"
+    );
+
+    // The same script with the gates off answers the same.
+    let open_log = format!("{dir}/open.log");
+    let (status, open) = execute(
+        &s,
+        AGENT,
+        &json!({"code": OPS_SCRIPT, "files": {"gated.txt": "twin", "log.txt": open_log}}),
+    );
+    assert_eq!(status, 200, "{open}");
+    assert_eq!(open["result"], answer["result"]);
+    let tail = |v: &Value| {
+        v["stdout"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(tail(&open), tail(&answer));
+    assert_eq!(lines_of(&s, &open_log).len(), 50);
+    s.terminate();
+}
+
+#[test]
+fn a_resumed_script_that_takes_another_path_is_refused_and_runs_nothing_again() {
+    let sshd = Sshd::start();
+    let (s, _cfg) = gated(&sshd);
+    let dir = run_dir(&s, "diverge");
+    // The first command holds the time, which is not replayed: on resume
+    // it differs, and the replay stops there.
+    let code = format!(
+        "import time\nfrom toolgate import tools\n\
+         tools.ssh_run(server_name='twin', command=f'echo {{time.time_ns()}} >> {dir}/log')\n\
+         tools.ssh_run(server_name='box', command='touch {dir}/gated')\n"
+    );
+    let (status, first) = execute(&s, AGENT, &json!({ "code": code }));
+    assert_eq!(status, 200, "{first}");
+    let resume = first["resume"].as_str().unwrap().to_owned();
+    approve(&s, first["waiting"]["approval"]["id"].as_str().unwrap());
+    let (status, e) = execute(&s, AGENT, &json!({ "code": code, "resume": resume }));
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (409, &json!("conflict")),
+        "{e}"
+    );
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("tool call 1") && msg.contains("other arguments"),
+        "{msg}"
+    );
+    assert_eq!(
+        lines_of(&s, &format!("{dir}/log")).len(),
+        1,
+        "the first command ran once"
+    );
+    // The approved command did not run, and the approval is still unused:
+    // a direct call of exactly that command runs under it.
+    let r = as_caller(
+        &s,
+        AGENT,
+        "POST",
+        "/tools/ssh_run",
+        &json!({"server_name": "twin", "command": format!("test -e {dir}/gated && echo yes || echo no")}),
+    );
+    assert_eq!(r.json()["stdout"], "no\n");
+    s.terminate();
+}
+
+#[test]
+fn a_scripts_question_waits_for_its_answer() {
+    let sshd = Sshd::start();
+    let (s, _cfg) = gated(&sshd);
+    let code = r#"
+from toolgate import tools
+print("asking")
+a = tools.clarify(question="Restart nginx on web-1?", options=["yes", "no"])
+print("answered", a["status"], a.get("choice"))
+result = a["answer"]
+"#;
+    let (status, first) = execute(&s, AGENT, &json!({ "code": code }));
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["waiting"]["for"], "answer", "{first}");
+    assert_eq!(first["waiting"]["tool"], "clarify", "{first}");
+    assert_eq!(first["stdout"], "asking\n");
+    let q = first["waiting"]["clarification"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let resume = first["resume"].as_str().unwrap().to_owned();
+    // Unanswered: it waits again, and no second question is asked.
+    let (_, again) = execute(&s, AGENT, &json!({ "code": code, "resume": resume }));
+    assert_eq!(
+        again["waiting"]["clarification"]["id"],
+        q.as_str(),
+        "{again}"
+    );
+    let r = s.post_json(
+        &format!("/clarifications/{q}/answer"),
+        &json!({"choice": 0}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let (status, done) = execute(&s, AGENT, &json!({ "code": code, "resume": resume }));
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["exit_code"], 0, "{done}");
+    assert_eq!(done["stdout"], "asking\nanswered answered 0\n", "{done}");
+    assert_eq!(done["result"], "yes", "{done}");
+    // Bad resume ids are refused in the contract's shape.
+    for (bad, code_) in [
+        (json!(""), "invalid_input"),
+        (json!(7), "invalid_input"),
+        (json!("nope"), "not_found"),
+    ] {
+        let (status, e) = execute(&s, AGENT, &json!({"code": code, "resume": bad}));
+        assert_eq!(e["error"]["code"], code_, "{bad}: {status} {e}");
+    }
+    let (status, e) = execute(
+        &s,
+        AGENT,
+        &json!({"code": code, "resume": resume, "session": "new"}),
+    );
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (400, &json!("invalid_input")),
+        "{e}"
+    );
     s.terminate();
 }

@@ -43,7 +43,7 @@ Tool input must be a JSON object (dict)
 "code" is required and must be a non-empty string
 > @py python.execute {}
 ## input.unknown_key 400 invalid_input · http mcp cli lambda
-Unknown input key "sesion" (did you mean "session"?). This tool takes: code, files, session
+Unknown input key "sesion" (did you mean "session"?). This tool takes: code, files, session, resume
 > @py python.execute {"code": "1", "sesion": "new"}
 ## input.no_input 400 invalid_input · http mcp cli
 Unknown input key "x". This tool takes no input

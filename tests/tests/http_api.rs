@@ -81,15 +81,15 @@ fn invalid_input_is_a_400_with_the_contract_message() {
         // misspelt argument is never ignored.
         (
             json!({"source": "print(1)"}),
-            "Unknown input key \"source\". This tool takes: code, files, session",
+            "Unknown input key \"source\". This tool takes: code, files, session, resume",
         ),
         (
             json!({"code": "1", "sesion": "new"}),
-            "Unknown input key \"sesion\" (did you mean \"session\"?). This tool takes: code, files, session",
+            "Unknown input key \"sesion\" (did you mean \"session\"?). This tool takes: code, files, session, resume",
         ),
         (
             json!({"code": "1", "timeout": 1}),
-            "Unknown input key \"timeout\". This tool takes: code, files, session",
+            "Unknown input key \"timeout\". This tool takes: code, files, session, resume",
         ),
     ];
     for (body, want) in cases {

@@ -10,8 +10,10 @@ use std::time::Duration;
 /// The longest answer a script takes: it lives in the script's memory.
 pub const MAX_ANSWER: usize = 8 << 20;
 
-/// An answer to a script's request, as JSON bytes.
-pub type ToolAnswer<'a> = Pin<Box<dyn Future<Output = Vec<u8>> + Send + 'a>>;
+/// An answer to a script's request, as JSON bytes; `None` stops the script
+/// where it is (it waits for a person, or left its journal's path: the
+/// host says which once the call ends).
+pub type ToolAnswer<'a> = Pin<Box<dyn Future<Output = Option<Vec<u8>>> + Send + 'a>>;
 
 /// Answers the tool requests of one script.
 pub trait ToolHost: Send + Sync {
@@ -20,4 +22,10 @@ pub trait ToolHost: Send + Sync {
     /// "message", …}}`, by the script's deadline, `left` from now. Called
     /// once per request, one at a time.
     fn serve<'a>(&'a self, request: &'a [u8], left: Duration) -> ToolAnswer<'a>;
+
+    /// The seed of the script's `random`, fixed by the host so that a
+    /// script run again from its journal draws the same numbers.
+    fn seed(&self) -> Option<u128> {
+        None
+    }
 }

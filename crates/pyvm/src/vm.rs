@@ -257,12 +257,21 @@ impl WarmVm {
         // `random.Random()` and `random.seed()` seed from rand's thread RNG,
         // whose state fork (and the Worker's snapshot) copies as well.
         let _ = rand::rng().reseed();
-        let Some(seed) = &self.reseed else { return };
+        if self.reseed.is_none() {
+            return;
+        }
         let mut bytes = [0u8; 16];
         if getrandom::fill(&mut bytes).is_err() {
             return;
         }
-        let value = u128::from_le_bytes(bytes);
+        self.seed_random(u128::from_le_bytes(bytes));
+    }
+
+    /// Seeds `random` with `value`: the server's seed for a script that
+    /// may be run again from its journal (code mode), so that it draws the
+    /// same numbers again.
+    pub fn seed_random(&self, value: u128) {
+        let Some(seed) = &self.reseed else { return };
         self.interp.enter(|vm| {
             let _ = seed.call((vm.ctx.new_int(value),), vm);
         });

@@ -422,6 +422,13 @@ pub(super) fn run(
     if req.tools {
         toolgate_pyvm::code_mode::set_link(Some(Box::new(tool_link)));
     }
+    if let Some(seed) = req
+        .seed
+        .as_deref()
+        .and_then(|s| u128::from_str_radix(s, 16).ok())
+    {
+        warm.seed_random(seed);
+    }
     SCRIPT_RUNNING.store(true, Ordering::Release);
     if let Some(w) = &watchdog {
         w.unpark();

@@ -39,6 +39,10 @@ pub struct ChildRequest {
     /// ([`ChildReport::ToolRequest`]).
     #[serde(default)]
     pub tools: bool,
+    /// `random`'s seed, 32 hex digits, where the server fixes it (code
+    /// mode: a script run again from its journal draws the same numbers).
+    #[serde(default)]
+    pub seed: Option<String>,
 }
 
 /// Child → server: how the script ended.

@@ -77,6 +77,7 @@ fn required(c: &Clarification, b: &Binding, why: &str, arg: &str) -> ToolError {
             "tool": b.tool,
             "target": b.server,
             "sha256": b.command_sha256,
+            "argument": arg,
         }),
     )
 }

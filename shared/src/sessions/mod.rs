@@ -1,10 +1,10 @@
 //! python.execute's sessions (docs/contracts.md#sessions): a call with
 //! `session` starts from the globals and files the session's last call
 //! left, in a fresh sealed process like any call. The server only stores
-//! and hands over the saved state; it never reads it (`sandbox::state`
-//! does, inside the child).
+//! and hands over the saved state; it never reads it (the child does).
 
 pub mod quota;
+mod records;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sqlite;
 pub mod store;
@@ -22,6 +22,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::files::Files;
 use crate::outcome::ExecOutput;
 pub use quota::Quotas;
+pub use records::new_record_id;
 pub use store::{Claim, Lease, Record, SessionStore, Usage, stored_size};
 
 /// The answer to a `session` that is neither `"new"` nor a string.

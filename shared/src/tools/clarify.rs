@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::clarify::{Clarify, MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS, now_ms};
 use crate::error::ToolError;
 use crate::invoke::Transport;
-use crate::tool::{CallContext, NOT_AN_OBJECT, Tool, ToolFuture, ToolSpec};
+use crate::tool::{CallContext, NOT_AN_OBJECT, SettledFuture, Tool, ToolFuture, ToolSpec};
 
 mod by_elicitation;
 
@@ -170,6 +170,27 @@ impl ClarifyTool {
 impl Tool for ClarifyTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    /// A script's question waits for its answer (code mode).
+    fn waits_on(&self, answer: &Value) -> Option<String> {
+        (answer["status"] == "pending")
+            .then(|| answer["id"].as_str().map(str::to_owned))
+            .flatten()
+    }
+
+    /// The question's state as `GET /clarifications/{id}` shows it, once
+    /// answered, cancelled or expired.
+    fn settled<'a>(&'a self, id: &'a str) -> SettledFuture<'a> {
+        Box::pin(async move {
+            let now = now_ms();
+            Ok(self
+                .clarify
+                .get(id)
+                .await?
+                .filter(|c| c.status_at(now) != crate::clarify::Status::Pending)
+                .map(|c| c.view(now, &self.clarify.base_url())))
+        })
     }
 
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {

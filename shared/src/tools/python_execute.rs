@@ -23,6 +23,11 @@ use crate::tool::ToolSpec;
 pub use crate::tool::{DEADLINE_MARGIN, NOT_AN_OBJECT, effective_timeout};
 /// The answer to a `code` that is missing, not a string, or blank.
 pub const CODE_REQUIRED: &str = "\"code\" is required and must be a non-empty string";
+/// The answer to a `resume` that is not a non-empty string.
+pub const RESUME_SHAPE: &str = "\"resume\" must be the `resume` id a waiting script's answer gave";
+/// The answer to `resume` with `session`.
+pub const RESUME_NO_SESSION: &str =
+    "\"resume\" goes on with a script that waited outside a session; it does not take \"session\"";
 
 pub use crate::outcome::ExecOutput;
 
@@ -61,6 +66,14 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
                         cfg.session_idle_secs / 60
                     )
                 },
+                "resume": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The `resume` id of an answer whose script waits for a person \
+                         (code mode: an approval, or an answer to a question): runs the same \
+                         `code` (and `files`) again, its earlier tool calls answered from their \
+                         recorded results, and goes on from the call it waited on."
+                },
                 "files": {
                     "type": "object",
                     "description": format!(
@@ -94,6 +107,8 @@ pub fn spec(cfg: &PythonConfig) -> ToolSpec {
                 "timed_out": {"type": "boolean"},
                 "result": {"description": "The script's `result` variable; absent when unset or None"},
                 "session": {"type": "string", "description": "The session's id, when the call ran in one: pass it as `session` to continue"},
+                "waiting": {"type": "object", "description": "Code mode: what the script waits for (`for`: approval or answer, `tool`, and the approval or question); the script stopped at that call"},
+                "resume": {"type": "string", "description": "Code mode: pass it as `resume`, with the same code, once a person has acted, to go on from the call the script waits on"},
                 "files": {
                     "type": "object",
                     "description": "Files the script created or changed: text when valid UTF-8, else {\"base64\": \"...\"}; absent when none",
@@ -122,6 +137,8 @@ pub struct Input<'a> {
     pub files: Files,
     /// The session to run in, if any.
     pub session: Option<SessionArg>,
+    /// The waiting script to go on with (code mode), if any.
+    pub resume: Option<&'a str>,
 }
 
 /// Validates the input (the exact messages in
@@ -130,17 +147,26 @@ pub fn parse_input(args: &Value, files_cap: u64) -> Result<Input<'_>, ToolError>
     let obj = args
         .as_object()
         .ok_or_else(|| ToolError::invalid_input(NOT_AN_OBJECT))?;
-    crate::tool::only_keys(obj, &["code", "files", "session"], &[])?;
+    crate::tool::only_keys(obj, &["code", "files", "session", "resume"], &[])?;
     let code = match obj.get("code").and_then(Value::as_str) {
         Some(code) if !code.trim().is_empty() => code,
         _ => return Err(ToolError::invalid_input(CODE_REQUIRED)),
     };
     let files = crate::files::parse_input(obj.get("files"), files_cap)?;
     let session = crate::sessions::parse(obj.get("session"))?;
+    let resume = match obj.get("resume") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(r)) if !r.is_empty() => Some(r.as_str()),
+        Some(_) => return Err(ToolError::invalid_input(RESUME_SHAPE)),
+    };
+    if resume.is_some() && session.is_some() {
+        return Err(ToolError::invalid_input(RESUME_NO_SESSION));
+    }
     Ok(Input {
         code,
         files,
         session,
+        resume,
     })
 }
 

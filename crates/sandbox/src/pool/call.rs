@@ -109,6 +109,8 @@ pub(super) async fn drive(
     // The deadline counts the time tools take.
     let mut requests = 0u32;
     let mut torn = false;
+    // The host stopped the script (it waits for a person): no timeout.
+    let mut halted = false;
     let report = loop {
         let got = tokio::select! {
             r = read_report(&mut sock, proto::max_report(limits.files_cap), limits.state_cap) => Some(r),
@@ -126,6 +128,10 @@ pub(super) async fn drive(
         let answer = tokio::select! {
             a = host.serve(request.as_bytes(), deadline.saturating_duration_since(tokio::time::Instant::now())) => a,
             _ = tokio::time::sleep_until(deadline) => break None,
+        };
+        let Some(answer) = answer else {
+            halted = true;
+            break None;
         };
         let frame = answer_frame(answer);
         // A child that stops reading mid-answer is killed at the deadline
@@ -180,14 +186,23 @@ pub(super) async fn drive(
         Some(Ok((other, _))) => Some(Death::from_report(other, memory_mb)),
         Some(Err(NoReport::Invalid(why))) => Some(Death::invalid_report(&why)),
         None => {
-            stopped = Some(if torn {
-                Stop::Killed
-            } else {
-                stop_at_deadline(&mut sock, timeout).await
-            });
+            // A halted script waits in its request, where nothing of it
+            // runs: its output so far is in the shared buffer, and the
+            // kill ends it.
+            if !halted {
+                stopped = Some(if torn {
+                    Stop::Killed
+                } else {
+                    stop_at_deadline(&mut sock, timeout).await
+                });
+            }
             child.kill();
             let _ = tokio::time::timeout(REAP_WAIT, exit_rx).await;
-            Some(Death::timed_out(timeout))
+            Some(if halted {
+                Death::halted()
+            } else {
+                Death::timed_out(timeout)
+            })
         }
         Some(Err(NoReport::Closed)) => {
             // The child died without a report: ask the zygote why.

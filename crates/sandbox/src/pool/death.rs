@@ -30,6 +30,16 @@ impl Death {
         }
     }
 
+    /// Stopped by its tool host where it waits (code mode); the host's
+    /// answer says for what.
+    pub fn halted() -> Self {
+        Self {
+            exit_code: -1,
+            timed_out: false,
+            note: String::new(),
+        }
+    }
+
     pub fn timed_out(timeout: Duration) -> Self {
         Self {
             exit_code: -1,

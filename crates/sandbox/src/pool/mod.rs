@@ -184,7 +184,8 @@ impl Sandbox {
             .enter(caller)
             .await
             .ok_or(SandboxError::ZygoteGone)?;
-        let frame = request_frame(code, files, session, tools.is_some())?;
+        let seed = tools.and_then(|t| t.seed()).map(|s| format!("{s:032x}"));
+        let frame = request_frame(code, files, session, tools.is_some(), seed)?;
 
         // A child that sends a session's state for a call outside one lies.
         let limits = call::Limits {
@@ -264,12 +265,14 @@ fn request_frame(
     files: &Files,
     session: Option<&[u8]>,
     tools: bool,
+    seed: Option<String>,
 ) -> Result<Vec<u8>, SandboxError> {
     let body = serde_json::to_vec(&ChildRequest {
         code: code.to_owned(),
         files: toolgate_core::files::to_wire(files),
         session: session.is_some(),
         tools,
+        seed,
     })
     .map_err(|e| SandboxError::Child(e.into()))?;
     let tail = session.map_or(0, |s| s.len() + 4);

@@ -160,7 +160,7 @@ impl Sandbox {
             .enter(CALLER)
             .await
             .ok_or(SandboxError::ZygoteGone)?;
-        let frame = request_frame(code, &Files::new(), None, false)?;
+        let frame = request_frame(code, &Files::new(), None, false, None)?;
         let limits = Limits {
             state_cap: 0,
             ..self.limits

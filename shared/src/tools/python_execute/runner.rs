@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::Instrument;
 
+mod waiting;
+
 use super::backlog::Backlog;
-use super::code_mode::CodeHost;
 use super::{ExecOutput, max_body_bytes, parse_input, spec};
 use crate::clock::Instant;
 use crate::config::{CodeModeConfig, PythonConfig};
@@ -250,21 +251,44 @@ impl PythonExecute {
     ) -> ToolFuture<'a> {
         Box::pin(async move {
             let input = parse_input(&args, self.files_cap)?;
-            let host = registry
-                .filter(|_| self.code_mode.allows(ctx.caller.as_deref()))
-                .map(|r| CodeHost::new(r, ctx, &self.spec.name, self.code_mode.max_calls));
-            let tools = host.as_ref().map(|h| h as &dyn ToolHost);
-            let out = match &input.session {
-                None => {
-                    self.run_with(input.code, &input.files, None, ctx, tools)
-                        .await?
+            let registry = registry.filter(|_| self.code_mode.allows(ctx.caller.as_deref()));
+            if let Some(id) = input.resume {
+                return self.resume(id, &input, ctx, registry).await;
+            }
+            // A script outside a session may stop to wait for a person,
+            // where its journal can be kept.
+            let host = registry.map(|r| {
+                let host = self.host(r, ctx);
+                if input.session.is_none() && self.sessions.is_some() {
+                    host.stopping_to_wait()
+                } else {
+                    host
                 }
+            });
+            let tools = host.as_ref().map(|h| h as &dyn ToolHost);
+            let (out, files) = match input.session {
+                None => {
+                    let out = self
+                        .run_with(input.code, &input.files, None, ctx, tools)
+                        .await?;
+                    (out, input.files)
+                }
+                // A session's script never stops to wait: no journal.
                 Some(arg) => {
-                    self.run_in_session(arg, input.code, input.files, ctx, tools)
-                        .await?
+                    let out = self
+                        .run_in_session(&arg, input.code, input.files, ctx, tools)
+                        .await?;
+                    (out, Files::new())
                 }
             };
-            serde_json::to_value(&out).map_err(|e| ToolError::internal(e.to_string()))
+            match host {
+                Some(h) => self.answered(out, h.end(), input.code, &files, ctx).await,
+                None => to_value(&out),
+            }
         })
     }
+}
+
+fn to_value(out: &ExecOutput) -> Result<Value, ToolError> {
+    serde_json::to_value(out).map_err(|e| ToolError::internal(e.to_string()))
 }

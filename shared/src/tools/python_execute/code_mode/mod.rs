@@ -6,7 +6,15 @@
 //!
 //! The script is untrusted: its request is checked here, its calls are
 //! counted here (not in the child), and it never reaches python.execute.
+//!
+//! A call that waits for a person stops the script, and its journal lets
+//! a later call go on from there (`wait`, `journal`).
 
+mod journal;
+mod signature;
+mod wait;
+
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -18,6 +26,11 @@ use crate::invoke::invoke;
 use crate::registry::{Registry, exported_name};
 use crate::tool::{CallContext, Transport};
 use toolgate_core::code::{MAX_ANSWER, ToolAnswer, ToolHost};
+
+pub use journal::{Journal, On};
+pub use signature::signature;
+use wait::{Book, Reply};
+pub use wait::{Ending, Halt};
 
 /// The longest request a script sends: a tool's largest body, and room
 /// for the envelope.
@@ -31,6 +44,12 @@ pub struct CodeHost<'a> {
     own: &'a str,
     calls: AtomicU32,
     max_calls: u32,
+    /// `random`'s seed in the script (kept in its journal).
+    seed: u128,
+    /// A call that waits for a person stops the script, to be resumed;
+    /// otherwise the script gets the tool's answer as it is.
+    can_wait: bool,
+    book: Mutex<Book>,
 }
 
 impl<'a> CodeHost<'a> {
@@ -54,7 +73,25 @@ impl<'a> CodeHost<'a> {
             own,
             calls: AtomicU32::new(0),
             max_calls,
+            seed: fresh_seed(),
+            can_wait: false,
+            book: Mutex::new(Book::default()),
         }
+    }
+
+    /// A call that waits for a person stops the script, which its
+    /// journal can resume.
+    pub fn stopping_to_wait(mut self) -> Self {
+        self.can_wait = true;
+        self
+    }
+
+    /// The script goes on from `journal`: its recorded calls are answered
+    /// from it, with its seed.
+    pub fn resuming(mut self, journal: Journal) -> Self {
+        self.seed = journal.seed().unwrap_or(self.seed);
+        self.book = Mutex::new(Book::resuming(journal));
+        self
     }
 
     /// Whether `name` is python.execute itself (canonical or exported).
@@ -62,6 +99,20 @@ impl<'a> CodeHost<'a> {
         self.registry
             .get(name)
             .is_ok_and(|t| t.spec().name == self.own)
+    }
+
+    /// Runs the call through `invoke`, its answer fitted to what a script
+    /// takes.
+    async fn live(&self, name: &str, args: Value, ctx: &CallContext) -> Result<Value, ToolError> {
+        let mut out = self.call(name, args, ctx).await?;
+        // As a transport does: a result past what a script takes leaves
+        // its files out, else is refused.
+        crate::response_limit::fit_answer(
+            &mut out,
+            MAX_ANSWER - 1024,
+            &crate::response_limit::json_len,
+        )?;
+        Ok(out)
     }
 
     async fn call(&self, name: &str, args: Value, ctx: &CallContext) -> Result<Value, ToolError> {
@@ -124,7 +175,7 @@ impl<'a> CodeHost<'a> {
         Value::Array(tools)
     }
 
-    async fn answer(&self, request: &[u8], left: Duration) -> Result<Value, ToolError> {
+    async fn answer(&self, request: &[u8], left: Duration) -> Result<Reply, ToolError> {
         // Every request counts, answered or refused: a script cannot make
         // the server work (or log) without bound.
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
@@ -162,7 +213,7 @@ impl<'a> CodeHost<'a> {
             return Err(bad("not a JSON object"));
         };
         if req.get("list").is_some() {
-            return Ok(self.list());
+            return Ok(Reply::Send(json!({ "ok": self.list() })));
         }
         let Some(Value::String(name)) = req.remove("call") else {
             return Err(bad("no tool named"));
@@ -178,15 +229,7 @@ impl<'a> CodeHost<'a> {
             deadline: Some(Instant::now() + left),
             ..self.ctx.clone()
         };
-        let mut out = self.call(&name, args, &ctx).await?;
-        // As a transport does: a result past what a script takes leaves
-        // its files out, else is refused.
-        crate::response_limit::fit_answer(
-            &mut out,
-            MAX_ANSWER - 1024,
-            &crate::response_limit::json_len,
-        )?;
-        Ok(out)
+        Ok(self.made(&name, args, &ctx).await)
     }
 }
 
@@ -194,99 +237,22 @@ impl ToolHost for CodeHost<'_> {
     fn serve<'b>(&'b self, request: &'b [u8], left: Duration) -> ToolAnswer<'b> {
         Box::pin(async move {
             let reply = match self.answer(request, left).await {
-                Ok(v) => json!({ "ok": v }),
+                Ok(Reply::Send(v)) => v,
+                Ok(Reply::Halt) => return None,
                 Err(e) => json!({ "error": e.body()["error"] }),
             };
-            serde_json::to_vec(&reply).unwrap_or_default()
+            Some(serde_json::to_vec(&reply).unwrap_or_default())
         })
     }
-}
 
-/// A Python signature for a tool taking `schema`'s object:
-/// `ssh_run(server_name: str, command: str, timeout: int = None) -> dict`.
-pub fn signature(name: &str, schema: &Value) -> String {
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut params: Vec<(bool, String)> = Vec::new();
-    if let Some(props) = schema["properties"].as_object() {
-        for (p, s) in props {
-            let ty = py_type(s);
-            let needed = required.contains(&p.as_str());
-            params.push((
-                needed,
-                if needed {
-                    format!("{p}: {ty}")
-                } else {
-                    format!("{p}: {ty} = None")
-                },
-            ));
-        }
-    }
-    // Keyword-only, required first: Python refuses a default before one
-    // without.
-    params.sort_by_key(|(needed, _)| !needed);
-    let params: Vec<String> = params.into_iter().map(|(_, p)| p).collect();
-    if params.is_empty() {
-        format!("{name}() -> dict")
-    } else {
-        format!("{name}(*, {}) -> dict", params.join(", "))
+    fn seed(&self) -> Option<u128> {
+        Some(self.seed)
     }
 }
 
-fn py_type(schema: &Value) -> String {
-    if let Some(e) = schema["enum"].as_array() {
-        let values: Vec<String> = e.iter().map(|v| v.to_string()).collect();
-        return format!("Literal[{}]", values.join(", "));
-    }
-    let one = |t: &str| match t {
-        "string" => "str".to_owned(),
-        "integer" => "int".to_owned(),
-        "number" => "float".to_owned(),
-        "boolean" => "bool".to_owned(),
-        "array" => format!("list[{}]", py_type(&schema["items"])),
-        "object" => "dict".to_owned(),
-        "null" => "None".to_owned(),
-        _ => "Any".to_owned(),
-    };
-    match &schema["type"] {
-        Value::String(t) => one(t),
-        Value::Array(ts) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .map(one)
-            .collect::<Vec<_>>()
-            .join(" | "),
-        _ => "Any".to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signatures_read_as_python() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "timeout": {"type": "integer"},
-                "server_name": {"type": "string"},
-                "mode": {"enum": ["a", "b"]},
-                "tags": {"type": "array", "items": {"type": "string"}},
-                "limit": {"type": ["integer", "null"]},
-            },
-            "required": ["server_name"],
-        });
-        assert_eq!(
-            signature("ssh_run", &schema),
-            "ssh_run(*, server_name: str, limit: int | None = None, mode: Literal[\"a\", \"b\"] = None, \
-             tags: list[str] = None, timeout: int = None) -> dict"
-        );
-        assert_eq!(
-            signature("list_servers", &json!({"type": "object"})),
-            "list_servers() -> dict"
-        );
-    }
+/// 128 random bits (the script's own, unless a journal gives them).
+fn fresh_seed() -> u128 {
+    let mut b = [0u8; 16];
+    let _ = getrandom::fill(&mut b);
+    u128::from_le_bytes(b)
 }

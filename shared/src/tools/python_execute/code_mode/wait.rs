@@ -1,0 +1,216 @@
+//! A script's calls against its journal, and the stop where one waits for
+//! a person: an approval a gate asked for (`approval_required`), or an
+//! answer a tool left pending (clarify's question, [`Tool::waits_on`]).
+//! Nothing of the script runs past that call; a resume runs it again and
+//! goes on from there.
+//!
+//! [`Tool::waits_on`]: crate::tool::Tool::waits_on
+
+use std::sync::MutexGuard;
+
+use serde_json::{Value, json};
+
+use super::CodeHost;
+use super::journal::{Entry, Journal, On, Replay, Step, Wait, args_hash};
+use crate::error::{ErrorCode, ToolError};
+use crate::tool::CallContext;
+
+/// What the script's request gets.
+pub(super) enum Reply {
+    /// This reply (`{"ok": …}` or `{"error": …}`).
+    Send(Value),
+    /// Nothing: the script is stopped.
+    Halt,
+}
+
+/// Why the script was stopped.
+#[derive(Debug, Clone)]
+pub enum Halt {
+    /// A call waits for a person.
+    Waits(Wait),
+    /// A resumed script left its journal's path (the message says where).
+    Diverged(String),
+}
+
+/// The script's calls so far, and its replay.
+#[derive(Debug, Default)]
+pub(super) struct Book {
+    replay: Replay,
+    made: Vec<Entry>,
+    halt: Option<Halt>,
+    /// The call it waited on ran again (its approval used, or its answer
+    /// read): the journal is spent.
+    went_on: bool,
+}
+
+impl Book {
+    pub(super) fn resuming(journal: Journal) -> Self {
+        Self {
+            replay: Replay::of(journal),
+            ..Self::default()
+        }
+    }
+}
+
+/// How a script's calls ended, for python.execute's answer.
+#[derive(Debug)]
+pub struct Ending {
+    /// Why it was stopped, if it was.
+    pub halt: Option<Halt>,
+    /// Its answered calls, in order (a new journal's).
+    pub made: Vec<Entry>,
+    /// The script's seed.
+    pub seed: u128,
+    /// A resumed script ended before the call it waited on: it took
+    /// another path (the message says so).
+    pub unfinished: Option<String>,
+    /// A resumed script went on past the call it waited on.
+    pub went_on: bool,
+}
+
+impl Ending {
+    /// The journal of a script stopped to wait, if it was.
+    pub fn journal(&self, code: &str, files: &Value) -> Option<Journal> {
+        match &self.halt {
+            Some(Halt::Waits(w)) => Some(Journal::new(
+                code,
+                files,
+                self.seed,
+                self.made.clone(),
+                w.clone(),
+            )),
+            _ => None,
+        }
+    }
+}
+
+impl CodeHost<'_> {
+    fn book(&self) -> MutexGuard<'_, Book> {
+        // A poisoned lock is a panic elsewhere in this call; its book is
+        // still whole (every change is one assignment).
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How the script's calls ended.
+    pub fn end(&self) -> Ending {
+        let mut b = self.book();
+        Ending {
+            halt: b.halt.take(),
+            made: std::mem::take(&mut b.made),
+            seed: self.seed,
+            unfinished: b.replay.unfinished(),
+            went_on: b.went_on,
+        }
+    }
+
+    /// A call the script made, `name` with `args`: answered from the
+    /// journal, gone on with, or run.
+    pub(super) async fn made(&self, name: &str, args: Value, ctx: &CallContext) -> Reply {
+        let tool = self
+            .registry
+            .get(name)
+            .map(|t| t.spec().name.clone())
+            .unwrap_or_else(|_| name.to_owned());
+        let hash = args_hash(&args);
+        let step = self.book().replay.step(&tool, &hash);
+        match step {
+            Step::Recorded(e) => {
+                let answer = e.answer.clone();
+                self.book().made.push(e);
+                Reply::Send(answer)
+            }
+            Step::Diverged(why) => self.halt(Halt::Diverged(why)),
+            Step::Resume(w) => self.go_on(w, name, args, ctx).await,
+            Step::Live => {
+                let outcome = self.live(name, args, ctx).await;
+                self.after(tool, hash, outcome)
+            }
+        }
+    }
+
+    fn halt(&self, why: Halt) -> Reply {
+        self.book().halt = Some(why);
+        Reply::Halt
+    }
+
+    /// The call's outcome goes to the script and into the journal, unless
+    /// it waits for a person: then the script stops there.
+    fn after(&self, tool: String, args: String, outcome: Result<Value, ToolError>) -> Reply {
+        if self.can_wait
+            && let Some(on) = self.waits(&tool, &outcome)
+        {
+            return self.halt(Halt::Waits(Wait { tool, args, on }));
+        }
+        let answer = match outcome {
+            Ok(v) => json!({ "ok": v }),
+            Err(e) => json!({ "error": e.body()["error"] }),
+        };
+        self.book().made.push(Entry {
+            tool,
+            args,
+            answer: answer.clone(),
+        });
+        Reply::Send(answer)
+    }
+
+    /// What `outcome` waits for, if a person must act on it.
+    fn waits(&self, tool: &str, outcome: &Result<Value, ToolError>) -> Option<On> {
+        match outcome {
+            Err(e) if e.code == ErrorCode::ApprovalRequired => {
+                let body = e.body();
+                let a = &body["error"]["approval"];
+                Some(On::Approval {
+                    id: a["id"].as_str()?.to_owned(),
+                    argument: a["argument"].as_str()?.to_owned(),
+                    shown: a.clone(),
+                    message: e.message.clone(),
+                })
+            }
+            Err(_) => None,
+            Ok(v) => {
+                let id = self.registry.get(tool).ok()?.waits_on(v)?;
+                Some(On::Answer {
+                    id,
+                    shown: v.clone(),
+                })
+            }
+        }
+    }
+
+    /// The call the script waited on, made again on resume: under its
+    /// approval (which the gate redeems once, for exactly this call), or
+    /// answered with what the person settled. Still undecided, it waits
+    /// again.
+    async fn go_on(&self, w: Wait, name: &str, mut args: Value, ctx: &CallContext) -> Reply {
+        match &w.on {
+            On::Approval { id, argument, .. } => {
+                if let Value::Object(m) = &mut args {
+                    m.insert(argument.clone(), json!(id));
+                }
+                let outcome = self.live(name, args, ctx).await;
+                let pending = matches!(&outcome, Err(e) if e.code == ErrorCode::ApprovalRequired);
+                if pending {
+                    return self.halt(Halt::Waits(w));
+                }
+                self.book().went_on = true;
+                self.after(w.tool, w.args, outcome)
+            }
+            On::Answer { id, .. } => {
+                let settled = match self.registry.get(&w.tool) {
+                    Ok(t) => t.settled(id).await,
+                    Err(e) => Err(e),
+                };
+                match settled {
+                    Ok(None) => self.halt(Halt::Waits(w)),
+                    Ok(Some(v)) => {
+                        self.book().went_on = true;
+                        self.after(w.tool, w.args, Ok(v))
+                    }
+                    // The store failed: the script hears it, and may call
+                    // again; nothing is recorded.
+                    Err(e) => Reply::Send(json!({ "error": e.body()["error"] })),
+                }
+            }
+        }
+    }
+}
