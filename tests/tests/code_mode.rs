@@ -701,3 +701,71 @@ result = a["answer"]
     );
     s.terminate();
 }
+
+#[test]
+fn a_resume_holds_its_journal_and_a_full_journal_no_longer_stops() {
+    let sshd = Sshd::start();
+    let text = format!(
+        "[[server.tokens]]\nname = \"agent\"\ntoken = \"{AGENT}\"\n\n\
+         [[approvals.approvers]]\nname = \"ops\"\ntoken = \"{OPS}\"\n\n{}\
+         [servers.box.policy]\napprove_preset = \"readonly\"\n{}",
+        sshd.server_toml("box", ""),
+        sshd.server_toml("twin", "")
+    );
+    let cfg = temp_file("toolgate-code-mode-hold", &text);
+    let s = Server::start_with_args(
+        &[("TOOLGATE_PYTHON_SESSION_MAX_STATE_MB", "1")],
+        &["--config", cfg.0.to_str().unwrap()],
+    );
+    let dir = run_dir(&s, "hold");
+    // Two resumes of one journal at once: the second is refused while the
+    // first runs, and the command after the wait runs once.
+    let code = format!(
+        "import time\nfrom toolgate import tools\n\
+         tools.ssh_run(server_name='box', command='touch {dir}/gated')\n\
+         time.sleep(3)\n\
+         tools.ssh_run(server_name='twin', command='echo after >> {dir}/log')\n"
+    );
+    let (status, first) = execute(&s, AGENT, &json!({ "code": code }));
+    assert_eq!(status, 200, "{first}");
+    approve(&s, first["waiting"]["approval"]["id"].as_str().unwrap());
+    let body = json!({ "code": code, "resume": first["resume"] });
+    let second = std::thread::scope(|t| {
+        let one = t.spawn(|| execute(&s, AGENT, &body));
+        std::thread::sleep(Duration::from_millis(1000));
+        let two = execute(&s, AGENT, &body);
+        let one = one.join().unwrap();
+        assert_eq!((one.0, &one.1["exit_code"]), (200, &json!(0)), "{}", one.1);
+        two
+    });
+    assert_eq!(
+        (second.0, &second.1["error"]["code"]),
+        (409, &json!("conflict")),
+        "{}",
+        second.1
+    );
+    assert!(
+        second.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("in use"),
+        "{}",
+        second.1
+    );
+    assert_eq!(lines_of(&s, &format!("{dir}/log")), ["after"]);
+
+    // Past a session's state (1 MiB here) of answers, a gated call no
+    // longer stops the script (it could not be resumed): it raises.
+    let code = "from toolgate import tools, ToolError\n\
+         for _ in range(25):\n    tools.ssh_run(server_name='twin', command=\"head -c 60000 /dev/zero | tr '\\\\0' a\")\n\
+         try:\n    tools.ssh_run(server_name='box', command='touch /tmp/never')\n    result = 'ran'\n\
+         except ToolError as e:\n    result = e.code\n";
+    let (status, out) = execute(&s, AGENT, &json!({ "code": code }));
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["result"], "approval_required", "{out}");
+    assert!(
+        out.get("waiting").is_none() && out.get("resume").is_none(),
+        "{out}"
+    );
+    s.terminate();
+}

@@ -99,6 +99,17 @@ impl Sessions {
         }
     }
 
+    /// Runs `work` while holding `held`, its hold renewed as a session
+    /// call's is.
+    pub async fn holding_record<T>(
+        &self,
+        held: &Held,
+        timeout: Duration,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        self.holding(held, timeout, work).await
+    }
+
     /// Gives a taken record back with `bytes`, until `ttl` from now (on
     /// an error, [`Sessions::abandon`] gives it back unchanged).
     pub async fn keep_record(

@@ -260,7 +260,7 @@ impl PythonExecute {
             let host = registry.map(|r| {
                 let host = self.host(r, ctx);
                 if input.session.is_none() && self.sessions.is_some() {
-                    host.stopping_to_wait()
+                    host.stopping_to_wait(self.journal_cap())
                 } else {
                     host
                 }

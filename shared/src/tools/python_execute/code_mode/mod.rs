@@ -49,6 +49,8 @@ pub struct CodeHost<'a> {
     /// A call that waits for a person stops the script, to be resumed;
     /// otherwise the script gets the tool's answer as it is.
     can_wait: bool,
+    /// The most bytes its journal may hold.
+    journal_cap: usize,
     book: Mutex<Book>,
 }
 
@@ -75,14 +77,17 @@ impl<'a> CodeHost<'a> {
             max_calls,
             seed: fresh_seed(),
             can_wait: false,
+            journal_cap: 0,
             book: Mutex::new(Book::default()),
         }
     }
 
     /// A call that waits for a person stops the script, which its
-    /// journal can resume.
-    pub fn stopping_to_wait(mut self) -> Self {
+    /// journal, of at most `cap` bytes, can resume. Past the cap it no
+    /// longer stops (it could not be resumed).
+    pub fn stopping_to_wait(mut self, cap: usize) -> Self {
         self.can_wait = true;
+        self.journal_cap = cap;
         self
     }
 

@@ -37,6 +37,11 @@ pub enum Halt {
 pub(super) struct Book {
     replay: Replay,
     made: Vec<Entry>,
+    /// What `made` holds, about, as stored.
+    bytes: usize,
+    /// `made` grew past what a journal may hold: the script can no longer
+    /// stop to wait (it could not be resumed), and nothing more is kept.
+    full: bool,
     halt: Option<Halt>,
     /// The call it waited on ran again (its approval used, or its answer
     /// read): the journal is spent.
@@ -106,17 +111,21 @@ impl CodeHost<'_> {
     /// A call the script made, `name` with `args`: answered from the
     /// journal, gone on with, or run.
     pub(super) async fn made(&self, name: &str, args: Value, ctx: &CallContext) -> Reply {
-        let tool = self
-            .registry
-            .get(name)
-            .map(|t| t.spec().name.clone())
-            .unwrap_or_else(|_| name.to_owned());
+        // An unknown name is kept as a hash: the script chose it, and its
+        // size.
+        let tool = match self.registry.get(name) {
+            Ok(t) => t.spec().name.clone(),
+            Err(_) => format!(
+                "(unknown tool {})",
+                &crate::approvals::sha256_hex(name)[..12]
+            ),
+        };
         let hash = args_hash(&args);
         let step = self.book().replay.step(&tool, &hash);
         match step {
             Step::Recorded(e) => {
                 let answer = e.answer.clone();
-                self.book().made.push(e);
+                self.keep(e);
                 Reply::Send(answer)
             }
             Step::Diverged(why) => self.halt(Halt::Diverged(why)),
@@ -137,6 +146,7 @@ impl CodeHost<'_> {
     /// it waits for a person: then the script stops there.
     fn after(&self, tool: String, args: String, outcome: Result<Value, ToolError>) -> Reply {
         if self.can_wait
+            && !self.book().full
             && let Some(on) = self.waits(&tool, &outcome)
         {
             return self.halt(Halt::Waits(Wait { tool, args, on }));
@@ -145,12 +155,27 @@ impl CodeHost<'_> {
             Ok(v) => json!({ "ok": v }),
             Err(e) => json!({ "error": e.body()["error"] }),
         };
-        self.book().made.push(Entry {
-            tool,
-            args,
-            answer: answer.clone(),
-        });
+        if self.can_wait {
+            self.keep(Entry {
+                tool,
+                args,
+                answer: answer.clone(),
+            });
+        }
         Reply::Send(answer)
+    }
+
+    /// Keeps an answered call for the journal, while it fits.
+    fn keep(&self, e: Entry) {
+        let size = crate::response_limit::json_len(&e.answer) + e.tool.len() + e.args.len() + 64;
+        let mut b = self.book();
+        if b.full || b.bytes + size > self.journal_cap {
+            b.full = true;
+            b.made = Vec::new();
+            return;
+        }
+        b.bytes += size;
+        b.made.push(e);
     }
 
     /// What `outcome` waits for, if a person must act on it.
@@ -187,12 +212,14 @@ impl CodeHost<'_> {
                 if let Value::Object(m) = &mut args {
                     m.insert(argument.clone(), json!(id));
                 }
+                // Set first: a call cut short (the deadline) may have run.
+                self.book().went_on = true;
                 let outcome = self.live(name, args, ctx).await;
                 let pending = matches!(&outcome, Err(e) if e.code == ErrorCode::ApprovalRequired);
                 if pending {
+                    self.book().went_on = false;
                     return self.halt(Halt::Waits(w));
                 }
-                self.book().went_on = true;
                 self.after(w.tool, w.args, outcome)
             }
             On::Answer { id, .. } => {
@@ -206,9 +233,15 @@ impl CodeHost<'_> {
                         self.book().went_on = true;
                         self.after(w.tool, w.args, Ok(v))
                     }
-                    // The store failed: the script hears it, and may call
-                    // again; nothing is recorded.
-                    Err(e) => Reply::Send(json!({ "error": e.body()["error"] })),
+                    // The store failed: it still waits (the answer is not
+                    // lost), and the resume can be tried again.
+                    Err(e) => {
+                        tracing::warn!(
+                            error = %crate::logging::field(&e.message),
+                            "a waiting script's answer could not be read"
+                        );
+                        self.halt(Halt::Waits(w))
+                    }
                 }
             }
         }

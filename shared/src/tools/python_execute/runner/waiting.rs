@@ -31,6 +31,12 @@ impl PythonExecute {
         Duration::from_secs(self.code_mode.resume_ttl_secs)
     }
 
+    /// The most a journal's calls may hold: a session's state, less room
+    /// for the rest of it.
+    pub(super) fn journal_cap(&self) -> usize {
+        self.state_cap.saturating_sub(1024) as usize
+    }
+
     /// The answer to a call whose script called tools: as it ran, or, when
     /// it stopped to wait, with what it waits for and its `resume` id.
     pub(super) async fn answered(
@@ -46,13 +52,14 @@ impl PythonExecute {
         };
         let kept = match &self.sessions {
             Some(sessions) => {
-                let id = new_record_id()?;
                 let owner = ctx.caller.as_deref().unwrap_or("");
-                let bytes = self.journal_bytes(&journal)?;
-                sessions
-                    .put_record(&id, owner, &bytes, self.resume_ttl())
-                    .await
-                    .map(|()| id)
+                match (new_record_id(), self.journal_bytes(&journal)) {
+                    (Ok(id), Ok(bytes)) => sessions
+                        .put_record(&id, owner, &bytes, self.resume_ttl())
+                        .await
+                        .map(|()| id),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                }
             }
             None => Err(ToolError::new(
                 ErrorCode::NotConfigured,
@@ -107,34 +114,45 @@ impl PythonExecute {
         }
         let host = self
             .host(registry, ctx)
-            .stopping_to_wait()
+            .stopping_to_wait(self.journal_cap())
             .resuming(journal);
-        let ran = self
-            .run_with(input.code, &input.files, None, ctx, Some(&host))
+        // The hold is renewed while the script waits for a place and runs:
+        // no other call takes the journal meanwhile.
+        let ran = sessions
+            .holding_record(
+                &held,
+                timeout,
+                self.run_with(input.code, &input.files, None, ctx, Some(&host)),
+            )
             .await;
+        let ending = host.end();
+        // Once the waited call went on, the journal must never be taken
+        // again, whatever fails: its calls from there would run twice.
+        let went_on = ending.went_on;
         let mut out = match ran {
             Ok(out) => out,
             Err(e) => {
-                sessions.abandon(held).await;
+                self.let_go(held, went_on).await;
                 return Err(e);
             }
         };
-        let ending = host.end();
         if let Some(journal) = ending.journal(input.code, &files) {
             // Waits again (its approval still undecided, or a later call).
-            let bytes = self.journal_bytes(&journal)?;
-            let kept = sessions.keep_record(&held, &bytes, self.resume_ttl()).await;
+            let kept = match self.journal_bytes(&journal) {
+                Ok(bytes) => sessions.keep_record(&held, &bytes, self.resume_ttl()).await,
+                Err(e) => Err(e),
+            };
             if kept.is_err() {
-                sessions.abandon(held).await;
+                self.let_go(held, went_on).await;
             }
             return waiting(out, &journal, kept.map(|()| id.to_owned()));
         }
         if let Some(Halt::Diverged(why)) = ending.halt {
-            sessions.abandon(held).await;
+            self.let_go(held, went_on).await;
             return Err(ToolError::new(ErrorCode::Conflict, why));
         }
         if let Some(why) = ending.unfinished {
-            sessions.abandon(held).await;
+            self.let_go(held, went_on).await;
             if !out.timed_out {
                 return Err(ToolError::new(ErrorCode::Conflict, why));
             }
@@ -146,8 +164,30 @@ impl PythonExecute {
             return to_value(&out);
         }
         // It went on past its wait: the journal is spent.
-        sessions.spend_record(&held).await?;
+        if let Err(e) = sessions.spend_record(&held).await {
+            out.add_note(&format!(
+                "[{RESUME} {shown} could not be marked used: {}]\n",
+                e.message
+            ));
+        }
         to_value(&out)
+    }
+
+    /// Gives a taken journal back unchanged, or, once its waited call went
+    /// on, spends it.
+    async fn let_go(&self, held: crate::sessions::Held, went_on: bool) {
+        let Some(sessions) = &self.sessions else {
+            return;
+        };
+        if !went_on {
+            return sessions.abandon(held).await;
+        }
+        if let Err(e) = sessions.spend_record(&held).await {
+            tracing::error!(
+                error = %crate::logging::field(&e.message),
+                "a resumed script's journal could not be marked used"
+            );
+        }
     }
 
     /// A journal as kept; one past the state a session may keep is refused.
