@@ -518,18 +518,26 @@ fn a_script_waits_for_each_approval_and_resumes_where_it_stopped_running_every_c
     );
 
     // Resumed before anyone decided: it waits again on the same approval,
-    // having run nothing again.
+    // having run nothing again, under a new id (the journal is spent each
+    // time its waited call is tried); the old one is used.
     let (status, again) = execute(&s, AGENT, &with_resume(&resume));
     assert_eq!(status, 200, "{again}");
-    assert_eq!(again["resume"], resume.as_str(), "{again}");
     assert_eq!(
         again["waiting"]["approval"]["id"],
         first["waiting"]["approval"]["id"]
     );
+    assert_ne!(again["resume"], resume.as_str(), "{again}");
     assert_eq!(lines_of(&s, &log), expect);
+    let (status, e) = execute(&s, AGENT, &with_resume(&resume));
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (410, &json!("expired")),
+        "{e}"
+    );
 
     // Each gate: approved, resumed, on to the next.
     let mut answer = again;
+    let mut resume = answer["resume"].as_str().unwrap().to_owned();
     for (n, stop) in [(10, 25), (25, 40), (40, 50)] {
         let id = answer["waiting"]["approval"]["id"]
             .as_str()
@@ -564,6 +572,16 @@ fn a_script_waits_for_each_approval_and_resumes_where_it_stopped_running_every_c
         }
         want.truncate(stop);
         assert_eq!(lines_of(&s, &log), want, "after gate {n}");
+        // The id it went on from is used.
+        let (status, e) = execute(&s, AGENT, &with_resume(&resume));
+        assert_eq!(
+            (status, &e["error"]["code"]),
+            (410, &json!("expired")),
+            "{e}"
+        );
+        if let Some(next_id) = next["resume"].as_str() {
+            resume = next_id.to_owned();
+        }
         answer = next;
     }
     // Spent: a resume of a finished script is refused.
@@ -670,6 +688,7 @@ result = a["answer"]
         q.as_str(),
         "{again}"
     );
+    assert_eq!(again["resume"], resume.as_str(), "{again}");
     let r = s.post_json(
         &format!("/clarifications/{q}/answer"),
         &json!({"choice": 0}),
@@ -719,11 +738,12 @@ fn a_resume_holds_its_journal_and_a_full_journal_no_longer_stops() {
     );
     let dir = run_dir(&s, "hold");
     // Two resumes of one journal at once: the second is refused while the
-    // first runs, and the command after the wait runs once.
+    // first replays (it holds the journal), and the command after the wait
+    // runs once; then the journal is used.
     let code = format!(
         "import time\nfrom toolgate import tools\n\
-         tools.ssh_run(server_name='box', command='touch {dir}/gated')\n\
          time.sleep(3)\n\
+         tools.ssh_run(server_name='box', command='touch {dir}/gated')\n\
          tools.ssh_run(server_name='twin', command='echo after >> {dir}/log')\n"
     );
     let (status, first) = execute(&s, AGENT, &json!({ "code": code }));
@@ -753,6 +773,12 @@ fn a_resume_holds_its_journal_and_a_full_journal_no_longer_stops() {
         second.1
     );
     assert_eq!(lines_of(&s, &format!("{dir}/log")), ["after"]);
+    let (status, e) = execute(&s, AGENT, &body);
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (410, &json!("expired")),
+        "{e}"
+    );
 
     // Past a session's state (1 MiB here) of answers, a gated call no
     // longer stops the script (it could not be resumed): it raises.

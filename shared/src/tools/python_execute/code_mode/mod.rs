@@ -51,8 +51,19 @@ pub struct CodeHost<'a> {
     can_wait: bool,
     /// The most bytes its journal may hold.
     journal_cap: usize,
+    /// Spends the journal a resumed script came from.
+    spend_first: Option<SpendFirst<'a>>,
     book: Mutex<Book>,
 }
+
+/// What spends a resumed script's journal in its store, before the call it
+/// waited on goes on.
+pub type SpendFirst<'a> = &'a (
+        dyn Fn() -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<(), ToolError>> + Send + 'a>,
+> + Send
+            + Sync
+    );
 
 impl<'a> CodeHost<'a> {
     /// The tools of `registry` for a script run under `ctx` by the tool
@@ -78,6 +89,7 @@ impl<'a> CodeHost<'a> {
             seed: fresh_seed(),
             can_wait: false,
             journal_cap: 0,
+            spend_first: None,
             book: Mutex::new(Book::default()),
         }
     }
@@ -92,8 +104,10 @@ impl<'a> CodeHost<'a> {
     }
 
     /// The script goes on from `journal`: its recorded calls are answered
-    /// from it, with its seed.
-    pub fn resuming(mut self, journal: Journal) -> Self {
+    /// from it, with its seed; `spend` spends it before its waited call
+    /// goes on.
+    pub fn resuming(mut self, journal: Journal, spend: SpendFirst<'a>) -> Self {
+        self.spend_first = Some(spend);
         self.seed = journal.seed().unwrap_or(self.seed);
         self.book = Mutex::new(Book::resuming(journal));
         self

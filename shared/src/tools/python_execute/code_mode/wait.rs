@@ -43,9 +43,9 @@ pub(super) struct Book {
     /// stop to wait (it could not be resumed), and nothing more is kept.
     full: bool,
     halt: Option<Halt>,
-    /// The call it waited on ran again (its approval used, or its answer
-    /// read): the journal is spent.
-    went_on: bool,
+    /// The journal it was resumed from was spent before its waited call
+    /// went on ([`super::SpendFirst`]).
+    spent: bool,
 }
 
 impl Book {
@@ -69,8 +69,9 @@ pub struct Ending {
     /// A resumed script ended before the call it waited on: it took
     /// another path (the message says so).
     pub unfinished: Option<String>,
-    /// A resumed script went on past the call it waited on.
-    pub went_on: bool,
+    /// The journal it was resumed from is spent: its waited call went on
+    /// (or was about to).
+    pub spent: bool,
 }
 
 impl Ending {
@@ -104,7 +105,7 @@ impl CodeHost<'_> {
             made: std::mem::take(&mut b.made),
             seed: self.seed,
             unfinished: b.replay.unfinished(),
-            went_on: b.went_on,
+            spent: b.spent,
         }
     }
 
@@ -146,11 +147,26 @@ impl CodeHost<'_> {
     /// it waits for a person: then the script stops there.
     fn after(&self, tool: String, args: String, outcome: Result<Value, ToolError>) -> Reply {
         if self.can_wait
-            && !self.book().full
             && let Some(on) = self.waits(&tool, &outcome)
         {
-            return self.halt(Halt::Waits(Wait { tool, args, on }));
+            let wait = Wait { tool, args, on };
+            // Only where its journal, with this wait, can be kept: one that
+            // cannot be resumed would be a dead end.
+            let size = serde_json::to_vec(&wait).map_or(usize::MAX, |v| v.len());
+            let b = self.book();
+            if !b.full && b.bytes.saturating_add(size) <= self.journal_cap {
+                drop(b);
+                return self.halt(Halt::Waits(wait));
+            }
+            drop(b);
+            let Wait { tool, args, .. } = wait;
+            return self.answer_as_is(tool, args, outcome);
         }
+        self.answer_as_is(tool, args, outcome)
+    }
+
+    /// The call's outcome goes to the script, and into the journal.
+    fn answer_as_is(&self, tool: String, args: String, outcome: Result<Value, ToolError>) -> Reply {
         let answer = match outcome {
             Ok(v) => json!({ "ok": v }),
             Err(e) => json!({ "error": e.body()["error"] }),
@@ -167,9 +183,10 @@ impl CodeHost<'_> {
 
     /// Keeps an answered call for the journal, while it fits.
     fn keep(&self, e: Entry) {
-        let size = crate::response_limit::json_len(&e.answer) + e.tool.len() + e.args.len() + 64;
+        let size = crate::response_limit::json_len(&e.answer)
+            .saturating_add(e.tool.len() + e.args.len() + 64);
         let mut b = self.book();
-        if b.full || b.bytes + size > self.journal_cap {
+        if b.full || b.bytes.saturating_add(size) > self.journal_cap {
             b.full = true;
             b.made = Vec::new();
             return;
@@ -204,46 +221,64 @@ impl CodeHost<'_> {
 
     /// The call the script waited on, made again on resume: under its
     /// approval (which the gate redeems once, for exactly this call), or
-    /// answered with what the person settled. Still undecided, it waits
-    /// again.
+    /// answered with what the person settled. Before it goes on, the
+    /// journal is spent (nothing after it may ever run twice, whatever
+    /// happens to this call); still undecided, it waits again.
     async fn go_on(&self, w: Wait, name: &str, mut args: Value, ctx: &CallContext) -> Reply {
         match &w.on {
             On::Approval { id, argument, .. } => {
                 if let Value::Object(m) = &mut args {
                     m.insert(argument.clone(), json!(id));
                 }
-                // Set first: a call cut short (the deadline) may have run.
-                self.book().went_on = true;
-                let outcome = self.live(name, args, ctx).await;
-                let pending = matches!(&outcome, Err(e) if e.code == ErrorCode::ApprovalRequired);
-                if pending {
-                    self.book().went_on = false;
-                    return self.halt(Halt::Waits(w));
+                if let Err(e) = self.spend_first().await {
+                    return self.still_waits(w, &e);
                 }
+                let outcome = self.live(name, args, ctx).await;
                 self.after(w.tool, w.args, outcome)
             }
-            On::Answer { id, .. } => {
+            On::Answer { id, shown } => {
                 let settled = match self.registry.get(&w.tool) {
                     Ok(t) => t.settled(id).await,
-                    Err(e) => Err(e),
+                    // The tool is gone (the configuration changed): the
+                    // script hears it.
+                    Err(e) => return self.answer_as_is(w.tool, w.args, Err(e)),
                 };
                 match settled {
-                    Ok(None) => self.halt(Halt::Waits(w)),
+                    Ok(None) => {
+                        let pending = Ok(shown.clone());
+                        self.after(w.tool, w.args, pending)
+                    }
                     Ok(Some(v)) => {
-                        self.book().went_on = true;
+                        if let Err(e) = self.spend_first().await {
+                            return self.still_waits(w, &e);
+                        }
                         self.after(w.tool, w.args, Ok(v))
                     }
                     // The store failed: it still waits (the answer is not
                     // lost), and the resume can be tried again.
-                    Err(e) => {
-                        tracing::warn!(
-                            error = %crate::logging::field(&e.message),
-                            "a waiting script's answer could not be read"
-                        );
-                        self.halt(Halt::Waits(w))
-                    }
+                    Err(e) => self.still_waits(w, &e),
                 }
             }
         }
+    }
+
+    /// Spends the journal this script was resumed from, before its waited
+    /// call goes on.
+    async fn spend_first(&self) -> Result<(), ToolError> {
+        if let Some(spend) = self.spend_first {
+            spend().await?;
+            self.book().spent = true;
+        }
+        Ok(())
+    }
+
+    /// The waited call cannot go on now (a store failed): the script stops
+    /// there again, its journal as it was.
+    fn still_waits(&self, w: Wait, e: &ToolError) -> Reply {
+        tracing::warn!(
+            error = %crate::logging::field(&e.message),
+            "a waiting script could not go on; it waits again"
+        );
+        self.halt(Halt::Waits(w))
     }
 }

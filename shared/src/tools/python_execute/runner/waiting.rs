@@ -112,10 +112,16 @@ impl PythonExecute {
                 format!("{RESUME} {shown}: {why}"),
             ));
         }
+        // Spent before the waited call goes on, in the store: whatever then
+        // happens to this call (an error, a client gone, a crash), its
+        // calls from there never run again from this journal.
+        let spend = || -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ToolError>> + Send + '_>> {
+            Box::pin(sessions.spend_record(&held))
+        };
         let host = self
             .host(registry, ctx)
             .stopping_to_wait(self.journal_cap())
-            .resuming(journal);
+            .resuming(journal, &spend);
         // The hold is renewed while the script waits for a place and runs:
         // no other call takes the journal meanwhile.
         let ran = sessions
@@ -126,33 +132,44 @@ impl PythonExecute {
             )
             .await;
         let ending = host.end();
-        // Once the waited call went on, the journal must never be taken
-        // again, whatever fails: its calls from there would run twice.
-        let went_on = ending.went_on;
+        drop(host);
         let mut out = match ran {
             Ok(out) => out,
             Err(e) => {
-                self.let_go(held, went_on).await;
+                self.let_go(held, ending.spent).await;
                 return Err(e);
             }
         };
         if let Some(journal) = ending.journal(input.code, &files) {
-            // Waits again (its approval still undecided, or a later call).
-            let kept = match self.journal_bytes(&journal) {
-                Ok(bytes) => sessions.keep_record(&held, &bytes, self.resume_ttl()).await,
-                Err(e) => Err(e),
+            // Waits again: on a later call, or on the same approval still
+            // undecided. Under the same id while its journal stands; once
+            // spent, under a new one.
+            let bytes = self.journal_bytes(&journal);
+            let kept = match (bytes, ending.spent) {
+                (Ok(bytes), false) => sessions
+                    .keep_record(&held, &bytes, self.resume_ttl())
+                    .await
+                    .map(|()| id.to_owned()),
+                (Ok(bytes), true) => match new_record_id() {
+                    Ok(next) => sessions
+                        .put_record(&next, owner, &bytes, self.resume_ttl())
+                        .await
+                        .map(|()| next),
+                    Err(e) => Err(e),
+                },
+                (Err(e), _) => Err(e),
             };
             if kept.is_err() {
-                self.let_go(held, went_on).await;
+                self.let_go(held, ending.spent).await;
             }
-            return waiting(out, &journal, kept.map(|()| id.to_owned()));
+            return waiting(out, &journal, kept);
         }
         if let Some(Halt::Diverged(why)) = ending.halt {
-            self.let_go(held, went_on).await;
+            self.let_go(held, ending.spent).await;
             return Err(ToolError::new(ErrorCode::Conflict, why));
         }
         if let Some(why) = ending.unfinished {
-            self.let_go(held, went_on).await;
+            self.let_go(held, ending.spent).await;
             if !out.timed_out {
                 return Err(ToolError::new(ErrorCode::Conflict, why));
             }
@@ -163,30 +180,20 @@ impl PythonExecute {
             ));
             return to_value(&out);
         }
-        // It went on past its wait: the journal is spent.
-        if let Err(e) = sessions.spend_record(&held).await {
+        // It went on past its wait: its journal was spent then.
+        self.let_go(held, ending.spent).await;
+        if out.timed_out {
             out.add_note(&format!(
-                "[{RESUME} {shown} could not be marked used: {}]\n",
-                e.message
+                "[{RESUME} {shown} is used: the script went on past the call it waited on]\n"
             ));
         }
         to_value(&out)
     }
 
-    /// Gives a taken journal back unchanged, or, once its waited call went
-    /// on, spends it.
-    async fn let_go(&self, held: crate::sessions::Held, went_on: bool) {
-        let Some(sessions) = &self.sessions else {
-            return;
-        };
-        if !went_on {
-            return sessions.abandon(held).await;
-        }
-        if let Err(e) = sessions.spend_record(&held).await {
-            tracing::error!(
-                error = %crate::logging::field(&e.message),
-                "a resumed script's journal could not be marked used"
-            );
+    /// Gives a taken journal back unchanged, unless it was spent.
+    async fn let_go(&self, held: crate::sessions::Held, spent: bool) {
+        if let (Some(sessions), false) = (&self.sessions, spent) {
+            sessions.abandon(held).await;
         }
     }
 
