@@ -260,6 +260,17 @@ fn code_mode_off_is_an_import_error_and_the_link_refuses() {
         out["stderr"].as_str().unwrap().contains("ImportError"),
         "{out}"
     );
+    // Nor is there anything to resume.
+    let r = s.post_json(
+        "/tools/python.execute",
+        &json!({"code": "print(1)", "resume": format!("resume_{}", "a".repeat(40))}),
+    );
+    let e = r.json();
+    assert_eq!(
+        (r.status, &e["error"]["code"]),
+        (403, &json!("forbidden")),
+        "{e}"
+    );
     // Reached around the import (through a module that holds `sys`), any
     // request is refused; or the module is out of reach.
     let code = r#"

@@ -24,14 +24,24 @@ class ToolError(Exception):
         self.detail = detail or {}
 
 
+# One encoder for every request: `json.dumps` with an option builds one per
+# call.
+_encode = _json.JSONEncoder(allow_nan=False).encode
+_decode = _json.loads
+
+
 def _ask(request):
-    reply = _json.loads(_link(_json.dumps(request, allow_nan=False)))
+    reply = _decode(_link(_encode(request)))
     if "error" in reply:
         e = dict(reply["error"])
         code = e.pop("code", "internal")
         message = e.pop("message", "")
         raise ToolError(code, message, e)
     return reply["ok"]
+
+
+# The callables `tools.<name>` made so far, by name.
+_calls = {}
 
 
 class _Tools:
@@ -41,6 +51,9 @@ class _Tools:
     __slots__ = ()
 
     def __getattr__(self, name):
+        call = _calls.get(name)
+        if call is not None:
+            return call
         if name.startswith("__"):
             raise AttributeError(name)
 
@@ -49,6 +62,7 @@ class _Tools:
 
         call.__name__ = name
         call.__qualname__ = "tools." + name
+        _calls[name] = call
         return call
 
     def __dir__(self):
