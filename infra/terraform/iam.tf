@@ -1,6 +1,7 @@
 # One role per function with exactly the rights template.yaml grants: its
-# own log group, and then only what its tool needs. A script that escaped
-# python.execute's sandbox would find its sessions table and nothing else.
+# own log group, and then only what its tool needs. python.execute's
+# process (never its sealed child) has its sessions table and, for scripts'
+# tool calls, the right to invoke the ssh, cloud and clarify functions.
 
 data "aws_iam_policy_document" "lambda_assume" {
   statement {
@@ -375,6 +376,26 @@ resource "aws_iam_role_policy" "clarify_notify" {
   name   = "notify"
   role   = aws_iam_role.function["clarify"].id
   policy = data.aws_iam_policy_document.clarify_notify.json
+}
+
+# ---------------------------------------------------------------- python-execute: scripts' tool calls (code mode)
+
+data "aws_iam_policy_document" "python_invoke" {
+  statement {
+    effect  = "Allow"
+    actions = ["lambda:InvokeFunction"]
+    resources = [
+      aws_lambda_function.this["ssh"].arn,
+      aws_lambda_function.this["cloud"].arn,
+      aws_lambda_function.this["clarify"].arn,
+    ]
+  }
+}
+
+resource "aws_iam_role_policy" "python_invoke" {
+  name   = "invoke-tools"
+  role   = aws_iam_role.function["python-execute"].id
+  policy = data.aws_iam_policy_document.python_invoke.json
 }
 
 # ---------------------------------------------------------------- gateway: invoking the tool functions

@@ -28,7 +28,7 @@ locals {
   # (python.execute and ssh_run may run 840 s; clarify long-polls 25 s).
   functions = {
     "python-execute" = {
-      description = "Toolgate python.execute: sandboxed Python (no VPC; its sessions table only)"
+      description = "Toolgate python.execute: sandboxed Python (no VPC; its sessions table; scripts call the other functions' tools)"
       memory      = 1024
       timeout     = 900
       vpc         = false
@@ -71,6 +71,10 @@ locals {
       TOOLGATE_SESSIONS_TABLE   = aws_dynamodb_table.sessions.name
       # Tasks the gateway sends here (long calls over MCP).
       TOOLGATE_TASKS_TABLE = aws_dynamodb_table.clarify.name
+      # Code mode: the functions whose tools scripts call.
+      TOOLGATE_PEER_FUNCTIONS = join(",", [
+        for f in ["ssh", "cloud", "clarify"] : local.function_names[f]
+      ])
     }
     "cloud" = {
       TOOLGATE_LOG                 = "json"

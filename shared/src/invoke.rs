@@ -39,7 +39,14 @@ pub async fn invoke<F: Future<Output = Result<Value, ToolError>>>(
         transport: Some(transport),
         ..ctx.clone()
     };
-    let tool = match registry.get(name) {
+    // A script's call also reaches the tools kept for scripts (code mode
+    // on AWS: the other functions' tools, which python-execute's own
+    // transports never serve).
+    let found = match transport {
+        Transport::Code => registry.get_for_script(name),
+        _ => registry.get(name),
+    };
+    let tool = match found {
         Ok(t) => t,
         Err(e) => {
             // The caller's own text: cut, and no id in it reaches the log.

@@ -50,7 +50,21 @@ pub trait ToolSource: Send + Sync {
     fn is_remote(&self) -> bool {
         false
     }
+    /// Whether only scripts' calls (code mode) reach these tools: a
+    /// function's own transports neither list nor call them.
+    fn for_scripts_only(&self) -> bool {
+        false
+    }
+    /// Waits, at most `within`, until the tools are listed at least once
+    /// (a source that lists its tools when first needed).
+    fn ready(&self, within: std::time::Duration) -> ReadyFuture<'_> {
+        let _ = within;
+        Box::pin(std::future::ready(()))
+    }
 }
+
+/// What [`ToolSource::ready`] returns.
+pub type ReadyFuture<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// The tools one runtime serves: fixed tools, and sources whose tools come and
 /// go.
@@ -100,8 +114,19 @@ impl Registry {
     /// source's tool named as a fixed one (either name): calls reach the
     /// fixed tool, so listing both would show one name twice.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.listed(|s| !s.for_scripts_only())
+    }
+
+    /// Every tool a script may reach (code mode): [`Self::tools`] and
+    /// those kept for scripts.
+    pub fn script_tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.listed(|_| true)
+    }
+
+    /// The fixed tools, then those of the sources `keep` takes.
+    fn listed(&self, keep: impl Fn(&dyn ToolSource) -> bool) -> Vec<Arc<dyn Tool>> {
         let mut all = self.tools.clone();
-        for s in &self.sources {
+        for s in self.sources.iter().filter(|s| keep(s.as_ref())) {
             all.extend(
                 s.tools()
                     .into_iter()
@@ -109,6 +134,13 @@ impl Registry {
             );
         }
         all
+    }
+
+    /// Waits, at most `within`, until every source listed its tools once.
+    pub async fn ready(&self, within: std::time::Duration) {
+        for s in &self.sources {
+            s.ready(within).await;
+        }
     }
 
     /// Whether a fixed tool answers to `name`, canonical or exported.
@@ -128,19 +160,25 @@ impl Registry {
 
     /// This runtime's own tools, without those of peer functions.
     pub fn own_tools(&self) -> Vec<Arc<dyn Tool>> {
-        let mut all = self.tools.clone();
-        for s in self.sources.iter().filter(|s| !s.is_remote()) {
-            all.extend(
-                s.tools()
-                    .into_iter()
-                    .filter(|t| !self.shadowed(&t.spec().name)),
-            );
-        }
-        all
+        self.listed(|s| !s.is_remote() && !s.for_scripts_only())
     }
 
     /// Finds a tool by its canonical name or its exported name.
     pub fn get(&self, name: &str) -> Result<Arc<dyn Tool>, ToolError> {
+        self.find(name, |s| !s.for_scripts_only())
+    }
+
+    /// As [`Self::get`], for a script's call (code mode): the tools kept
+    /// for scripts too.
+    pub fn get_for_script(&self, name: &str) -> Result<Arc<dyn Tool>, ToolError> {
+        self.find(name, |_| true)
+    }
+
+    fn find(
+        &self,
+        name: &str,
+        keep: impl Fn(&dyn ToolSource) -> bool,
+    ) -> Result<Arc<dyn Tool>, ToolError> {
         if let Some(t) = self
             .tools
             .iter()
@@ -150,6 +188,7 @@ impl Registry {
         }
         self.sources
             .iter()
+            .filter(|s| keep(s.as_ref()))
             .find_map(|s| s.resolve(name))
             .unwrap_or_else(|| Err(ToolError::unknown_tool(name)))
     }
@@ -180,6 +219,42 @@ mod tests {
                 .find(|t| t.spec().name == name)
                 .map(|t| Ok(t.clone()))
         }
+    }
+
+    /// Another function's tools, reached by scripts only.
+    struct ForScripts(Source);
+
+    impl ToolSource for ForScripts {
+        fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            self.0.tools()
+        }
+        fn resolve(&self, name: &str) -> Option<Result<Arc<dyn Tool>, ToolError>> {
+            self.0.resolve(name)
+        }
+        fn is_remote(&self) -> bool {
+            true
+        }
+        fn for_scripts_only(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn tools_kept_for_scripts_are_neither_listed_nor_called_by_the_rest() {
+        let mut r = Registry::new();
+        r.add(tool("python.execute")).unwrap();
+        r.add_source(Arc::new(ForScripts(Source(vec![tool("ssh_run")]))));
+        let names = |ts: Vec<Arc<dyn Tool>>| -> Vec<String> {
+            ts.iter().map(|t| t.spec().name.clone()).collect()
+        };
+        assert_eq!(names(r.tools()), ["python.execute"]);
+        assert_eq!(names(r.own_tools()), ["python.execute"]);
+        assert_eq!(names(r.script_tools()), ["python.execute", "ssh_run"]);
+        assert_eq!(
+            r.get("ssh_run").err().unwrap().code,
+            crate::error::ErrorCode::UnknownTool
+        );
+        assert_eq!(r.get_for_script("ssh_run").unwrap().spec().name, "ssh_run");
     }
 
     #[test]

@@ -2651,3 +2651,263 @@ fn gateway_runs_long_calls_as_tasks_in_their_functions() {
         || sshd.remote_processes(&marker).is_empty().then_some(()),
     );
 }
+
+// ---- Code mode on AWS (#58) ----
+
+/// API Gateway's event for `POST /tools/python.execute` with `body`, from
+/// the JWT whose `sub` is `sub`.
+fn python_event(sub: &str, body: &Value) -> Value {
+    let mut event = fixture("apigw_v2_call.json");
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(sub);
+    let body = body.to_string();
+    event["headers"]["content-length"] = json!(body.len().to_string());
+    event["body"] = json!(body);
+    event
+}
+
+/// The ops script of tests/tests/code_mode.rs: 50 commands, 3 of them on
+/// the server named in `gated.txt`, each appending its number to a log on
+/// the host, so that the log shows how often each ran.
+const OPS_SCRIPT: &str = r#"
+import random
+from toolgate import tools
+gated = open("gated.txt").read().strip()
+log = open("log.txt").read().strip()
+print("seed", random.random())
+out = []
+for i in range(50):
+    if i in (10, 25, 40):
+        r = tools.ssh_run(server_name=gated, command=f"echo gated-{i} >> {log}; echo g{i}")
+    else:
+        r = tools.ssh_run(server_name="twin", command=f"echo {i} >> {log}; echo {i}")
+    out.append(r["stdout"].strip())
+    print("step", i)
+result = out
+"#;
+
+/// Code mode through the Lambda functions: python-execute's scripts call
+/// the ssh and clarify functions' tools through the Invoke API as their
+/// caller (`cargo lambda watch` runs every function; moto keeps the
+/// sessions, the approvals and the servers; a real sshd runs the
+/// commands). A gated call stops the script, which waits with nothing
+/// running; an approver approves through the clarify function; the
+/// resume, from a journal in DynamoDB, runs no command twice.
+#[test]
+fn python_execute_scripts_call_the_other_functions_and_wait_for_people() {
+    let sshd = toolgate_e2e::sshd::Sshd::start();
+    let (_moto, endpoint) = moto();
+    boto(&endpoint, CLARIFY_TABLE, &[]);
+    boto(
+        &endpoint,
+        "boto3.client('dynamodb', **kw).create_table(TableName='sessions', KeySchema=[{'AttributeName': 'id', 'KeyType': 'HASH'}], AttributeDefinitions=[{'AttributeName': 'id', 'AttributeType': 'S'}], BillingMode='PAY_PER_REQUEST')",
+        &[],
+    );
+    let doc = |policy: Value| {
+        json!({
+            "host": "127.0.0.1", "port": sshd.port, "username": sshd.user,
+            "host_key": sshd.host_key_line(), "policy": policy,
+        })
+        .to_string()
+    };
+    // `box` asks an approver before any `echo gated`; `twin` never does.
+    put_server(
+        &endpoint,
+        &sshd,
+        "box",
+        &doc(json!({"approve": ["^echo gated"]})),
+    );
+    put_server(&endpoint, &sshd, "twin", &doc(json!({})));
+    let port = free_port();
+    let lambda_api = format!("http://127.0.0.1:{port}");
+    let (w, port) = watch_for(
+        port,
+        180,
+        &[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_ENDPOINT_URL_LAMBDA", &lambda_api),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+            // python-execute leaves itself out.
+            ("TOOLGATE_PEER_FUNCTIONS", "python-execute,ssh,clarify"),
+            ("TOOLGATE_SESSIONS_TABLE", "sessions"),
+            ("TOOLGATE_SSH_SSM_PREFIX", "/toolgate/servers"),
+            ("TOOLGATE_CLARIFY_TABLE", "clarifications"),
+            ("TOOLGATE_CLARIFY_STEP_FUNCTIONS", "0"),
+            ("TOOLGATE_PUBLIC_URL", PUBLIC_URL),
+            ("TOOLGATE_APPROVERS_JWT_GROUP", APPROVERS_GROUP),
+            ("TOOLGATE_PYTHON_TIMEOUT", "120"),
+        ],
+    );
+    let execute = |sub: &str, body: &Value| -> (u64, Value) {
+        http(
+            "python.execute",
+            invoke_value(port, "python-execute", &python_event(sub, body)),
+        )
+    };
+    let dir = std::env::temp_dir().join(format!("tg-code-mode-lambda-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let log = dir.join("gated.log");
+    let lines = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let body = json!({
+        "code": OPS_SCRIPT,
+        "files": {"gated.txt": "box", "log.txt": log.display().to_string()},
+    });
+    let (status, first) = execute("agent-7f3a", &body);
+    assert_eq!(status, 200, "{first}\n{}", w.logs());
+    assert_eq!(first["waiting"]["for"], "approval", "{first}\n{}", w.logs());
+    assert_eq!(first["waiting"]["tool"], "ssh_run", "{first}");
+    assert_eq!(first["exit_code"], -1, "{first}");
+    let expect: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+    assert_eq!(lines(), expect);
+    let seed_line = first["stdout"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let with_resume = |id: &str| {
+        let mut b = body.clone();
+        b["resume"] = json!(id);
+        b
+    };
+    let mut resume = first["resume"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("resume id", &resume);
+    // Another caller finds no such journal; nothing runs.
+    let (status, e) = execute("mallory-9", &with_resume(&resume));
+    assert_eq!(
+        (status, &e["error"]["code"]),
+        (404, &json!("not_found")),
+        "{e}"
+    );
+    // Each gate: approved by an approver (what the agent tries is
+    // refused), resumed, on to the next.
+    let mut answer = first;
+    for (gate, stop) in [(10, 25), (25, 40), (40, 50)] {
+        let id = answer["waiting"]["approval"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        toolgate_e2e::issued::record("approval id", &id);
+        approve(&w, port, &id);
+        let (status, next) = execute("agent-7f3a", &with_resume(&resume));
+        assert_eq!(status, 200, "{next}\n{}", w.logs());
+        assert_eq!(
+            next["stdout"].as_str().unwrap().lines().next().unwrap(),
+            seed_line
+        );
+        let want: Vec<String> = (0..stop)
+            .map(|i| {
+                if [10, 25, 40].contains(&i) {
+                    format!("gated-{i}")
+                } else {
+                    i.to_string()
+                }
+            })
+            .collect();
+        assert_eq!(lines(), want, "after gate {gate}\n{next}");
+        if stop == 50 {
+            assert_eq!(next["exit_code"], 0, "{next}");
+            assert!(next.get("resume").is_none(), "{next}");
+        } else {
+            assert_eq!(next["waiting"]["for"], "approval", "after {gate}: {next}");
+        }
+        // The id it went on from is spent.
+        let (status, e) = execute("agent-7f3a", &with_resume(&resume));
+        assert_eq!(
+            (status, &e["error"]["code"]),
+            (410, &json!("expired")),
+            "{e}"
+        );
+        if let Some(next_id) = next["resume"].as_str() {
+            resume = next_id.to_owned();
+            toolgate_e2e::issued::record("resume id", &resume);
+        }
+        answer = next;
+    }
+    // The same script with the gates off answers the same.
+    let open_log = dir.join("open.log");
+    let (status, open) = execute(
+        "agent-7f3a",
+        &json!({"code": OPS_SCRIPT, "files": {"gated.txt": "twin", "log.txt": open_log.display().to_string()}}),
+    );
+    assert_eq!(status, 200, "{open}\n{}", w.logs());
+    assert_eq!(open["result"], answer["result"]);
+    assert_eq!(
+        std::fs::read_to_string(&open_log).unwrap().lines().count(),
+        50
+    );
+
+    // A question waits for its answer, given on the clarify function's
+    // answer page; the resume reads it there.
+    let code = r#"
+from toolgate import tools
+print("asking")
+a = tools.clarify(question="Restart nginx on web-1?", options=["yes", "no"])
+print("answered", a["status"], a.get("choice"))
+result = a["answer"]
+"#;
+    let (status, asked) = execute("agent-7f3a", &json!({ "code": code }));
+    assert_eq!(status, 200, "{asked}\n{}", w.logs());
+    assert_eq!(asked["waiting"]["for"], "answer", "{asked}");
+    let q = asked["waiting"]["clarification"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    toolgate_e2e::issued::record("clarification id", &q);
+    let resume = asked["resume"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("resume id", &resume);
+    let (_, again) = execute("agent-7f3a", &json!({ "code": code, "resume": resume }));
+    assert_eq!(
+        again["waiting"]["clarification"]["id"],
+        q.as_str(),
+        "{again}"
+    );
+    let (status, answered) = http(
+        "answer",
+        invoke_value(
+            port,
+            "clarify",
+            &answer_route_event("POST", &q, Some(r#"{"choice": 0}"#)),
+        ),
+    );
+    assert_eq!(status, 200, "{answered}");
+    let (status, done) = execute("agent-7f3a", &json!({ "code": code, "resume": resume }));
+    assert_eq!(status, 200, "{done}\n{}", w.logs());
+    assert_eq!(done["stdout"], "asking\nanswered answered 0\n", "{done}");
+    assert_eq!(done["result"], "yes", "{done}");
+
+    // The scripts' calls are each a line in python-execute's log (transport
+    // `code`, the script named) and in the called function's (the script
+    // named there too).
+    let logs = w.logs();
+    let parents: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("\"transport\":\"code\"") && l.contains("\"tool\":\"ssh_run\""))
+        .filter_map(|l| l.split("\"parent\":\"").nth(1)?.split('"').next())
+        .collect();
+    assert!(parents.len() >= 100, "{} code lines", parents.len());
+    assert!(
+        parents.iter().all(|p| p.starts_with("python.execute#")),
+        "{parents:?}"
+    );
+    let seen_by_ssh = logs
+        .lines()
+        .filter(|l| {
+            l.contains("\"transport\":\"lambda\"") && l.contains("\"parent\":\"python.execute#")
+        })
+        .count();
+    assert!(
+        seen_by_ssh >= 100,
+        "{seen_by_ssh} lines in the ssh function\n{logs}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

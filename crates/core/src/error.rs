@@ -102,6 +102,11 @@ impl ErrorCode {
             Self::Unavailable => "unavailable",
         }
     }
+
+    /// The code the contract writes as `s` ([`Self::as_str`]'s inverse).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
 }
 
 /// A failed call: the caller's fault (4xx) or ours (500). A tool's own

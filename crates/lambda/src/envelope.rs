@@ -1,6 +1,6 @@
 //! What one Lambda function sends another, and what a direct invocation
 //! carries: the envelope `{"tool", "arguments", "scope", "caller",
-//! "deadline", "elicit", "traceparent", "task"}`, the
+//! "deadline", "elicit", "traceparent", "task", "script"}`, the
 //! control payloads, and a function error's `errorType` for each error
 //! code. One home for both ends: `lambda` decodes, `peers` encodes.
 
@@ -17,7 +17,7 @@ pub const DESCRIBE: &str = "describe";
 /// `ClarifyFunction` `Events`) expires what is due.
 pub const SWEEP: &str = "sweep";
 
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 9] = [
     "tool",
     "arguments",
     "scope",
@@ -26,7 +26,13 @@ const KEYS: [&str; 8] = [
     "elicit",
     "traceparent",
     "task",
+    "script",
 ];
+
+/// `{"toolgate": "settled", "tool": NAME, "id": ID}` asks a function what a
+/// script's waited call answers once its person settled `id`
+/// ([`toolgate_shared::tool::Tool::settled`]): `{"settled": answer|null}`.
+pub const SETTLED: &str = "settled";
 
 /// One call, as a direct invocation carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +59,11 @@ pub struct Envelope {
     /// The task this call runs as (an asynchronous invocation from a
     /// function that started it): its outcome goes to the task's row.
     pub task: Option<String>,
+    /// The script whose call this is (code mode: `python.execute#<ref>`):
+    /// the line names it, and the answer holds the outcome, an error with
+    /// its details (an approval's id), never a function error
+    /// ([`tagged`]).
+    pub script: Option<String>,
 }
 
 impl Envelope {
@@ -84,6 +95,9 @@ impl Envelope {
         if let Some(t) = &self.task {
             payload["task"] = json!(t);
         }
+        if let Some(p) = &self.script {
+            payload["script"] = json!(p);
+        }
         payload
     }
 
@@ -109,6 +123,7 @@ impl Envelope {
                     elicit: None,
                     traceparent: None,
                     task: None,
+                    script: None,
                 }),
                 _ => Err(ToolError::invalid_input(format!(
                     "This function serves several tools ({}): send {{\"tool\": NAME, \"arguments\": {{...}}}}",
@@ -180,6 +195,15 @@ impl Envelope {
                 ));
             }
         };
+        let script = match o.remove("script") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(p)) if p.len() <= 200 => Some(p),
+            Some(_) => {
+                return Err(ToolError::invalid_input(
+                    "\"script\" must name the script's call (a string of at most 200 bytes)",
+                ));
+            }
+        };
         Ok(Self {
             tool,
             arguments,
@@ -189,6 +213,7 @@ impl Envelope {
             elicit,
             traceparent,
             task,
+            script,
         })
     }
 }
@@ -260,6 +285,40 @@ fn parse_scope(scope: &Value) -> Result<Vec<String>, ToolError> {
         .collect()
 }
 
+/// A script's call's answer ([`Envelope::script`]): `{"ok": result}` or
+/// the contract's `{"error": {...}}` with the error's details.
+pub fn tagged(outcome: Result<Value, ToolError>) -> Value {
+    match outcome {
+        Ok(v) => json!({ "ok": v }),
+        Err(e) => e.body(),
+    }
+}
+
+/// [`tagged`]'s inverse; anything else is the function's fault.
+pub fn untagged(mut answer: Value) -> Result<Value, ToolError> {
+    if let Some(v) = answer.get_mut("ok") {
+        return Ok(v.take());
+    }
+    let Some(Value::Object(mut e)) = answer.get_mut("error").map(Value::take) else {
+        return Err(ToolError::internal(
+            "a script's call was answered with neither \"ok\" nor \"error\"",
+        ));
+    };
+    let code = e
+        .remove("code")
+        .and_then(|c| c.as_str().and_then(ErrorCode::parse))
+        .unwrap_or(ErrorCode::Internal);
+    let message = match e.remove("message") {
+        Some(Value::String(m)) => m,
+        _ => "the tool failed".to_owned(),
+    };
+    let mut err = ToolError::new(code, message);
+    if !e.is_empty() {
+        err.details = Some(e);
+    }
+    Err(err)
+}
+
 /// A function error's `errorType` for `code`: the code in PascalCase.
 pub fn error_type(code: ErrorCode) -> &'static str {
     match code {
@@ -304,6 +363,7 @@ mod tests {
             elicit: None,
             traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01".into()),
             task: Some("0a".repeat(20)),
+            script: Some("python.execute#3f2a".into()),
         };
         assert_eq!(
             Envelope::decode(e.encode(), &["list_servers", "ssh_run"]).unwrap(),
@@ -369,6 +429,28 @@ mod tests {
             let e = Envelope::decode(payload, &["ssh_run"]).unwrap_err();
             assert!(e.message.contains("\"deadline\" must be"), "{}", e.message);
         }
+    }
+
+    #[test]
+    fn a_scripts_answer_keeps_the_errors_details() {
+        let e = ToolError::new(ErrorCode::ApprovalRequired, "needs an approval")
+            .with_detail("approval", json!({"id": "ab", "argument": "approval"}));
+        let back = untagged(tagged(Err(e.clone()))).unwrap_err();
+        assert_eq!(back.body(), e.body());
+        assert_eq!(
+            untagged(tagged(Ok(json!({"ok": 1})))).unwrap(),
+            json!({"ok": 1})
+        );
+        assert_eq!(
+            untagged(json!({"stdout": "x"})).unwrap_err().code,
+            ErrorCode::Internal
+        );
+        assert_eq!(
+            untagged(json!({"error": {"code": "nonsense", "message": "m"}}))
+                .unwrap_err()
+                .code,
+            ErrorCode::Internal
+        );
     }
 
     #[test]

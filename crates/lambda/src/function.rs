@@ -27,7 +27,7 @@ use toolgate_shared::tasks::rows::TaskRows;
 use toolgate_shared::tool::CallContext;
 use toolgate_shared::toolset::Toolset;
 
-pub use crate::envelope::{DESCRIBE, SWEEP};
+pub use crate::envelope::{DESCRIBE, SETTLED, SWEEP};
 
 mod context;
 mod task_route;
@@ -115,12 +115,37 @@ impl Function {
         if payload == json!({ "toolgate": SWEEP }) {
             return self.sweep().await;
         }
+        if payload["toolgate"] == SETTLED {
+            return self.settled(&payload).await.map_err(|e| diagnostic(&e));
+        }
         let ctx = CallContext {
             deadline: deadline(&context),
             response_limit: Some(LAMBDA_RESPONSE_BYTES),
             ..Default::default()
         };
+        // A script's call: its outcome is the answer, error details and all.
+        if payload["script"].is_string() {
+            return Ok(crate::envelope::tagged(self.direct(payload, &ctx).await));
+        }
         self.direct(payload, &ctx).await.map_err(|e| diagnostic(&e))
+    }
+
+    /// What a script's waited call answers once its person settled it
+    /// (`{"toolgate": "settled", "tool", "id"}`): `{"settled": answer}`,
+    /// `null` while it still waits.
+    async fn settled(&self, payload: &Value) -> Result<Value, ToolError> {
+        let (Some(tool), Some(id)) = (payload["tool"].as_str(), payload["id"].as_str()) else {
+            return Err(ToolError::invalid_input(
+                "send {\"toolgate\": \"settled\", \"tool\": NAME, \"id\": ID}",
+            ));
+        };
+        let tool = self.registry.get(tool)?;
+        if tool.runs_in().is_some() {
+            // Another function's: asked there, never forwarded.
+            return Err(ToolError::unknown_tool(tool.spec().name.as_str()));
+        }
+        let settled = tool.settled(id).await?;
+        Ok(json!({ "settled": settled }))
     }
 
     /// The scheduled sweep: `{"expired": N, "resent": M}`, or a function error (so the
@@ -201,6 +226,11 @@ impl Function {
         }
         if call.traceparent.is_some() {
             ctx.traceparent = call.traceparent;
+        }
+        // The script's call: its line names the script, as the script's
+        // own function's line does.
+        if call.script.is_some() {
+            ctx.parent = call.script;
         }
         if let Some(id) = &call.task {
             let Some((rows, runner)) = &self.tasks else {

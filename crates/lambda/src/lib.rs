@@ -41,6 +41,35 @@ impl WithPeers for Toolset {
     }
 }
 
+/// The tools of other Lambda functions for python-execute's scripts.
+pub trait WithScriptPeers: Sized {
+    /// Code mode on AWS: a script's `tools.<name>` reaches the tools of
+    /// the functions in `TOOLGATE_PEER_FUNCTIONS` (this one left out)
+    /// through the Invoke API, as the gateway's calls do. Listed when a
+    /// script first needs them; never served by this function's own
+    /// transports. Nothing when code mode is off.
+    fn with_script_peers(self, cfg: &Config) -> impl Future<Output = Self> + Send;
+}
+
+impl WithScriptPeers for Toolset {
+    async fn with_script_peers(mut self, cfg: &Config) -> Self {
+        let own = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
+        let peers: Vec<String> = cfg
+            .peer_functions
+            .iter()
+            .filter(|f| tasks::runner_name(f) != own)
+            .cloned()
+            .collect();
+        if !cfg.code_mode.enabled || peers.is_empty() {
+            return self;
+        }
+        let ttl = std::time::Duration::from_secs(cfg.cloud.ttl_secs);
+        let peers = Arc::new(peers::PeerTools::for_scripts(&peers, ttl).await);
+        self.registry.add_source(peers.clone());
+        self
+    }
+}
+
 /// Long calls as tasks, run in the tools' functions.
 pub trait WithTasks: Sized {
     /// Tasks of the peer functions' tools (call [`WithPeers::with_peers`]

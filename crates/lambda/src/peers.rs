@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::{Value, json};
 
-use crate::envelope::{DESCRIBE, Envelope, code_of};
+use crate::envelope::{DESCRIBE, Envelope, SETTLED, code_of, untagged};
 use toolgate_shared::error::{ErrorCode, ToolError};
-use toolgate_shared::registry::{ToolSource, exported_name};
-use toolgate_shared::tool::{CallContext, Tool, ToolFuture, ToolSpec};
+use toolgate_shared::invoke::Transport;
+use toolgate_shared::registry::{ReadyFuture, ToolSource, exported_name};
+use toolgate_shared::tool::{CallContext, SettledFuture, Tool, ToolFuture, ToolSpec};
 
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
 /// How long the first listing may hold the function's start: Lambda gives
@@ -35,6 +36,8 @@ const LISTING_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct PeerTools {
     peers: Vec<Arc<Peer>>,
     runtime: tokio::runtime::Handle,
+    /// Reached by scripts' calls only (python-execute's code mode).
+    for_scripts: bool,
 }
 
 struct Peer {
@@ -117,6 +120,25 @@ impl Tool for RemoteTool {
         Some(&self.function)
     }
 
+    /// A script's question waits for its answer, as the local tool's does.
+    fn waits_on(&self, answer: &Value) -> Option<String> {
+        self.is_clarify()
+            .then(|| toolgate_shared::tools::clarify::pending_id(answer))
+            .flatten()
+    }
+
+    /// Asked of the function that keeps the question.
+    fn settled<'a>(&'a self, id: &'a str) -> SettledFuture<'a> {
+        Box::pin(async move {
+            if !self.is_clarify() {
+                return Ok(None);
+            }
+            let ask = json!({"toolgate": SETTLED, "tool": self.spec.name, "id": id});
+            let v = invoke(&self.client, &self.function, &ask).await?;
+            Ok(Some(v["settled"].clone()).filter(|s| !s.is_null()))
+        })
+    }
+
     fn call<'a>(&'a self, args: Value, ctx: &'a CallContext) -> ToolFuture<'a> {
         Box::pin(async move {
             // A forwarded call came over HTTP or MCP, never from a Step
@@ -126,6 +148,11 @@ impl Tool for RemoteTool {
                     toolgate_shared::tools::clarify::TASK_TOKEN_DIRECT_ONLY,
                 ));
             }
+            // A script's call (code mode) is answered with its outcome,
+            // details included: an approval's id stops the script.
+            let script = (ctx.transport == Some(Transport::Code))
+                .then(|| ctx.parent.clone().unwrap_or_default());
+            let tagged = script.is_some();
             // The function answers before the caller stops waiting, with
             // time left for its answer's way back through this one.
             let payload = Envelope {
@@ -139,9 +166,13 @@ impl Tool for RemoteTool {
                 elicit: ctx.elicit.clone(),
                 traceparent: ctx.traceparent.clone(),
                 task: None,
+                script,
             }
             .encode();
-            let call = invoke(&self.client, &self.function, &payload);
+            let call = async {
+                let answer = invoke(&self.client, &self.function, &payload).await?;
+                if tagged { untagged(answer) } else { Ok(answer) }
+            };
             let Some(deadline) = ctx.deadline else {
                 return call.await;
             };
@@ -161,6 +192,12 @@ impl Tool for RemoteTool {
                     ))
                 })
         })
+    }
+}
+
+impl RemoteTool {
+    fn is_clarify(&self) -> bool {
+        self.spec.name == toolgate_shared::tools::clarify::NAME
     }
 }
 
@@ -217,11 +254,20 @@ impl PeerTools {
         Self::start_with(aws_sdk_lambda::Client::new(&conf), functions, ttl).await
     }
 
-    async fn start_with(
-        client: aws_sdk_lambda::Client,
-        functions: &[String],
-        ttl: Duration,
-    ) -> Self {
+    /// For python-execute's scripts (code mode): the peers' tools, listed
+    /// when a script first needs them (a call that uses none pays
+    /// nothing), and reached by scripts' calls only.
+    pub async fn for_scripts(functions: &[String], ttl: Duration) -> Self {
+        let conf = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let mut peers = Self::unlisted(aws_sdk_lambda::Client::new(&conf), functions, ttl);
+        for p in &peers.peers {
+            p.refreshing.store(false, Ordering::Release);
+        }
+        peers.for_scripts = true;
+        peers
+    }
+
+    fn unlisted(client: aws_sdk_lambda::Client, functions: &[String], ttl: Duration) -> Self {
         let peers: Vec<Arc<Peer>> = functions
             .iter()
             .map(|f| {
@@ -238,8 +284,21 @@ impl PeerTools {
                 })
             })
             .collect();
+        Self {
+            peers,
+            runtime: tokio::runtime::Handle::current(),
+            for_scripts: false,
+        }
+    }
+
+    async fn start_with(
+        client: aws_sdk_lambda::Client,
+        functions: &[String],
+        ttl: Duration,
+    ) -> Self {
+        let this = Self::unlisted(client, functions, ttl);
         let mut tasks = Vec::new();
-        for p in &peers {
+        for p in &this.peers {
             let p = p.clone();
             tasks.push(tokio::spawn(async move {
                 p.refresh().await;
@@ -260,10 +319,7 @@ impl PeerTools {
                 "peer functions still being listed: they join when they answer"
             );
         }
-        Self {
-            peers,
-            runtime: tokio::runtime::Handle::current(),
-        }
+        this
     }
 
     fn refresh_if_due(&self, peer: &Arc<Peer>) {
@@ -314,6 +370,27 @@ impl ToolSource for PeerTools {
 
     fn is_remote(&self) -> bool {
         true
+    }
+
+    fn for_scripts_only(&self) -> bool {
+        self.for_scripts
+    }
+
+    /// Until every peer answered (or failed) its first listing.
+    fn ready(&self, within: Duration) -> ReadyFuture<'_> {
+        Box::pin(async move {
+            let until = Instant::now() + within;
+            for p in &self.peers {
+                self.refresh_if_due(p);
+            }
+            let listed = |p: &Arc<Peer>| {
+                let l = p.listing.read().unwrap_or_else(|e| e.into_inner());
+                l.next_due.is_some()
+            };
+            while !self.peers.iter().all(listed) && Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
     }
 
     fn resolve(&self, name: &str) -> Option<Result<Arc<dyn Tool>, ToolError>> {

@@ -91,6 +91,14 @@ pub struct Input {
     pub task_token: Option<String>,
 }
 
+/// The question a clarify answer still waits on (code mode): its id while
+/// pending. One rule for this tool and for it served by another function.
+pub fn pending_id(answer: &Value) -> Option<String> {
+    (answer["status"] == "pending")
+        .then(|| answer["id"].as_str().map(str::to_owned))
+        .flatten()
+}
+
 /// Checks the arguments (the messages are docs/contracts.md#clarify's).
 pub fn parse_input(args: &Value) -> Result<Input, ToolError> {
     let obj = args
@@ -174,9 +182,7 @@ impl Tool for ClarifyTool {
 
     /// A script's question waits for its answer (code mode).
     fn waits_on(&self, answer: &Value) -> Option<String> {
-        (answer["status"] == "pending")
-            .then(|| answer["id"].as_str().map(str::to_owned))
-            .flatten()
+        pending_id(answer)
     }
 
     /// The question's state as `GET /clarifications/{id}` shows it, once

@@ -1,6 +1,6 @@
 //! On AWS a tool's route (`POST /tools/{name}`) goes to the tool's own
-//! function, which starts no task: its role may neither write a task's
-//! record nor invoke a function (an escaped script would find that right).
+//! function, which starts no task: its role may not write a task's record
+//! (python-execute's invokes other functions only for its scripts' calls).
 //! With `Prefer: respond-async` it sends the caller, by a 307 that keeps
 //! the method and body, to the tool's task route (`POST
 //! /tools/{name}/task`), which API Gateway gives the gateway; that starts

@@ -196,6 +196,7 @@ impl TaskHost for LambdaTasks {
                 elicit: ctx.elicit.clone(),
                 traceparent: ctx.traceparent.clone(),
                 task: Some(task.id.clone()),
+                script: None,
             }
             .encode();
             // Lambda accepts the event at once; `cargo lambda watch` runs

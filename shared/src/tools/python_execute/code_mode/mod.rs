@@ -35,6 +35,9 @@ pub use wait::{Ending, Halt};
 /// The longest request a script sends: a tool's largest body, and room
 /// for the envelope.
 const MAX_REQUEST: usize = crate::tool::MAX_BODY_BYTES + (64 << 10);
+/// How long a request waits, at most, for tools listed when first needed
+/// (a cold peer function's start fits).
+const LISTING_WAIT: Duration = Duration::from_secs(10);
 
 /// One script's tools.
 pub struct CodeHost<'a> {
@@ -178,7 +181,7 @@ impl<'a> CodeHost<'a> {
     fn list(&self) -> Value {
         let tools: Vec<Value> = self
             .registry
-            .tools()
+            .script_tools()
             .iter()
             .filter(|t| t.spec().name != self.own)
             .map(|t| {
@@ -227,6 +230,9 @@ impl<'a> CodeHost<'a> {
                 format!("A tool request is at most {MAX_REQUEST} bytes"),
             ));
         }
+        // Tools listed when first needed (other functions') are listed
+        // before the script sees or calls them.
+        self.registry.ready(left.min(LISTING_WAIT)).await;
         let bad = |why: &str| ToolError::invalid_input(format!("a bad tool request: {why}"));
         let Ok(Value::Object(mut req)) = serde_json::from_slice::<Value>(request) else {
             return Err(bad("not a JSON object"));

@@ -114,7 +114,7 @@ impl CodeHost<'_> {
     pub(super) async fn made(&self, name: &str, args: Value, ctx: &CallContext) -> Reply {
         // An unknown name is kept as a hash: the script chose it, and its
         // size.
-        let tool = match self.registry.get(name) {
+        let tool = match self.registry.get_for_script(name) {
             Ok(t) => t.spec().name.clone(),
             Err(_) => format!(
                 "(unknown tool {})",
@@ -210,7 +210,7 @@ impl CodeHost<'_> {
             }
             Err(_) => None,
             Ok(v) => {
-                let id = self.registry.get(tool).ok()?.waits_on(v)?;
+                let id = self.registry.get_for_script(tool).ok()?.waits_on(v)?;
                 Some(On::Answer {
                     id,
                     shown: v.clone(),
@@ -237,7 +237,7 @@ impl CodeHost<'_> {
                 self.after(w.tool, w.args, outcome)
             }
             On::Answer { id, shown } => {
-                let settled = match self.registry.get(&w.tool) {
+                let settled = match self.registry.get_for_script(&w.tool) {
                     Ok(t) => t.settled(id).await,
                     // The tool is gone (the configuration changed): the
                     // script hears it.
