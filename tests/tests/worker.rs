@@ -1824,3 +1824,99 @@ fn worker_refuses_trap_names_clashing_files_and_sessions_past_their_quota() {
         .unwrap_or_default();
     assert!(text.contains("\"too_large\""), "{text}");
 }
+
+/// Code mode on the Worker (#58): a script calls clarify (the Worker's
+/// other tool) with `from toolgate import tools`. The sandbox Worker runs
+/// the script; at each tool request it has no answer for, the script stops
+/// there and the dispatcher answers it through the one invocation path and
+/// runs the script again with the answers so far (and the same seed), so
+/// no tool call is made twice. A question without an answer stops the
+/// script with nothing running; the resume, from its journal in D1, goes
+/// on with the person's answer.
+#[test]
+fn worker_scripts_call_clarify_and_wait_for_the_answer() {
+    let _g = lock();
+    let stack = Stack::start(&[("TOOLGATE_TOKEN", TOKEN)]);
+    let code = r#"
+import random
+from toolgate import tools, ToolError
+print("seed", random.random())
+names = [n for n in dir(tools) if not n.startswith("_")]
+try:
+    tools.python__execute(code="1")
+    own = "ran"
+except ToolError as e:
+    own = e.code
+q = tools.clarify(question="Restart nginx on web-1?", options=["yes", "no"])
+print("answered", q["status"], q.get("choice"))
+result = {"names": names, "own": own, "answer": q["answer"], "r": random.random()}
+"#;
+    let r = stack.post("/tools/python.execute", &json!({ "code": code }));
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let first = r.json();
+    assert_eq!(first["waiting"]["for"], "answer", "{first}");
+    assert_eq!(first["waiting"]["tool"], "clarify", "{first}");
+    assert_eq!(first["exit_code"], -1, "{first}");
+    let stdout = first["stdout"].as_str().unwrap().to_owned();
+    assert!(
+        stdout.starts_with("seed ") && stdout.lines().count() == 1,
+        "{first}"
+    );
+    let q = first["waiting"]["clarification"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let resume = first["resume"].as_str().unwrap().to_owned();
+    toolgate_e2e::issued::record("resume id", &resume);
+    // Unanswered: it waits again on the same question.
+    let (_, again) = {
+        let r = stack.post(
+            "/tools/python.execute",
+            &json!({ "code": code, "resume": resume }),
+        );
+        (r.status, r.json())
+    };
+    assert_eq!(
+        again["waiting"]["clarification"]["id"],
+        q.as_str(),
+        "{again}"
+    );
+    let r = stack.post(
+        &format!("/clarifications/{q}/answer"),
+        &json!({"choice": 0}),
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({ "code": code, "resume": resume }),
+    );
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let done = r.json();
+    assert_eq!(done["exit_code"], 0, "{done}");
+    assert_eq!(
+        done["stdout"],
+        format!("{stdout}answered answered 0\n"),
+        "the same seed on every run: {done}"
+    );
+    assert_eq!(done["result"]["answer"], "yes", "{done}");
+    assert_eq!(done["result"]["own"], "forbidden", "{done}");
+    let names = done["result"]["names"].as_array().unwrap();
+    assert!(names.contains(&json!("clarify")), "{done}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("python")),
+        "{done}"
+    );
+    // Spent: the id it went on from reads as expired.
+    let r = stack.post(
+        "/tools/python.execute",
+        &json!({ "code": code, "resume": resume }),
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (410, json!("expired")),
+        "{}",
+        body(&r)
+    );
+}

@@ -197,10 +197,10 @@ impl Envelope {
         };
         let script = match o.remove("script") {
             None | Some(Value::Null) => None,
-            Some(Value::String(p)) if p.len() <= 200 => Some(p),
+            Some(Value::String(p)) if is_script_ref(&p) => Some(p),
             Some(_) => {
                 return Err(ToolError::invalid_input(
-                    "\"script\" must name the script's call (a string of at most 200 bytes)",
+                    "\"script\" must name the script's call (python.execute#ref:<hex>)",
                 ));
             }
         };
@@ -285,6 +285,13 @@ fn parse_scope(scope: &Value) -> Result<Vec<String>, ToolError> {
         .collect()
 }
 
+/// Whether `p` names a script's call as code mode does:
+/// `python.execute#ref:` and a hex ref (`logging::id_ref`).
+fn is_script_ref(p: &str) -> bool {
+    p.strip_prefix("python.execute#ref:")
+        .is_some_and(|r| (1..=64).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// A script's call's answer ([`Envelope::script`]): `{"ok": result}` or
 /// the contract's `{"error": {...}}` with the error's details.
 pub fn tagged(outcome: Result<Value, ToolError>) -> Value {
@@ -363,7 +370,7 @@ mod tests {
             elicit: None,
             traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01".into()),
             task: Some("0a".repeat(20)),
-            script: Some("python.execute#3f2a".into()),
+            script: Some("python.execute#ref:3f2a".into()),
         };
         assert_eq!(
             Envelope::decode(e.encode(), &["list_servers", "ssh_run"]).unwrap(),
@@ -428,6 +435,21 @@ mod tests {
             let payload = json!({"tool": "ssh_run", "arguments": {}, "deadline": bad});
             let e = Envelope::decode(payload, &["ssh_run"]).unwrap_err();
             assert!(e.message.contains("\"deadline\" must be"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn a_script_is_named_as_code_mode_names_it() {
+        for bad in [
+            json!("x"),
+            json!("python.execute#ref:"),
+            json!("python.execute#ref:zz"),
+            json!("python.execute#3f2a"),
+            json!(7),
+        ] {
+            let payload = json!({"tool": "ssh_run", "arguments": {}, "script": bad});
+            let e = Envelope::decode(payload, &["ssh_run"]).unwrap_err();
+            assert!(e.message.starts_with("\"script\" must"), "{}", e.message);
         }
     }
 

@@ -123,8 +123,9 @@ impl Function {
             response_limit: Some(LAMBDA_RESPONSE_BYTES),
             ..Default::default()
         };
-        // A script's call: its outcome is the answer, error details and all.
-        if payload["script"].is_string() {
+        // A script's call (an envelope naming its script): its outcome is
+        // the answer, error details and all.
+        if payload["tool"].is_string() && payload["script"].is_string() {
             return Ok(crate::envelope::tagged(self.direct(payload, &ctx).await));
         }
         self.direct(payload, &ctx).await.map_err(|e| diagnostic(&e))
@@ -144,8 +145,18 @@ impl Function {
             // Another function's: asked there, never forwarded.
             return Err(ToolError::unknown_tool(tool.spec().name.as_str()));
         }
-        let settled = tool.settled(id).await?;
-        Ok(json!({ "settled": settled }))
+        let started = Instant::now();
+        let outcome = tool.settled(id).await.map(|v| json!({ "settled": v }));
+        let ctx = CallContext::default();
+        log(
+            "clarify.settled",
+            true,
+            Transport::Lambda,
+            &ctx,
+            started,
+            &outcome,
+        );
+        outcome
     }
 
     /// The scheduled sweep: `{"expired": N, "resent": M}`, or a function error (so the

@@ -127,6 +127,7 @@ async fn app(
         env.service(python::BINDING)?,
         sessions,
     );
+    let tool = tool.with_code_mode(&settings.config.code_mode);
     registry
         .add(Arc::new(tool))
         .map_err(worker::Error::RustError)?;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use worker::send::{SendFuture, SendWrapper};
 use worker::{Delay, Fetcher, Method, RequestInit};
 
+use toolgate_shared::clock::Instant;
 use toolgate_shared::config::PythonConfig;
 use toolgate_shared::error::ToolError;
 use toolgate_shared::sessions::Sessions;
@@ -24,7 +25,7 @@ use toolgate_shared::tools::python_execute::{
     self, ExecOutput, PythonExecute, Run, RunFuture, Runner,
 };
 use toolgate_shared::walls::Walls;
-use toolgate_shared::wire::{self, RunRequest};
+use toolgate_shared::wire::{self, Exchange, RunRequest, ToolRequest};
 
 pub const BINDING: &str = "SANDBOX";
 
@@ -132,22 +133,11 @@ impl Runner for SandboxWorker {
 }
 
 impl SandboxWorker {
+    /// One call: the script runs in the sandbox Worker; in code mode,
+    /// again after each tool request it stops at, with the requests so
+    /// far answered ([`Replayed`]), until it ends or a call waits for a
+    /// person. Within the script's timeout in all.
     async fn call(&self, run: Run<'_>) -> Result<ExecOutput, ToolError> {
-        let body = RunRequest {
-            version: wire::VERSION,
-            code: run.code.to_owned(),
-            timeout_secs: run.timeout.as_secs(),
-            memory_mb: self.memory_mb,
-            files: toolgate_shared::files::to_wire(run.files),
-            files_cap: run.files_cap,
-            session: run.session.map(toolgate_shared::files::encode),
-            state_cap: run.state_cap,
-        };
-        let body = serde_json::to_string(&body).map_err(|e| ToolError::internal(e.to_string()))?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post).with_body(Some(body.into()));
-        let call = pin!(self.sandbox.fetch("https://sandbox/run", Some(init)));
-        let timer = pin!(Delay::from(run.timeout + GRACE));
         let timed_out = || {
             Ok(ExecOutput::timed_out(
                 String::new(),
@@ -155,42 +145,10 @@ impl SandboxWorker {
                 run.timeout,
             ))
         };
-        match select(call, timer).await {
-            Either::Left((Ok(reply), _)) => {
-                let limit = MAX_REPLY_BYTES
-                    + python_execute::max_body_bytes(run.files_cap)
-                    + run.state_cap as usize * 2;
-                let (status, bytes) = read_reply(reply, limit)
-                    .await
-                    .map_err(ToolError::internal)?;
-                if !status.is_success() {
-                    tracing::error!(
-                        %status,
-                        body = %toolgate_shared::logging::field(&String::from_utf8_lossy(&bytes)),
-                        "sandbox failed"
-                    );
-                    return Err(ToolError::internal(format!(
-                        "sandbox unavailable: it answered {status}"
-                    )));
-                }
-                // The sandbox Worker runs the script: its reply is checked as
-                // the native server checks a child's report, and one that is
-                // not the contract's output is the script's failure.
-                let out = ExecOutput::from_reply(&bytes, run.files_cap, run.state_cap)
-                    .unwrap_or_else(|why| {
-                        tracing::error!(reason = %why, "invalid sandbox reply");
-                        let mut out = ExecOutput::failed();
-                        out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
-                        out
-                    });
-                Ok(out)
-            }
-            // The sandbox request itself failed: in production, the CPU
-            // limit ending a runaway script.
-            Either::Left((Err(e), _)) => {
-                tracing::warn!(error = %e, "sandbox request failed; answering as a timeout");
-                timed_out()
-            }
+        let all = pin!(self.replayed(&run));
+        let timer = pin!(Delay::from(run.timeout + GRACE));
+        match select(all, timer).await {
+            Either::Left((out, _)) => out,
             Either::Right(_) => {
                 tracing::warn!(
                     timeout_secs = run.timeout.as_secs(),
@@ -200,4 +158,129 @@ impl SandboxWorker {
             }
         }
     }
+
+    async fn replayed(&self, run: &Run<'_>) -> Result<ExecOutput, ToolError> {
+        let started = Instant::now();
+        let seed = run
+            .tools
+            .and_then(|t| t.seed())
+            .map(|s| format!("{s:032x}"));
+        let mut exchanges: Vec<Exchange> = Vec::new();
+        let mut replayed_bytes = 0usize;
+        loop {
+            let left = run.timeout.saturating_sub(started.elapsed());
+            let (mut out, stopped_at) = self.once(run, left, seed.clone(), &exchanges).await?;
+            let (Some(host), Some(at)) = (run.tools, stopped_at) else {
+                return Ok(out);
+            };
+            if at.index < exchanges.len() {
+                // The same call, run again with the same answers and seed,
+                // asked something else: it depends on what is not replayed.
+                out.exit_code = 1;
+                out.add_note(&format!(
+                    "[The script asked for a different tool request ({}) on its run again after tool request {}: on the Worker a script runs again from the start after each of its tool requests, so its requests may not depend on the clock or on object addresses]\n",
+                    at.index + 1,
+                    exchanges.len()
+                ));
+                return Ok(out);
+            }
+            let left = run.timeout.saturating_sub(started.elapsed());
+            let Some(answer) = SendFuture::new(host.serve(at.request.as_bytes(), left)).await
+            else {
+                // The call waits for a person: the script stops here.
+                return Ok(out);
+            };
+            replayed_bytes += at.request.len() + answer.len();
+            if replayed_bytes > MAX_REPLAYED_BYTES {
+                out.exit_code = 1;
+                out.add_note(&format!(
+                    "[The script's tool requests and answers passed {} MiB in all: on the Worker each is sent again on every run of the script]\n",
+                    MAX_REPLAYED_BYTES >> 20
+                ));
+                return Ok(out);
+            }
+            exchanges.push(Exchange {
+                request: at.request,
+                answer: String::from_utf8_lossy(&answer).into_owned(),
+            });
+        }
+    }
+
+    /// One run in the sandbox Worker: its output, and the tool request it
+    /// stopped at (code mode).
+    async fn once(
+        &self,
+        run: &Run<'_>,
+        left: Duration,
+        seed: Option<String>,
+        exchanges: &[Exchange],
+    ) -> Result<(ExecOutput, Option<ToolRequest>), ToolError> {
+        let body = RunRequest {
+            version: wire::VERSION,
+            code: run.code.to_owned(),
+            timeout_secs: left.as_secs().max(1),
+            memory_mb: self.memory_mb,
+            files: toolgate_shared::files::to_wire(run.files),
+            files_cap: run.files_cap,
+            session: run.session.map(toolgate_shared::files::encode),
+            state_cap: run.state_cap,
+            tools: run.tools.is_some(),
+            seed,
+            exchanges: exchanges.to_vec(),
+        };
+        let body = serde_json::to_string(&body).map_err(|e| ToolError::internal(e.to_string()))?;
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post).with_body(Some(body.into()));
+        let reply = match self.sandbox.fetch("https://sandbox/run", Some(init)).await {
+            Ok(reply) => reply,
+            // The sandbox request itself failed: in production, the CPU
+            // limit ending a runaway script.
+            Err(e) => {
+                tracing::warn!(error = %e, "sandbox request failed; answering as a timeout");
+                let out = ExecOutput::timed_out(String::new(), String::new(), run.timeout);
+                return Ok((out, None));
+            }
+        };
+        let limit = MAX_REPLY_BYTES
+            + python_execute::max_body_bytes(run.files_cap)
+            + run.state_cap as usize * 2;
+        let (status, bytes) = read_reply(reply, limit)
+            .await
+            .map_err(ToolError::internal)?;
+        if !status.is_success() {
+            tracing::error!(
+                %status,
+                body = %toolgate_shared::logging::field(&String::from_utf8_lossy(&bytes)),
+                "sandbox failed"
+            );
+            return Err(ToolError::internal(format!(
+                "sandbox unavailable: it answered {status}"
+            )));
+        }
+        // The sandbox Worker runs the script: its reply is checked as
+        // the native server checks a child's report, and one that is
+        // not the contract's output is the script's failure.
+        let out =
+            ExecOutput::from_reply(&bytes, run.files_cap, run.state_cap).unwrap_or_else(|why| {
+                tracing::error!(reason = %why, "invalid sandbox reply");
+                let mut out = ExecOutput::failed();
+                out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
+                out
+            });
+        let stopped_at = run
+            .tools
+            .and_then(|_| serde_json::from_slice::<StoppedAt>(&bytes).ok())
+            .and_then(|s| s.tool_request);
+        Ok((out, stopped_at))
+    }
 }
+
+/// A reply's `tool_request`, where the script stopped (code mode).
+#[derive(serde::Deserialize)]
+struct StoppedAt {
+    tool_request: Option<ToolRequest>,
+}
+
+/// The most a script's tool requests and answers may weigh in all, as each
+/// run of it carries them again.
+const MAX_REPLAYED_BYTES: usize = 16 << 20;

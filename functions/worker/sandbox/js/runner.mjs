@@ -13,6 +13,8 @@ import { MEMORY } from "../../build/sandbox-memory.mjs";
 const PAGE = 65536;
 
 class Deadline extends Error {}
+// Code mode: the script stopped at a tool request the dispatcher answers.
+class Halt extends Error {}
 
 const FAILED = (why) =>
   JSON.stringify({
@@ -37,6 +39,9 @@ function instantiate(wasmModule, memory) {
       },
       deadline: () => {
         throw new Deadline("slept past the timeout");
+      },
+      halt: () => {
+        throw new Halt("stopped at a tool request");
       },
     },
   };
@@ -121,10 +126,11 @@ function runIn(instance, requestJson) {
   try {
     packed = ex.tg_run(ptr, bytes.length);
   } catch (e) {
-    // A trap (memory limit, panic, stack) or the sleep deadline: the same
-    // instance reports, with the output captured so far.
+    // A trap (memory limit, panic, stack), the sleep deadline or a halt at
+    // a tool request: the same instance reports, with the output so far.
+    const why = e instanceof Deadline ? 1 : e instanceof Halt ? 2 : 0;
     try {
-      packed = ex.tg_abort(e instanceof Deadline ? 1 : 0, e instanceof RangeError ? 1 : 0);
+      packed = ex.tg_abort(why, e instanceof RangeError ? 1 : 0);
     } catch (again) {
       return FAILED(String(e && e.message ? e.message : e));
     }

@@ -4,9 +4,16 @@
 //! request JSON into memory obtained from `tg_alloc`, and calls `tg_run`,
 //! which returns the contract's output JSON as `ptr << 32 | len`. When the
 //! instance traps instead (memory limit, a panic, the stack, the sleep
-//! deadline), the Worker calls `tg_abort` on the same instance for the
-//! answer, with the output captured so far. `tg_walls` reports the walls
-//! for `/healthz`, checked in an instance taken as a call would take it.
+//! deadline, a halt at a tool request), the Worker calls `tg_abort` on the
+//! same instance for the answer, with the output captured so far.
+//! `tg_walls` reports the walls for `/healthz`, checked in an instance
+//! taken as a call would take it.
+//!
+//! Code mode: the script's tool requests are answered from the request's
+//! `exchanges` (an earlier run's, in order); at the first one past them,
+//! or one that differs, the script stops there (`host::halt`) and the
+//! answer's `tool_request` holds it: the dispatcher answers it and runs
+//! the script again with one exchange more.
 
 use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +23,7 @@ use rustpython_vm::frozen::FrozenLib;
 use toolgate_core::allowlist::DEFAULT_MODULES;
 use toolgate_core::outcome::{ExecOutput, memory_note, parse_result, timeout_note};
 use toolgate_core::truncate::OwnedHeadTail;
+use toolgate_core::wire::{Exchange, ToolRequest};
 use toolgate_pyvm::vm::{Session, Stream, WarmVm};
 
 use crate::{RunRequest, budget, clock, host};
@@ -55,6 +63,27 @@ thread_local! {
     static WARM: RefCell<Option<WarmVm>> = const { RefCell::new(None) };
     static CALL: RefCell<Call> = RefCell::new(Call::default());
     static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The tool request the script stopped at (code mode).
+    static PENDING: RefCell<Option<ToolRequest>> = const { RefCell::new(None) };
+}
+
+/// The link of a run whose earlier requests `exchanges` answer: the next
+/// request is answered from them while it is the recorded one; else the
+/// run stops there.
+fn replaying(exchanges: Vec<Exchange>) -> toolgate_pyvm::code_mode::Link {
+    let mut next = 0usize;
+    Box::new(move |request: &[u8]| {
+        let index = next;
+        next += 1;
+        match exchanges.get(index) {
+            Some(x) if x.request.as_bytes() == request => x.answer.clone().into_bytes(),
+            _ => {
+                let request = String::from_utf8_lossy(request).into_owned();
+                PENDING.with(|p| *p.borrow_mut() = Some(ToolRequest { index, request }));
+                host::halt()
+            }
+        }
+    })
 }
 
 /// Set by the first call into this instance. The Worker makes a fresh
@@ -174,12 +203,18 @@ fn output(exit_code: i64, result_json: Option<String>) -> ExecOutput {
 
 /// The output as the dispatcher reads it (`ExecOutput::from_reply`): the
 /// contract's fields and a session's state as `session_state`.
-fn to_json(out: &ExecOutput) -> String {
+fn to_json(out: &ExecOutput, stopped_at: Option<&ToolRequest>) -> String {
     let mut v = serde_json::to_value(out);
     if let (Ok(serde_json::Value::Object(o)), Some(state)) = (&mut v, &out.state) {
         o.insert(
             "session_state".into(),
             toolgate_core::files::encode(state).into(),
+        );
+    }
+    if let (Ok(serde_json::Value::Object(o)), Some(t)) = (&mut v, stopped_at) {
+        o.insert(
+            "tool_request".into(),
+            serde_json::to_value(t).unwrap_or_default(),
         );
     }
     v.and_then(|v| serde_json::to_string(&v))
@@ -203,21 +238,21 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         Err(e) => {
             let mut out = output(1, None);
             out.add_note(&format!("InternalError: bad sandbox request: {e}\n"));
-            return hand_out(to_json(&out));
+            return hand_out(to_json(&out, None));
         }
     };
     drop(bytes);
     if let Some(why) = req.refusal() {
         let mut out = output(1, None);
         out.add_note(&format!("InternalError: {why}\n"));
-        return hand_out(to_json(&out));
+        return hand_out(to_json(&out, None));
     }
     if USED.swap(true, Ordering::Relaxed) {
         // Instance-per-call is a wall: a second call would see the first
         // one's objects, so it is refused rather than run.
         let mut out = output(1, None);
         out.add_note("InternalError: this sandbox instance already ran a call\n");
-        return hand_out(to_json(&out));
+        return hand_out(to_json(&out, None));
     }
     warm_up();
     CALL.with(|c| {
@@ -228,10 +263,20 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         }
     });
     clock::start_call(req.timeout_secs);
+    let seed = req
+        .seed
+        .as_deref()
+        .and_then(|s| u128::from_str_radix(s, 16).ok());
+    toolgate_pyvm::code_mode::set_link(req.tools.then(|| replaying(req.exchanges)));
     let outcome = WARM.with(|w| {
         let w = w.borrow();
         let vm = w.as_ref().expect("warmed above");
         vm.reseed();
+        // Every run of one call draws the same numbers (code mode runs it
+        // again after each tool request).
+        if let Some(seed) = seed {
+            vm.seed_random(seed);
+        }
         vm.vary_layout();
         budget::limit_growth(req.memory_mb);
         let files = toolgate_core::files::from_wire(req.files, u64::MAX).unwrap_or_default();
@@ -258,7 +303,7 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         out.files = Some(toolgate_core::files::to_json(&outcome.files));
     }
     out.state = outcome.state;
-    hand_out(to_json(&out))
+    hand_out(to_json(&out, None))
 }
 
 /// `/healthz`'s walls, checked in this instance as a call would get it:
@@ -284,11 +329,11 @@ pub extern "C" fn tg_walls() -> u64 {
     )
 }
 
-/// The answer after a trap. `deadline` is non-zero when the Worker's
-/// deadline import threw (a sleep past the timeout), `stack` when the
-/// engine's stack ran out.
+/// The answer after a trap. `why` is 1 when the Worker's deadline import
+/// threw (a sleep past the timeout), 2 when its halt import did (a tool
+/// request to answer); `stack` is non-zero when the engine's stack ran out.
 #[unsafe(no_mangle)]
-pub extern "C" fn tg_abort(deadline: u32, stack: u32) -> u64 {
+pub extern "C" fn tg_abort(why: u32, stack: u32) -> u64 {
     budget::lift();
     let (timeout_secs, memory_mb) = CALL.with(|c| {
         c.try_borrow()
@@ -296,7 +341,13 @@ pub extern "C" fn tg_abort(deadline: u32, stack: u32) -> u64 {
             .unwrap_or_default()
     });
     let mut out = output(1, None);
-    if deadline != 0 {
+    if why == 2 {
+        // Stopped at a tool request: not the script's end.
+        out.exit_code = -1;
+        let pending = PENDING.with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.take()));
+        return hand_out(to_json(&out, pending.as_ref()));
+    }
+    if why == 1 {
         out.exit_code = -1;
         out.timed_out = true;
         out.add_note(&timeout_note(Duration::from_secs(timeout_secs)));
@@ -312,5 +363,5 @@ pub extern "C" fn tg_abort(deadline: u32, stack: u32) -> u64 {
             .unwrap_or_else(|| "the interpreter trapped".to_owned());
         out.add_note(&format!("InternalError: the interpreter failed: {why}\n"));
     }
-    hand_out(to_json(&out))
+    hand_out(to_json(&out, None))
 }

@@ -1,5 +1,6 @@
 //! What the module imports from the Worker (module `toolgate`): the clock,
-//! randomness and the deadline. Nothing else reaches outside the module.
+//! randomness, the deadline and the halt at a tool request. Nothing else
+//! reaches outside the module.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -14,6 +15,10 @@ unsafe extern "C" {
     /// Throws in the Worker: the script slept past its timeout. Never returns.
     #[link_name = "deadline"]
     fn host_deadline();
+    /// Throws in the Worker: the script stops at a tool request the
+    /// dispatcher must answer (code mode). Never returns.
+    #[link_name = "halt"]
+    fn host_halt();
 }
 
 /// True while Wizer snapshots the module: imports do not exist then.
@@ -33,6 +38,12 @@ pub fn deadline() -> ! {
     // SAFETY: the import throws; the instance is dropped by the Worker.
     unsafe { host_deadline() };
     unreachable!("the deadline import returned")
+}
+
+pub fn halt() -> ! {
+    // SAFETY: the import throws; the instance is dropped by the Worker.
+    unsafe { host_halt() };
+    unreachable!("the halt import returned")
 }
 
 /// getrandom's custom backend (`--cfg getrandom_backend="custom"`).

@@ -230,19 +230,23 @@ impl<'a> CodeHost<'a> {
                 format!("A tool request is at most {MAX_REQUEST} bytes"),
             ));
         }
-        // Tools listed when first needed (other functions') are listed
-        // before the script sees or calls them.
-        self.registry.ready(left.min(LISTING_WAIT)).await;
         let bad = |why: &str| ToolError::invalid_input(format!("a bad tool request: {why}"));
         let Ok(Value::Object(mut req)) = serde_json::from_slice::<Value>(request) else {
             return Err(bad("not a JSON object"));
         };
+        // Tools listed when first needed (other functions') are listed
+        // before the script sees them, or calls one not listed yet.
+        let wait = left.min(LISTING_WAIT);
         if req.get("list").is_some() {
+            self.registry.ready(wait).await;
             return Ok(Reply::Send(json!({ "ok": self.list() })));
         }
         let Some(Value::String(name)) = req.remove("call") else {
             return Err(bad("no tool named"));
         };
+        if self.registry.get_for_script(&name).is_err() {
+            self.registry.ready(wait).await;
+        }
         let args = match req.remove("arguments") {
             Some(Value::Object(a)) => Value::Object(a),
             None => Value::Object(Map::new()),
