@@ -28,7 +28,7 @@ function sameAsFresh(memory) {
 
 const runner = new Runner(module);
 const call = (code, memory_mb = 64) =>
-  JSON.parse(runner.run(JSON.stringify({ code, timeout_secs: 20, memory_mb })));
+  JSON.parse(runner.run(JSON.stringify({ version: 2, code, timeout_secs: 20, memory_mb })));
 const report = {};
 const cases = [
   // Writes a lot, then leaves: its objects, strings and output are in memory.

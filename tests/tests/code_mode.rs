@@ -806,3 +806,56 @@ fn a_resume_holds_its_journal_and_a_full_journal_no_longer_stops() {
     );
     s.terminate();
 }
+
+/// An approval is bound to the exact call: a script that holds one (a
+/// session's script raises `approval_required` instead of waiting) cannot
+/// spend it on other arguments; the approved call runs under it, once.
+#[test]
+fn a_scripts_approval_cannot_be_spent_on_other_arguments() {
+    let sshd = Sshd::start();
+    let (s, _cfg) = gated(&sshd);
+    let dir = run_dir(&s, "rebind");
+    let ask = format!(
+        "from toolgate import tools, ToolError\n\
+         try:\n    tools.ssh_run(server_name='box', command='touch {dir}/asked')\n    result = 'ran'\n\
+         except ToolError as e:\n    result = [e.code, e.detail['approval']['id']]\n"
+    );
+    let (status, first) = execute(&s, AGENT, &json!({"code": ask, "session": "new"}));
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["result"][0], "approval_required", "{first}");
+    let id = first["result"][1].as_str().unwrap().to_owned();
+    let session = first["session"].as_str().unwrap().to_owned();
+    approve(&s, &id);
+    let spend = format!(
+        "from toolgate import tools, ToolError\n\
+         out = []\n\
+         for cmd in ['touch {dir}/other', 'touch {dir}/asked', 'touch {dir}/asked']:\n\
+         \x20   try:\n\
+         \x20       tools.ssh_run(server_name='box', command=cmd, approval='{id}')\n\
+         \x20       out.append('ran')\n\
+         \x20   except ToolError as e:\n\
+         \x20       out.append(e.code)\n\
+         result = out\n"
+    );
+    let (status, spent) = execute(&s, AGENT, &json!({"code": spend, "session": session}));
+    assert_eq!(status, 200, "{spent}\n{}", s.logs());
+    let r = spent["result"].as_array().unwrap();
+    // Other arguments: refused; the approved call: runs; again: refused.
+    assert_ne!(r[0], "ran", "{spent}");
+    assert_eq!(r[1], "ran", "{spent}");
+    assert_ne!(r[2], "ran", "{spent}");
+    let r = as_caller(
+        &s,
+        AGENT,
+        "POST",
+        "/tools/ssh_run",
+        &json!({"server_name": "twin", "command": format!("ls {dir}")}),
+    );
+    assert_eq!(
+        r.json()["stdout"],
+        "asked\n",
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    s.terminate();
+}

@@ -1919,4 +1919,31 @@ result = {"names": names, "own": own, "answer": q["answer"], "r": random.random(
         "{}",
         body(&r)
     );
+
+    // A run that asks something else than the one before (a random.Random()
+    // instance is seeded afresh on every run) ends the call, saying why.
+    let out = stack.exec(
+        "import random\nfrom toolgate import tools\nprint('once')\ntools.clarify(question=str(random.Random().random()))",
+    );
+    assert_eq!(out["exit_code"], 1, "{out}");
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("took another path"),
+        "{out}"
+    );
+    // A flood of requests is bounded by the runs one call may make.
+    let out = stack.exec(
+        "from toolgate import tools, ToolError\nn = 0\nfor i in range(100):\n    try:\n        tools.python__execute(code='1')\n    except ToolError:\n        n += 1\n    print(n)",
+    );
+    assert_eq!(out["exit_code"], 1, "{out}");
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("at most 29 tool requests"),
+        "{out}"
+    );
+    assert!(out["stdout"].as_str().unwrap().ends_with("\n29\n"), "{out}");
 }

@@ -10,6 +10,10 @@ use std::time::Duration;
 /// The longest answer a script takes: it lives in the script's memory.
 pub const MAX_ANSWER: usize = 8 << 20;
 
+/// The longest request a script may send: any tool's body (1 MiB) and
+/// room for its name; longer ones are refused unread.
+pub const MAX_REQUEST: usize = (1 << 20) + (64 << 10);
+
 /// An answer to a script's request, as JSON bytes; `None` stops the script
 /// where it is (it waits for a person, or left its journal's path: the
 /// host says which once the call ends).

@@ -200,7 +200,7 @@ impl Envelope {
             Some(Value::String(p)) if is_script_ref(&p) => Some(p),
             Some(_) => {
                 return Err(ToolError::invalid_input(
-                    "\"script\" must name the script's call (python.execute#ref:<hex>)",
+                    "\"script\" must name the script's call (<namespace>.execute#ref:<hex>)",
                 ));
             }
         };
@@ -286,10 +286,16 @@ fn parse_scope(scope: &Value) -> Result<Vec<String>, ToolError> {
 }
 
 /// Whether `p` names a script's call as code mode does:
-/// `python.execute#ref:` and a hex ref (`logging::id_ref`).
+/// `<namespace>.execute#ref:` and a hex ref (`logging::id_ref`).
 fn is_script_ref(p: &str) -> bool {
-    p.strip_prefix("python.execute#ref:")
-        .is_some_and(|r| (1..=64).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_hexdigit()))
+    let Some((tool, r)) = p.split_once(".execute#ref:") else {
+        return false;
+    };
+    let namespace = (1..=40).contains(&tool.len())
+        && tool
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    namespace && (1..=64).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// A script's call's answer ([`Envelope::script`]): `{"ok": result}` or
@@ -445,6 +451,7 @@ mod tests {
             json!("python.execute#ref:"),
             json!("python.execute#ref:zz"),
             json!("python.execute#3f2a"),
+            json!("a.b.execute#ref:3f2a"),
             json!(7),
         ] {
             let payload = json!({"tool": "ssh_run", "arguments": {}, "script": bad});

@@ -166,22 +166,39 @@ impl SandboxWorker {
             .and_then(|t| t.seed())
             .map(|s| format!("{s:032x}"));
         let mut exchanges: Vec<Exchange> = Vec::new();
-        let mut replayed_bytes = 0usize;
+        let mut carried = 0usize;
         loop {
             let left = run.timeout.saturating_sub(started.elapsed());
-            let (mut out, stopped_at) = self.once(run, left, seed.clone(), &exchanges).await?;
-            let (Some(host), Some(at)) = (run.tools, stopped_at) else {
+            let (mut out, ran) = self.once(run, left, seed.clone(), &exchanges).await?;
+            let Some(host) = run.tools else {
+                return Ok(out);
+            };
+            let Some(at) = ran.tool_request else {
+                // It ended before the requests it made on earlier runs.
+                if let Some(n) = ran.tool_requests.filter(|n| *n < exchanges.len()) {
+                    stopped(&mut out, &diverged(n));
+                }
                 return Ok(out);
             };
             if at.index < exchanges.len() {
-                // The same call, run again with the same answers and seed,
-                // asked something else: it depends on what is not replayed.
-                out.exit_code = 1;
-                out.add_note(&format!(
-                    "[The script asked for a different tool request ({}) on its run again after tool request {}: on the Worker a script runs again from the start after each of its tool requests, so its requests may not depend on the clock or on object addresses]\n",
-                    at.index + 1,
-                    exchanges.len()
-                ));
+                stopped(&mut out, &diverged(at.index));
+                return Ok(out);
+            }
+            // Each tool request runs the script again: within the
+            // platform's invocations per request (service bindings: 32).
+            if exchanges.len() + 2 > MAX_RUNS {
+                stopped(
+                    &mut out,
+                    &format!(
+                        "[A script on the Worker makes at most {} tool requests (each one runs it again, and a request may run the sandbox {MAX_RUNS} times)]\n",
+                        MAX_RUNS - 1
+                    ),
+                );
+                return Ok(out);
+            }
+            let request_len = encoded_len(&at.request);
+            if carried + request_len > MAX_CARRIED {
+                stopped(&mut out, &too_much());
                 return Ok(out);
             }
             let left = run.timeout.saturating_sub(started.elapsed());
@@ -190,18 +207,16 @@ impl SandboxWorker {
                 // The call waits for a person: the script stops here.
                 return Ok(out);
             };
-            replayed_bytes += at.request.len() + answer.len();
-            if replayed_bytes > MAX_REPLAYED_BYTES {
-                out.exit_code = 1;
-                out.add_note(&format!(
-                    "[The script's tool requests and answers passed {} MiB in all: on the Worker each is sent again on every run of the script]\n",
-                    MAX_REPLAYED_BYTES >> 20
-                ));
+            let answer = String::from_utf8_lossy(&answer).into_owned();
+            carried += request_len + encoded_len(&answer);
+            if carried > MAX_CARRIED {
+                // The call ran; its answer cannot be carried to the script.
+                stopped(&mut out, &too_much());
                 return Ok(out);
             }
             exchanges.push(Exchange {
                 request: at.request,
-                answer: String::from_utf8_lossy(&answer).into_owned(),
+                answer,
             });
         }
     }
@@ -214,7 +229,7 @@ impl SandboxWorker {
         left: Duration,
         seed: Option<String>,
         exchanges: &[Exchange],
-    ) -> Result<(ExecOutput, Option<ToolRequest>), ToolError> {
+    ) -> Result<(ExecOutput, Ran), ToolError> {
         let body = RunRequest {
             version: wire::VERSION,
             code: run.code.to_owned(),
@@ -238,7 +253,7 @@ impl SandboxWorker {
             Err(e) => {
                 tracing::warn!(error = %e, "sandbox request failed; answering as a timeout");
                 let out = ExecOutput::timed_out(String::new(), String::new(), run.timeout);
-                return Ok((out, None));
+                return Ok((out, Ran::default()));
             }
         };
         let limit = MAX_REPLY_BYTES
@@ -267,20 +282,52 @@ impl SandboxWorker {
                 out.add_note(&format!("[the sandbox sent an invalid reply ({why})]\n"));
                 out
             });
-        let stopped_at = run
+        let ran = run
             .tools
-            .and_then(|_| serde_json::from_slice::<StoppedAt>(&bytes).ok())
-            .and_then(|s| s.tool_request);
-        Ok((out, stopped_at))
+            .and_then(|_| serde_json::from_slice::<Ran>(&bytes).ok())
+            .unwrap_or_default();
+        Ok((out, ran))
     }
 }
 
-/// A reply's `tool_request`, where the script stopped (code mode).
-#[derive(serde::Deserialize)]
-struct StoppedAt {
+/// What a reply says of the run's tool requests (code mode): where the
+/// script stopped, or how many recorded ones it used.
+#[derive(serde::Deserialize, Default)]
+struct Ran {
     tool_request: Option<ToolRequest>,
+    tool_requests: Option<usize>,
 }
 
-/// The most a script's tool requests and answers may weigh in all, as each
-/// run of it carries them again.
-const MAX_REPLAYED_BYTES: usize = 16 << 20;
+/// A call ended by the Worker's code mode: its output so far, with why.
+fn stopped(out: &mut ExecOutput, why: &str) {
+    out.exit_code = 1;
+    out.finished = false;
+    out.add_note(why);
+}
+
+fn diverged(at: usize) -> String {
+    format!(
+        "[The script took another path when the Worker ran it again after its tool request {at}: on the Worker a script runs again from the start after each tool request, with the same answers and module-level random seed, so its requests may not depend on the clock, random.Random() or SystemRandom, or object addresses]\n"
+    )
+}
+
+fn too_much() -> String {
+    format!(
+        "[The script's tool requests and answers passed {} MiB in all: on the Worker each is carried again on every run of the script]\n",
+        MAX_CARRIED >> 20
+    )
+}
+
+/// `text`'s length as JSON carries it (escapes included).
+fn encoded_len(text: &str) -> usize {
+    serde_json::to_string(text).map_or(text.len(), |s| s.len())
+}
+
+/// The most a script's tool requests and answers may weigh in all, as JSON,
+/// as each run of it carries them again.
+const MAX_CARRIED: usize = 8 << 20;
+
+/// The most runs of the sandbox one call makes: the first and one per tool
+/// request, under Workers' 32 invocations per request through service
+/// bindings.
+const MAX_RUNS: usize = 30;

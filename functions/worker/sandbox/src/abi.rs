@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use rustpython_vm::frozen::FrozenLib;
 use toolgate_core::allowlist::DEFAULT_MODULES;
+use toolgate_core::code::MAX_REQUEST;
 use toolgate_core::outcome::{ExecOutput, memory_note, parse_result, timeout_note};
 use toolgate_core::truncate::OwnedHeadTail;
 use toolgate_core::wire::{Exchange, ToolRequest};
@@ -65,6 +66,8 @@ thread_local! {
     static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
     /// The tool request the script stopped at (code mode).
     static PENDING: RefCell<Option<ToolRequest>> = const { RefCell::new(None) };
+    /// How many of the recorded exchanges answered the script (code mode).
+    static ANSWERED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The link of a run whose earlier requests `exchanges` answer: the next
@@ -73,10 +76,21 @@ thread_local! {
 fn replaying(exchanges: Vec<Exchange>) -> toolgate_pyvm::code_mode::Link {
     let mut next = 0usize;
     Box::new(move |request: &[u8]| {
+        // Refused here, unread, as the server would: the dispatcher never
+        // carries it (each run sends every exchange again).
+        if request.len() > MAX_REQUEST {
+            return format!(
+                r#"{{"error": {{"code": "too_large", "message": "A tool request is at most {MAX_REQUEST} bytes"}}}}"#
+            )
+            .into_bytes();
+        }
         let index = next;
         next += 1;
         match exchanges.get(index) {
-            Some(x) if x.request.as_bytes() == request => x.answer.clone().into_bytes(),
+            Some(x) if x.request.as_bytes() == request => {
+                ANSWERED.with(|a| a.set(index + 1));
+                x.answer.clone().into_bytes()
+            }
             _ => {
                 let request = String::from_utf8_lossy(request).into_owned();
                 PENDING.with(|p| *p.borrow_mut() = Some(ToolRequest { index, request }));
@@ -303,7 +317,16 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         out.files = Some(toolgate_core::files::to_json(&outcome.files));
     }
     out.state = outcome.state;
-    hand_out(to_json(&out, None))
+    let mut json = to_json(&out, None);
+    if req.tools {
+        // How many recorded exchanges this run used: fewer than were sent
+        // means it took another path (the dispatcher says so).
+        if let Ok(serde_json::Value::Object(mut o)) = serde_json::from_str(&json) {
+            o.insert("tool_requests".into(), ANSWERED.with(|a| a.get()).into());
+            json = serde_json::Value::Object(o).to_string();
+        }
+    }
+    hand_out(json)
 }
 
 /// `/healthz`'s walls, checked in this instance as a call would get it:

@@ -34,7 +34,7 @@ pub use wait::{Ending, Halt};
 
 /// The longest request a script sends: a tool's largest body, and room
 /// for the envelope.
-const MAX_REQUEST: usize = crate::tool::MAX_BODY_BYTES + (64 << 10);
+use toolgate_core::code::MAX_REQUEST;
 /// How long a request waits, at most, for tools listed when first needed
 /// (a cold peer function's start fits).
 const LISTING_WAIT: Duration = Duration::from_secs(10);
