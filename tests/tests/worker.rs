@@ -1923,7 +1923,7 @@ result = {"names": names, "own": own, "answer": q["answer"], "r": random.random(
     // A run that asks something else than the one before (a random.Random()
     // instance is seeded afresh on every run) ends the call, saying why.
     let out = stack.exec(
-        "import random\nfrom toolgate import tools\nprint('once')\ntools.clarify(question=str(random.Random().random()))",
+        "import random\nfrom toolgate import tools, ToolError\nprint('once')\ntry:\n    tools.python__execute(code=str(random.Random().random()))\nexcept ToolError:\n    pass\nresult = 'ran'",
     );
     assert_eq!(out["exit_code"], 1, "{out}");
     assert!(
