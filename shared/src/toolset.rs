@@ -386,6 +386,12 @@ impl Toolset {
         self.clarify.as_ref()
     }
 
+    /// The clarify service the tools share once one is set up (approvals
+    /// or clarify itself), served here or not.
+    pub fn clarify_shared(&self) -> Option<&Arc<crate::clarify::Clarify>> {
+        self.clarify.as_ref().or(self.clarify_service.as_ref())
+    }
+
     /// The specs of the tools this crate serves that `cfg` configures (the
     /// tool crates give their own), in the order a server lists them, without starting any of them: no sandbox
     /// process, no clarify store, no SSH connection. Cloud tools exist only

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 pub mod browser;
 pub mod captured;
+pub mod code_mode;
 pub mod conformance;
 pub mod escapes;
 pub mod exhaustion;

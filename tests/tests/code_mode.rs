@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolgate_e2e::code_mode::OPS_SCRIPT;
 use toolgate_e2e::sshd::Sshd;
 use toolgate_e2e::{Server, TempPath, temp_file};
 
@@ -435,26 +436,6 @@ fn lines_of(s: &Server, path: &str) -> Vec<String> {
         .collect()
 }
 
-/// The ops script: 50 commands, 3 of them on the server named in
-/// `gated.txt` (which gates writes when it is `box`), each appending its
-/// number to a log on the host, so that the log shows how often each ran.
-const OPS_SCRIPT: &str = r#"
-import random
-from toolgate import tools
-gated = open("gated.txt").read().strip()
-log = open("log.txt").read().strip()
-print("seed", random.random())
-out = []
-for i in range(50):
-    if i in (10, 25, 40):
-        r = tools.ssh_run(server_name=gated, command=f"echo gated-{i} >> {log}; echo g{i}")
-    else:
-        r = tools.ssh_run(server_name="twin", command=f"echo {i} >> {log}; echo {i}")
-    out.append(r["stdout"].strip())
-    print("step", i)
-result = out
-"#;
-
 #[test]
 fn a_script_waits_for_each_approval_and_resumes_where_it_stopped_running_every_call_once() {
     let sshd = Sshd::start();
@@ -857,5 +838,127 @@ fn a_scripts_approval_cannot_be_spent_on_other_arguments() {
         "{}",
         String::from_utf8_lossy(&r.body)
     );
+    s.terminate();
+}
+
+// ---- Waiting in the agent's own MCP client (MCP 2026-07-28, #57) ----
+
+/// A 2026-07-28 `tools/call` of python.execute as `token`, the client
+/// declaring `caps`, a retry's `extra` params; the JSON-RPC answer.
+fn mcp(s: &Server, token: &str, args: &Value, caps: &Value, extra: &Value) -> Value {
+    let body = toolgate_e2e::mcp::call_2026("python.execute", args, caps, extra);
+    let auth = format!("Bearer {token}");
+    let mut headers = toolgate_e2e::mcp::call_headers("2026-07-28", "python.execute");
+    headers.push(("Authorization", auth));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = s.request("POST", "/mcp", &headers, body.to_string().as_bytes());
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()
+}
+
+/// The link a first call's input request sends the person to, and its
+/// sealed state.
+fn link_asked(reply: &Value) -> (Value, String) {
+    let r = &reply["result"];
+    assert_eq!(r["resultType"], "input_required", "{reply}");
+    let state = r["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_owned();
+    toolgate_e2e::issued::record("request state", &state);
+    let params = r["inputRequests"]["script"]["params"].clone();
+    assert_eq!(params["mode"], "url", "{reply}");
+    (params, state)
+}
+
+fn opened(state: &str) -> Value {
+    json!({"requestState": state, "inputResponses": {"script": {"action": "accept"}}})
+}
+
+/// A client that opens links is sent to the page where the script's wait
+/// is settled (the question's answer page; the approval's page, which
+/// holds no capability), and its retry, once the person acted there,
+/// resumes the script: the MCP form of `waiting` and `resume`. The state
+/// is refused changed or from another caller; a client without
+/// elicitation gets `waiting` as over HTTP.
+#[test]
+fn a_waiting_script_asks_in_the_callers_mcp_client() {
+    let sshd = Sshd::start();
+    let (s, _cfg) = gated(&sshd);
+    let url_only = json!({"elicitation": {"url": {}}});
+    let ask = json!({"code": "from toolgate import tools\nq = tools.clarify(question='Restart web-1?', options=['yes', 'no'])\nresult = q['answer']"});
+    let (params, state) = link_asked(&mcp(&s, AGENT, &ask, &url_only, &json!({})));
+    let url = params["url"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&format!("http://{}/clarifications/", s.addr)) && url.ends_with("/answer"),
+        "{params}"
+    );
+    assert_eq!(params["message"], "Restart web-1?");
+    // Changed, or from another caller: refused.
+    let mut bent = state.clone();
+    bent.push('x');
+    let r = mcp(&s, AGENT, &ask, &url_only, &opened(&bent));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let r = mcp(&s, OTHER, &ask, &url_only, &opened(&state));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r.to_string().contains("another caller"), "{r}");
+    // The person answers on the page while the retry waits for them.
+    let page = s.addr.clone();
+    let path = url
+        .trim_start_matches(&format!("http://{}", s.addr))
+        .to_owned();
+    let answering = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        toolgate_e2e::raw_request(
+            &page,
+            "POST",
+            &path,
+            &[("Content-Type", "application/json")],
+            br#"{"choice": 0}"#,
+        )
+    });
+    let done = mcp(&s, AGENT, &ask, &url_only, &opened(&state));
+    assert_eq!(answering.join().unwrap().status, 200);
+    let out = &done["result"]["structuredContent"];
+    assert_eq!(
+        (&out["exit_code"], &out["result"]),
+        (&json!(0), &json!("yes")),
+        "{done}"
+    );
+
+    // A gated command: the approval's page (no capability in the link);
+    // an approver decides; the retry runs the command once.
+    let dir = run_dir(&s, "mcp");
+    let gated = json!({"code": format!("from toolgate import tools\nr = tools.ssh_run(server_name='box', command='touch {dir}/done')\nresult = r['exit_code']")});
+    let (params, state) = link_asked(&mcp(&s, AGENT, &gated, &url_only, &json!({})));
+    let url = params["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("http://{}/inbox/", s.addr)),
+        "{params}"
+    );
+    assert!(!url.contains("cap="), "{params}");
+    let id = url.rsplit('/').next().unwrap().to_owned();
+    approve(&s, &id);
+    let done = mcp(&s, AGENT, &gated, &url_only, &opened(&state));
+    let out = &done["result"]["structuredContent"];
+    assert_eq!(
+        (&out["exit_code"], &out["result"]),
+        (&json!(0), &json!(0)),
+        "{done}"
+    );
+    let r = as_caller(
+        &s,
+        AGENT,
+        "POST",
+        "/tools/ssh_run",
+        &json!({"server_name": "twin", "command": format!("ls {dir}")}),
+    );
+    assert_eq!(r.json()["stdout"], "done\n");
+
+    // Without elicitation: `waiting` and `resume`, as over HTTP.
+    let plain = mcp(&s, AGENT, &ask, &json!({}), &json!({}));
+    let out = &plain["result"]["structuredContent"];
+    assert_eq!(out["waiting"]["for"], "answer", "{plain}");
+    assert!(out["resume"].is_string(), "{plain}");
     s.terminate();
 }

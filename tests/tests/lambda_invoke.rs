@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolgate_e2e::code_mode::OPS_SCRIPT;
 use toolgate_e2e::lambda_events::fixture;
 use toolgate_e2e::peer::{
     Peer, cargo_env, everything, free_port, moto, run_ok, tools_dir, tools_path,
@@ -2664,26 +2665,6 @@ fn python_event(sub: &str, body: &Value) -> Value {
     event["body"] = json!(body);
     event
 }
-
-/// The ops script of tests/tests/code_mode.rs: 50 commands, 3 of them on
-/// the server named in `gated.txt`, each appending its number to a log on
-/// the host, so that the log shows how often each ran.
-const OPS_SCRIPT: &str = r#"
-import random
-from toolgate import tools
-gated = open("gated.txt").read().strip()
-log = open("log.txt").read().strip()
-print("seed", random.random())
-out = []
-for i in range(50):
-    if i in (10, 25, 40):
-        r = tools.ssh_run(server_name=gated, command=f"echo gated-{i} >> {log}; echo g{i}")
-    else:
-        r = tools.ssh_run(server_name="twin", command=f"echo {i} >> {log}; echo {i}")
-    out.append(r["stdout"].strip())
-    print("step", i)
-result = out
-"#;
 
 /// Code mode through the Lambda functions: python-execute's scripts call
 /// the ssh and clarify functions' tools through the Invoke API as their

@@ -77,6 +77,9 @@ impl WithPython for Toolset {
         let mut tool = PythonExecute::new(&cfg.python, SandboxRunner(sandbox.clone()))
             .with_backlog(&cfg.python)
             .with_code_mode(&cfg.code_mode);
+        if let Some(clarify) = self.clarify_shared() {
+            tool = tool.with_clarify(clarify.clone());
+        }
         if let Some(store) = session_store(&self, &cfg.python).await? {
             tool = tool.with_sessions(Sessions::new(
                 store,

@@ -127,7 +127,9 @@ async fn app(
         env.service(python::BINDING)?,
         sessions,
     );
-    let tool = tool.with_code_mode(&settings.config.code_mode);
+    let tool = tool
+        .with_code_mode(&settings.config.code_mode)
+        .with_clarify(clarify.clone());
     registry
         .add(Arc::new(tool))
         .map_err(worker::Error::RustError)?;

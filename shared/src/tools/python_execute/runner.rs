@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::Instrument;
 
+mod in_client;
 mod waiting;
 
 use super::backlog::Backlog;
@@ -70,6 +71,9 @@ pub struct PythonExecute {
     quotas: Quotas,
     backlog: Option<Backlog>,
     code_mode: CodeModeConfig,
+    /// Where a waiting script's person is sent from the caller's MCP
+    /// client (`in_client`): the clarify service, when this runtime has one.
+    clarify: Option<std::sync::Arc<crate::clarify::Clarify>>,
 }
 
 impl PythonExecute {
@@ -89,7 +93,15 @@ impl PythonExecute {
                 enabled: false,
                 ..CodeModeConfig::default()
             },
+            clarify: None,
         }
+    }
+
+    /// A script that waits for a person asks in the caller's MCP client
+    /// (URL mode), through `clarify`'s pages and sealed states.
+    pub fn with_clarify(mut self, clarify: std::sync::Arc<crate::clarify::Clarify>) -> Self {
+        self.clarify = Some(clarify);
+        self
     }
 
     /// Lets scripts call the other tools (`from toolgate import tools`)
@@ -252,8 +264,25 @@ impl PythonExecute {
         Box::pin(async move {
             let input = parse_input(&args, self.files_cap)?;
             let registry = registry.filter(|_| self.code_mode.allows(ctx.caller.as_deref()));
-            if let Some(id) = input.resume {
-                return self.resume(id, &input, ctx, registry).await;
+            // The caller's MCP client, where a waiting script's person is
+            // sent (code mode), and its retry's resume.
+            let client = match (registry, &self.clarify) {
+                (Some(_), Some(c)) => in_client::InClient::of(c, ctx, &self.spec.name),
+                _ => None,
+            };
+            let retry = match (&client, &self.clarify) {
+                (Some(client), Some(c)) => client.retry(c, &args).await?,
+                _ => None,
+            };
+            let resume = input
+                .resume
+                .map(str::to_owned)
+                .or_else(|| retry.as_ref().map(|r| r.resume.clone()));
+            if let Some(id) = resume {
+                let answer = self.resume(&id, &input, ctx, registry).await?;
+                return Ok(self
+                    .asked(client.as_ref(), retry.as_ref(), &args, answer)
+                    .await);
             }
             // A script outside a session may stop to wait for a person,
             // where its journal can be kept.
@@ -282,10 +311,31 @@ impl PythonExecute {
                 }
             };
             match host {
-                Some(h) => self.answered(out, h.end(), input.code, &files, ctx).await,
+                Some(h) => {
+                    let answer = self.answered(out, h.end(), input.code, &files, ctx).await?;
+                    Ok(self.asked(client.as_ref(), None, &args, answer).await)
+                }
                 None => to_value(&out),
             }
         })
+    }
+
+    /// `answer` to the call with `args`, asked in the caller's MCP client
+    /// when the script waits (unless its person declined the page).
+    async fn asked(
+        &self,
+        client: Option<&in_client::InClient>,
+        retry: Option<&in_client::Retry>,
+        args: &Value,
+        answer: Value,
+    ) -> Value {
+        match (client, &self.clarify) {
+            (Some(client), Some(c)) if !retry.is_some_and(|r| r.declined) => {
+                let ttl = Duration::from_secs(self.code_mode.resume_ttl_secs);
+                client.ask(c, args, answer, ttl).await
+            }
+            _ => answer,
+        }
     }
 }
 
