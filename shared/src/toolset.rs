@@ -35,7 +35,7 @@ pub struct Toolset {
     health: Vec<(&'static str, AsyncHealthPart)>,
     cloud: Option<Arc<CloudTools>>,
     /// The clarify service: questions, and the approvals kept with them.
-    clarify_service: Option<Arc<crate::clarify::Clarify>>,
+    pub clarify_service: Option<Arc<crate::clarify::Clarify>>,
     /// `clarify` is served here (the tool and its answer routes).
     clarify: Option<Arc<crate::clarify::Clarify>>,
     /// Where gated calls wait for approvers, once set up.
@@ -384,12 +384,6 @@ impl Toolset {
     /// The clarify service, to set its public address once bound.
     pub fn clarify(&self) -> Option<&Arc<crate::clarify::Clarify>> {
         self.clarify.as_ref()
-    }
-
-    /// The clarify service the tools share once one is set up (approvals
-    /// or clarify itself), served here or not.
-    pub fn clarify_shared(&self) -> Option<&Arc<crate::clarify::Clarify>> {
-        self.clarify.as_ref().or(self.clarify_service.as_ref())
     }
 
     /// The specs of the tools this crate serves that `cfg` configures (the

@@ -902,6 +902,25 @@ fn a_waiting_script_asks_in_the_callers_mcp_client() {
     let r = mcp(&s, OTHER, &ask, &url_only, &opened(&state));
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(r.to_string().contains("another caller"), "{r}");
+    // Declined: nothing runs, the script still waits under its id; a
+    // retry without the person's word asks again.
+    let declined =
+        json!({"requestState": state, "inputResponses": {"script": {"action": "decline"}}});
+    let r = mcp(&s, AGENT, &ask, &url_only, &declined);
+    let out = &r["result"]["structuredContent"];
+    assert_eq!(out["exit_code"], -1, "{r}");
+    assert!(
+        out["resume"].as_str().unwrap().starts_with("resume_"),
+        "{r}"
+    );
+    let (again, _) = link_asked(&mcp(
+        &s,
+        AGENT,
+        &ask,
+        &url_only,
+        &json!({"requestState": state}),
+    ));
+    assert_eq!(again["url"], params["url"], "{again}");
     // The person answers on the page while the retry waits for them.
     let page = s.addr.clone();
     let path = url

@@ -77,7 +77,7 @@ impl WithPython for Toolset {
         let mut tool = PythonExecute::new(&cfg.python, SandboxRunner(sandbox.clone()))
             .with_backlog(&cfg.python)
             .with_code_mode(&cfg.code_mode);
-        if let Some(clarify) = self.clarify_shared() {
+        if let Some(clarify) = &self.clarify_service {
             tool = tool.with_clarify(clarify.clone());
         }
         if let Some(store) = session_store(&self, &cfg.python).await? {

@@ -270,18 +270,34 @@ impl PythonExecute {
                 (Some(_), Some(c)) => in_client::InClient::of(c, ctx, &self.spec.name),
                 _ => None,
             };
+            if client.is_none() && ctx.elicit.as_ref().is_some_and(|e| e.state.is_some()) {
+                // A retry this call cannot take: running the script afresh
+                // would run its calls before the wait again.
+                return Err(in_client::untakeable(registry.is_some()));
+            }
             let retry = match (&client, &self.clarify) {
                 (Some(client), Some(c)) => client.retry(c, &args).await?,
                 _ => None,
             };
-            let resume = input
-                .resume
-                .map(str::to_owned)
-                .or_else(|| retry.as_ref().map(|r| r.resume.clone()));
+            if let Some(r) = retry.as_ref().filter(|r| r.declined) {
+                return in_client::declined(&r.resume);
+            }
+            // The state is bound to these arguments: its id is the one to
+            // go on from (a `resume` in them may have been spent since).
+            let resume = retry
+                .as_ref()
+                .map(|r| r.resume.clone())
+                .or_else(|| input.resume.map(str::to_owned));
             if let Some(id) = resume {
                 let answer = self.resume(&id, &input, ctx, registry).await?;
                 return Ok(self
-                    .asked(client.as_ref(), retry.as_ref(), &args, answer)
+                    .asked(
+                        client.as_ref(),
+                        retry.as_ref(),
+                        &args,
+                        answer,
+                        ctx.cancel.is_some(),
+                    )
                     .await);
             }
             // A script outside a session may stop to wait for a person,
@@ -313,7 +329,10 @@ impl PythonExecute {
             match host {
                 Some(h) => {
                     let answer = self.answered(out, h.end(), input.code, &files, ctx).await?;
-                    Ok(self.asked(client.as_ref(), None, &args, answer).await)
+                    let may_be_task = ctx.cancel.is_some();
+                    Ok(self
+                        .asked(client.as_ref(), None, &args, answer, may_be_task)
+                        .await)
                 }
                 None => to_value(&out),
             }
@@ -328,9 +347,12 @@ impl PythonExecute {
         retry: Option<&in_client::Retry>,
         args: &Value,
         answer: Value,
+        may_be_task: bool,
     ) -> Value {
         match (client, &self.clarify) {
-            (Some(client), Some(c)) if !retry.is_some_and(|r| r.declined) => {
+            // A call that may become a task (its client declared them)
+            // answers `waiting`: a task's result cannot ask for input.
+            (Some(client), Some(c)) if !retry.is_some_and(|r| r.declined) && !may_be_task => {
                 let ttl = Duration::from_secs(self.code_mode.resume_ttl_secs);
                 client.ask(c, args, answer, ttl).await
             }

@@ -37,6 +37,32 @@ pub(super) struct InClient {
     deadline: Option<crate::clock::Instant>,
 }
 
+/// Why a retry (a call with a `requestState`) cannot be taken here: the
+/// caller's scripts may not call tools, or no state can be opened.
+pub(super) fn untakeable(code_mode: bool) -> ToolError {
+    if code_mode {
+        ToolError::new(ErrorCode::Unavailable, crate::elicit::STATE_UNREADABLE)
+    } else {
+        ToolError::new(
+            ErrorCode::Forbidden,
+            "\"requestState\" goes on with a script that called tools, and this caller's scripts may not (code_mode)",
+        )
+    }
+}
+
+/// The answer when the person declined or dismissed the page: nothing
+/// runs; the script still waits under `resume`.
+pub(super) fn declined(resume: &str) -> Result<Value, ToolError> {
+    let mut out = crate::tools::python_execute::ExecOutput::failed();
+    out.exit_code = -1;
+    out.add_note(&format!(
+        "[The person at the MCP client did not go on, so nothing ran; the script still waits: once it is settled, call python.execute again with the same code and \"resume\": \"{resume}\"]\n"
+    ));
+    let mut v = serde_json::to_value(&out).map_err(|e| ToolError::internal(e.to_string()))?;
+    v["resume"] = json!(resume);
+    Ok(v)
+}
+
 /// A retry's state, opened.
 pub(super) struct Retry {
     /// The script's `resume` id.
