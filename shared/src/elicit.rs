@@ -20,6 +20,23 @@ pub const INPUT_REQUIRED: &str = "input_required";
 /// store outage; a deployment that seals none).
 pub const STATE_UNREADABLE: &str = "\"requestState\" cannot be opened here now: this deployment's MCP state key is unavailable; call again with it later";
 
+/// How long a retry whose person opened a URL request's page waits for
+/// them to act there before asking again.
+pub const LINK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// What such a retry leaves of its transport's deadline for the call.
+const RUN_MARGIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`LINK_WAIT`], less what a transport ending at `deadline` leaves (the
+/// call needs the rest).
+pub fn link_wait(deadline: Option<crate::clock::Instant>) -> std::time::Duration {
+    let Some(deadline) = deadline else {
+        return LINK_WAIT;
+    };
+    let left = deadline.saturating_duration_since(crate::clock::Instant::now());
+    LINK_WAIT.min(left.saturating_sub(RUN_MARGIN))
+}
+
 /// What the caller's MCP client can ask its person, and what it answered.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Elicit {

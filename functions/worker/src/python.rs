@@ -169,7 +169,7 @@ impl SandboxWorker {
         let mut carried = 0usize;
         loop {
             let left = run.timeout.saturating_sub(started.elapsed());
-            let (mut out, ran) = self.once(run, left, seed.clone(), &exchanges).await?;
+            let (mut out, ran) = self.once(run, left, seed.clone(), &mut exchanges).await?;
             let Some(host) = run.tools else {
                 return Ok(out);
             };
@@ -228,9 +228,10 @@ impl SandboxWorker {
         run: &Run<'_>,
         left: Duration,
         seed: Option<String>,
-        exchanges: &[Exchange],
+        exchanges: &mut Vec<Exchange>,
     ) -> Result<(ExecOutput, Ran), ToolError> {
-        let body = RunRequest {
+        // The exchanges go into the request and back: no copy per run.
+        let mut body = RunRequest {
             version: wire::VERSION,
             code: run.code.to_owned(),
             timeout_secs: left.as_secs().max(1),
@@ -241,9 +242,11 @@ impl SandboxWorker {
             state_cap: run.state_cap,
             tools: run.tools.is_some(),
             seed,
-            exchanges: exchanges.to_vec(),
+            exchanges: std::mem::take(exchanges),
         };
-        let body = serde_json::to_string(&body).map_err(|e| ToolError::internal(e.to_string()))?;
+        let text = serde_json::to_string(&body);
+        *exchanges = std::mem::take(&mut body.exchanges);
+        let body = text.map_err(|e| ToolError::internal(e.to_string()))?;
         let mut init = RequestInit::new();
         init.with_method(Method::Post).with_body(Some(body.into()));
         let reply = match self.sandbox.fetch("https://sandbox/run", Some(init)).await {

@@ -28,13 +28,6 @@ pub const CHANNELS: &str = "channels";
 /// sealed state says it asked.
 const KEY: &str = "approval";
 
-/// How long a retry after the page was opened waits for a decision before
-/// asking again (the client re-asks at once).
-const LINK_WAIT: Duration = Duration::from_secs(20);
-
-/// What a retry leaves its transport's deadline for the call itself.
-const RUN_MARGIN: Duration = Duration::from_secs(10);
-
 /// An `approvers` setting as written (absent: the channels only).
 pub fn client_approves(setting: Option<&str>) -> Result<bool, String> {
     match setting {
@@ -111,14 +104,9 @@ impl InClient {
         self.elicit.state.as_deref()
     }
 
-    /// How long a retry may wait for a decision: [`LINK_WAIT`], less what
-    /// the transport leaves (the run needs the rest).
+    /// How long a retry may wait for a decision.
     fn link_wait(&self) -> Duration {
-        let Some(deadline) = self.deadline else {
-            return LINK_WAIT;
-        };
-        let left = deadline.saturating_duration_since(crate::clock::Instant::now());
-        LINK_WAIT.min(left.saturating_sub(RUN_MARGIN))
+        crate::elicit::link_wait(self.deadline)
     }
 
     /// The binding an approval asked here carries: asked through MCP, and
@@ -177,7 +165,7 @@ impl Approvals {
     }
 
     /// The client's retry with `state`: the approval it names, decided in
-    /// the meantime (or within [`LINK_WAIT`] once the person opened its
+    /// the meantime (or within [`crate::elicit::LINK_WAIT`] once the person opened its
     /// page), is used; still pending, the person is asked again. Dismissed
     /// or declined, nothing runs: the call answers `approval_required`
     /// while the approval waits for approvers, else says where it stands.

@@ -216,8 +216,9 @@ fn output(exit_code: i64, result_json: Option<String>) -> ExecOutput {
 }
 
 /// The output as the dispatcher reads it (`ExecOutput::from_reply`): the
-/// contract's fields and a session's state as `session_state`.
-fn to_json(out: &ExecOutput, stopped_at: Option<&ToolRequest>) -> String {
+/// contract's fields, a session's state as `session_state`, and code
+/// mode's `extra` fields (`tool_request`, `tool_requests`).
+fn to_json(out: &ExecOutput, extra: Option<(&str, serde_json::Value)>) -> String {
     let mut v = serde_json::to_value(out);
     if let (Ok(serde_json::Value::Object(o)), Some(state)) = (&mut v, &out.state) {
         o.insert(
@@ -225,11 +226,8 @@ fn to_json(out: &ExecOutput, stopped_at: Option<&ToolRequest>) -> String {
             toolgate_core::files::encode(state).into(),
         );
     }
-    if let (Ok(serde_json::Value::Object(o)), Some(t)) = (&mut v, stopped_at) {
-        o.insert(
-            "tool_request".into(),
-            serde_json::to_value(t).unwrap_or_default(),
-        );
+    if let (Ok(serde_json::Value::Object(o)), Some((key, value))) = (&mut v, extra) {
+        o.insert(key.into(), value);
     }
     v.and_then(|v| serde_json::to_string(&v))
         .unwrap_or_else(|e| {
@@ -317,16 +315,12 @@ pub unsafe extern "C" fn tg_run(ptr: *mut u8, len: usize) -> u64 {
         out.files = Some(toolgate_core::files::to_json(&outcome.files));
     }
     out.state = outcome.state;
-    let mut json = to_json(&out, None);
-    if req.tools {
-        // How many recorded exchanges this run used: fewer than were sent
-        // means it took another path (the dispatcher says so).
-        if let Ok(serde_json::Value::Object(mut o)) = serde_json::from_str(&json) {
-            o.insert("tool_requests".into(), ANSWERED.with(|a| a.get()).into());
-            json = serde_json::Value::Object(o).to_string();
-        }
-    }
-    hand_out(json)
+    // How many recorded exchanges this run used: fewer than were sent
+    // means it took another path (the dispatcher says so).
+    let used = req
+        .tools
+        .then(|| ("tool_requests", ANSWERED.with(|a| a.get()).into()));
+    hand_out(to_json(&out, used))
 }
 
 /// `/healthz`'s walls, checked in this instance as a call would get it:
@@ -368,7 +362,8 @@ pub extern "C" fn tg_abort(why: u32, stack: u32) -> u64 {
         // Stopped at a tool request: not the script's end.
         out.exit_code = -1;
         let pending = PENDING.with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.take()));
-        return hand_out(to_json(&out, pending.as_ref()));
+        let pending = pending.and_then(|t| serde_json::to_value(t).ok());
+        return hand_out(to_json(&out, pending.map(|t| ("tool_request", t))));
     }
     if why == 1 {
         out.exit_code = -1;

@@ -21,12 +21,6 @@ use crate::tool::CallContext;
 /// The key the script's wait is asked under, and what its state says.
 const KEY: &str = "script";
 
-/// How long a retry after the page was opened waits for the person.
-const LINK_WAIT: Duration = Duration::from_secs(20);
-
-/// What a retry leaves its transport's deadline for the script's run.
-const RUN_MARGIN: Duration = Duration::from_secs(10);
-
 /// The caller's MCP client, where its person can be sent to a page, and
 /// the call it is about. The state key and the arguments' hash are had
 /// only when a script waits or a retry comes (most calls need neither).
@@ -116,20 +110,14 @@ impl InClient {
         let (resume, waited) = claims.subject.split_once(' ').ok_or_else(other)?;
         let reply = self.elicit.response(KEY).and_then(Reply::parse);
         if matches!(reply, Some(Reply::Accept(_))) {
-            clarify.wait(waited, self.link_wait()).await?;
+            clarify
+                .wait(waited, crate::elicit::link_wait(self.deadline))
+                .await?;
         }
         Ok(Some(Retry {
             resume: resume.to_owned(),
             declined: matches!(reply, Some(Reply::Decline | Reply::Cancel)),
         }))
-    }
-
-    fn link_wait(&self) -> Duration {
-        let Some(deadline) = self.deadline else {
-            return LINK_WAIT;
-        };
-        let left = deadline.saturating_duration_since(crate::clock::Instant::now());
-        LINK_WAIT.min(left.saturating_sub(RUN_MARGIN))
     }
 
     /// python.execute's `answer` to the call with `args`; when the script
