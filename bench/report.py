@@ -8,8 +8,16 @@ rounds' ratios, so that two engines are compared within a round, not across
 the host's slower and faster minutes."""
 import json, pathlib, statistics, sys
 
+ARGS = sys.argv[1:]
+# `--also DIR`: bench/run's one-off tables (sessions, the Lambda-shaped
+# run), printed after the rounds' table.
+ALSO = None
+if ARGS[:1] == ["--also"]:
+    if len(ARGS) < 2:
+        sys.exit("report.py: --also takes a folder")
+    ALSO, ARGS = pathlib.Path(ARGS[1]), ARGS[2:]
 ROUNDS = []
-for d in map(pathlib.Path, sys.argv[1:]):
+for d in map(pathlib.Path, ARGS):
     for needed in ("sandbox.json", "anchors.json"):
         if not (d / needed).is_file():
             sys.exit(f"report.py: {d} has no {needed}: not a finished round")
@@ -127,3 +135,56 @@ rounds = (f", in {len(ROUNDS)} rounds (each measures every engine within minutes
 print(f"Medians in ms over {ROUNDS[0]['sandbox'].get('n', '?')} calls each{rounds}. Ratios compare "
       f"back-to-back calls with back-to-back anchors, and calls {APART} with monty's calls {APART}. "
       f"Cold start (process start to first answered call): {starts} ms; zygote warm-up {warm} ms.")
+
+
+def sessions_table(api, http):
+    """A session call's cost over a stateless one, by the size of its state."""
+    print()
+    print("| state | API, not reading | API, reading | HTTP (serve, SQLite), not reading "
+          "| HTTP, reading |")
+    print("|---|---:|---:|---:|---:|")
+    for label in ("1KB", "64KB", "1MB"):
+        a = api.get("sessions", {}).get(label, {})
+        h = http.get("sessions", {}).get(label, {})
+        cells = [a.get("overhead_ms"), a.get("reading_overhead_ms"),
+                 h.get("overhead_ms"), h.get("reading_overhead_ms")]
+        print(f"| {label} | " + " | ".join("—" if v is None else f"+{v:.2f}" for v in cells) + " |")
+    base = [x.get("sessions", {}).get("1KB", {}).get("stateless_ms") for x in (api, http)]
+    print()
+    print("Milliseconds over a stateless call (" + ", ".join(
+        f"{where} {v:.2f} ms" for where, v in zip(("API", "HTTP"), base) if number(v))
+          + f"), medians of {api.get('n', http.get('n', '?'))} calls 20 ms apart.")
+
+
+def lambda_table(run):
+    """python.execute and monty in the same cgroup at Lambda's CPU share."""
+    def cell(row, engine, key):
+        c = row.get(engine) or {}
+        return None if "error" in c else c.get(key)
+
+    print()
+    print("| snippet | ms | monty ms | ÷ monty | CPU ms | monty CPU ms | CPU ÷ monty |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, row in sorted(run.get("snippets", {}).items()):
+        cells = []
+        for key in ("ms", "cpu_ms"):
+            ours_v, monty_v = cell(row, "toolgate", key), cell(row, "monty", key)
+            cells += [fmt(ours_v), fmt(monty_v),
+                      f"{ours_v / monty_v:.2f}×" if number(ours_v) and number(monty_v) and monty_v else "—"]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    frozen = "frozen between calls, as Lambda freezes an instance" if run.get("frozen_between_calls") \
+        else "left running between calls"
+    print()
+    print(f"In a cgroup of {run.get('mb')} MB with {run.get('cpu_share', 0):.2f} of a vCPU, {frozen}; "
+          f"calls {run.get('gap_ms')} ms apart, medians of {run.get('n')}; CPU is the cgroup's from "
+          "request to answer, whatever process spent it.")
+
+
+if ALSO is not None:
+    read = lambda name: json.loads((ALSO / name).read_text()) if (ALSO / name).exists() else None
+    api, http = read("sessions_api.json"), read("sessions_http.json")
+    if api or http:
+        sessions_table(api or {}, http or {})
+    shaped = read("lambda_shaped.json")
+    if shaped:
+        lambda_table(shaped)

@@ -143,3 +143,67 @@ fn the_pause_names_the_columns() {
     assert!(!text.contains("round by round"), "one round: {text}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `--also`: the sessions table (at the API and over HTTP, by state size)
+/// and the Lambda-shaped table (ours against monty, latency and CPU, with
+/// a snippet monty cannot run as "—").
+#[test]
+fn the_one_off_tables_follow_the_rounds() {
+    let dir = scratch("also");
+    let r = round(&dir.join("r1"), 2.0, Some(1.0), 20);
+    let also = dir.join("also");
+    std::fs::create_dir_all(&also).unwrap();
+    let sizes = |k: f64| {
+        json!({"n": 5, "sessions": {
+            "1KB": {"stateless_ms": 0.5, "overhead_ms": 0.1 * k, "reading_overhead_ms": 0.2 * k},
+            "64KB": {"stateless_ms": 0.5, "overhead_ms": 0.3 * k, "reading_overhead_ms": 2.5 * k},
+            "1MB": {"stateless_ms": 0.5, "overhead_ms": 4.0 * k, "reading_overhead_ms": 60.0 * k},
+        }})
+    };
+    let write = |name: &str, v: &Value| std::fs::write(also.join(name), v.to_string()).unwrap();
+    write("sessions_api.json", &sizes(1.0));
+    write("sessions_http.json", &sizes(2.0));
+    write(
+        "lambda_shaped.json",
+        &json!({"mb": 1024, "cpu_share": 0.58, "n": 5, "gap_ms": 100,
+                "frozen_between_calls": true, "snippets": {
+            "hello": {"toolgate": {"ms": 1.5, "cpu_ms": 3.0, "after_ms": 0.4},
+                      "monty": {"ms": 1.0, "cpu_ms": 1.0, "after_ms": 0.0}},
+            "stats": {"toolgate": {"ms": 20.0, "cpu_ms": 25.0, "after_ms": 0.5},
+                      "monty": {"error": "ModuleNotFoundError"}},
+        }}),
+    );
+    let out = Command::new("python3")
+        .arg(workspace().join("bench/report.py"))
+        .arg("--also")
+        .arg(&also)
+        .arg(&r)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = |start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no {start} row in:\n{text}"))
+            .to_owned()
+    };
+    assert_eq!(row("| 64KB |"), "| 64KB | +0.30 | +2.50 | +0.60 | +5.00 |");
+    assert_eq!(
+        row("| hello |"),
+        "| hello | 1.50 | 1.00 | 1.50× | 3.00 | 1.00 | 3.00× |"
+    );
+    assert_eq!(
+        row("| stats |"),
+        "| stats | 20.00 | ERR | — | 25.00 | ERR | — |"
+    );
+    assert!(
+        text.contains("0.58 of a vCPU, frozen between calls"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

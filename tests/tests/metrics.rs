@@ -126,3 +126,43 @@ fn metrics_count_calls_and_say_what_waits() {
         "{text}"
     );
 }
+
+/// A used child's replacement skips the warm-up run where the host freezes
+/// the process between calls (Lambda: its CPU would land on the next call),
+/// and runs it for lone calls elsewhere. Lambda is recognised by its
+/// runtime API's variable, set here on the local server (nothing listens at
+/// it: serve never talks to it).
+#[test]
+fn a_frozen_hosts_replacements_skip_the_warm_up_run() {
+    for (env, lean_wanted) in [
+        (&[][..], false),
+        (&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")][..], true),
+    ] {
+        let s = Server::start_with_args(env, &["--token", TOKEN]);
+        for i in 0..3 {
+            // Well apart: not back to back.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let code = json!({ "code": format!("result = {i}") });
+            assert_eq!(post(&s, "/tools/python.execute", &code), 200);
+        }
+        let auth = format!("Bearer {TOKEN}");
+        // Replacements are asked for as each used child is ended, just
+        // after its answer: poll, bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let (lean, warm) = loop {
+            let r = s.request("GET", "/metrics", &[("Authorization", &auth)], b"");
+            let samples = parsed(&String::from_utf8(r.body.clone()).unwrap());
+            let kind = |k: &str| {
+                let labels = json!({ "kind": k });
+                value(&samples, "toolgate_sandbox_replacements_total", &labels).unwrap()
+            };
+            let (lean, warm) = (kind("lean"), kind("warm"));
+            if lean + warm >= 3.0 || std::time::Instant::now() > deadline {
+                break (lean, warm);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let want = if lean_wanted { (3.0, 0.0) } else { (0.0, 3.0) };
+        assert_eq!((lean, warm), want, "lean, warm replacements with {env:?}");
+    }
+}

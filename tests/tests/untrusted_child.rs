@@ -25,6 +25,7 @@ fn hostile_sandbox() -> Sandbox {
         max_concurrency: 2,
         max_per_caller: 2,
         recycle: toolgate_python::sandbox::Recycle::NEVER,
+        frozen_between_calls: false,
     })
     .expect("start the hostile zygote")
 }

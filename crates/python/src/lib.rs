@@ -39,6 +39,7 @@ pub fn sandbox_config(cfg: &PythonConfig) -> Result<SandboxConfig, SandboxError>
         max_concurrency: cfg.max_concurrency,
         max_per_caller: cfg.per_caller(),
         recycle: Recycle::new(cfg.zygote_max_calls, cfg.zygote_max_age_secs),
+        frozen_between_calls: cfg.frozen_between_calls,
     })
 }
 
@@ -96,12 +97,17 @@ impl WithPython for Toolset {
         let counted = sandbox.clone();
         self.add_samples(Arc::new(move || {
             let (spares, started) = counted.stats();
-            let sample = |name, help, value| toolgate_shared::metrics::Sample {
+            let (lean, warm) = counted.replacements();
+            let labelled = |name, help, labels, value| toolgate_shared::metrics::Sample {
                 name,
                 help,
-                labels: Vec::new(),
+                labels,
                 value,
             };
+            let sample = |name, help, value| labelled(name, help, Vec::new(), value);
+            const REPLACED: &str = "Used sandbox processes replaced, by whether the replacement \
+                skipped the warm-up run (lean: calls back to back, or a host that freezes the \
+                process between calls).";
             let samples = vec![
                 sample(
                     "toolgate_sandbox_spares",
@@ -112,6 +118,18 @@ impl WithPython for Toolset {
                     "toolgate_sandbox_zygotes_started_total",
                     "Sandbox zygotes started: the first, then each restart and recycle.",
                     started as f64,
+                ),
+                labelled(
+                    "toolgate_sandbox_replacements_total",
+                    REPLACED,
+                    vec![("kind", "lean".into())],
+                    lean as f64,
+                ),
+                labelled(
+                    "toolgate_sandbox_replacements_total",
+                    REPLACED,
+                    vec![("kind", "warm".into())],
+                    warm as f64,
                 ),
             ];
             Box::pin(std::future::ready(samples))

@@ -30,6 +30,9 @@ pub const SCHEMA: crate::sqlite_file::Schema = crate::sqlite_file::Schema {
     tables: &[sql::SCHEMA],
     upgrades: &[|c| add_approval_columns(c).and_then(|()| add_caller_column(c))],
     indexes: &[],
+    // An approval spent, or a journal used up, must not come back after
+    // the machine crashes.
+    sync_each_commit: true,
 };
 
 /// A file written before approvals had their decision columns gains them

@@ -77,6 +77,9 @@ pub struct PythonConfig {
     /// Where sessions are kept locally (SQLite); `None` where there is no
     /// lasting local disk (a Lambda function), and no other store is set.
     pub session_db: Option<std::path::PathBuf>,
+    /// The process is frozen between calls (an AWS Lambda instance, once
+    /// it has answered), so no work after a call happens before the next.
+    pub frozen_between_calls: bool,
     /// `TOOLGATE_SESSIONS_TABLE`: sessions in this DynamoDB table instead.
     pub session_table: Option<String>,
     /// Live sessions one caller may have (0: no bound).
@@ -108,6 +111,7 @@ impl Default for PythonConfig {
             session_idle_secs: DEFAULT_SESSION_IDLE_SECS,
             session_max_state_mb: DEFAULT_SESSION_MAX_STATE_MB,
             session_db: None,
+            frozen_between_calls: false,
             session_table: None,
             session_max_per_caller: DEFAULT_SESSION_MAX_PER_CALLER,
             session_max_mb_per_caller: DEFAULT_SESSION_MAX_MB_PER_CALLER,
@@ -262,7 +266,8 @@ impl PythonConfig {
         // A Lambda instance's disk is its own and short-lived: sessions
         // there need a shared store.
         p.session_table = env.text("TOOLGATE_SESSIONS_TABLE");
-        if env.text("AWS_LAMBDA_RUNTIME_API").is_none() {
+        p.frozen_between_calls = env.text("AWS_LAMBDA_RUNTIME_API").is_some();
+        if !p.frozen_between_calls {
             p.session_db = Some(super::env::data_dir(env).join(SESSION_DB_FILE));
         }
         p.validate()?;

@@ -27,6 +27,10 @@ pub const SCHEMA: crate::sqlite_file::Schema = crate::sqlite_file::Schema {
     tables: &[sql::SCHEMA],
     upgrades: &[add_bytes],
     indexes: &[sql::USAGE_INDEXES],
+    // A machine crash may take back a session's last calls (a process
+    // crash loses nothing): every session call commits twice (its lease,
+    // its state), and a disk flush each was most of what a session cost.
+    sync_each_commit: false,
 };
 
 /// A file written before sessions counted their bytes gains the column

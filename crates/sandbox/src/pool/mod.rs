@@ -48,6 +48,11 @@ pub struct SandboxConfig {
     pub max_per_caller: usize,
     /// When the zygote is replaced by a fresh one.
     pub recycle: Recycle,
+    /// The host stops the process between calls (AWS Lambda freezes an
+    /// instance once it has answered): a used child's replacement then
+    /// skips the warm-up run, whose CPU would otherwise land on the next
+    /// call, at the function's CPU share (`bench/lambda_shaped.py`).
+    pub frozen_between_calls: bool,
 }
 
 /// A handle on the running sandbox; dropping it stops the zygote and with it
@@ -59,6 +64,7 @@ pub struct Sandbox {
     calls: CallClock,
     limits: call::Limits,
     probe: probe::Probe,
+    frozen_between_calls: bool,
 }
 
 /// How long a call waits for a warm child (and a child to seal itself).
@@ -83,6 +89,7 @@ impl Sandbox {
             state_cap: cfg.zygote.state_cap,
         };
         let admission = Admission::new(cfg.max_concurrency, cfg.max_per_caller);
+        let frozen_between_calls = cfg.frozen_between_calls;
         std::thread::Builder::new()
             .name("sandbox-supervisor".into())
             .spawn(move || supervisor::supervise(cfg, s, tx, ready_tx))
@@ -98,6 +105,7 @@ impl Sandbox {
             calls: CallClock::default(),
             limits,
             probe: probe::Probe::default(),
+            frozen_between_calls,
         })
     }
 
@@ -110,6 +118,13 @@ impl Sandbox {
             .zygotes_started
             .load(std::sync::atomic::Ordering::Relaxed);
         (spares, started)
+    }
+
+    /// Used children replaced so far: lean (no warm-up run), and warm.
+    pub fn replacements(&self) -> (u64, u64) {
+        let [lean, warm] = &self.shared.replaced;
+        let read = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        (read(lean), read(warm))
     }
 
     /// The walls active around each call: the zygote's as it checked them,
@@ -197,13 +212,16 @@ impl Sandbox {
             ..self.limits
         };
         let call = self.calls.call_started();
+        // A lean replacement (no warm-up run) when calls come back to back,
+        // or when the host freezes the process before the warm-up could run.
+        let lean = call.back_to_back || self.frozen_between_calls;
         // A spare may have died with an earlier zygote, or been killed from
         // outside: try a few.
         let mut last_err = None;
         for _ in 0..CHILD_TRIES {
             let child = self.take_child().await?;
             match self
-                .run_child(child, &frame, timeout, limits, call.back_to_back, tools)
+                .run_child(child, &frame, timeout, limits, lean, tools)
                 .await
             {
                 Ok(ran) => return Ok(ran.out),
@@ -223,7 +241,7 @@ impl Sandbox {
         frame: &[u8],
         timeout: Duration,
         limits: call::Limits,
-        back_to_back: bool,
+        lean: bool,
         tools: Option<&dyn ToolHost>,
     ) -> Result<Ran, SandboxError> {
         let pid = child.pid;
@@ -238,7 +256,7 @@ impl Sandbox {
         let used = Used {
             child,
             shared: self.shared.clone(),
-            back_to_back,
+            lean,
         };
         let result = call::drive(&used.child, frame, timeout, exit_rx, limits, tools).await;
         // The answer does not wait for the child's end (~0.05 ms of
@@ -289,7 +307,8 @@ fn request_frame(
 struct Used {
     child: Child,
     shared: Arc<Shared>,
-    back_to_back: bool,
+    /// Its replacement skips the warm-up run.
+    lean: bool,
 }
 
 impl Drop for Used {
@@ -305,7 +324,8 @@ impl Drop for Used {
         drop(exits);
         // Replace the child only now: forking while the script runs would
         // compete with it for the CPU. Other spares cover concurrent calls.
-        self.child.replace(&self.shared, !self.back_to_back);
+        self.shared.replaced[usize::from(!self.lean)].fetch_add(1, Ordering::Relaxed);
+        self.child.replace(&self.shared, !self.lean);
     }
 }
 

@@ -52,6 +52,9 @@ pub(super) struct Shared {
     zygote_pids: Mutex<Vec<i32>>,
     /// Zygotes started: the first, each restart and each recycle.
     pub zygotes_started: std::sync::atomic::AtomicU64,
+    /// Used children replaced, by whether the replacement was lean (no
+    /// warm-up run): `[lean, warm]`.
+    pub replaced: [std::sync::atomic::AtomicU64; 2],
 }
 
 impl Shared {
@@ -63,6 +66,7 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             zygote_pids: Mutex::new(Vec::new()),
             zygotes_started: std::sync::atomic::AtomicU64::new(0),
+            replaced: Default::default(),
         }
     }
 

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""python.execute at Lambda's CPU share: per call latency, the CPU the call
+costs, and the CPU spent after it (the replacement spare), next to
+pydantic-monty in the same limits.
+
+A cgroup gets what AWS Lambda gives a function of --mb MB (default 1024): a
+CPU quota of mb/1769 of one vCPU (Lambda gives a full vCPU at 1,769 MB) and
+a memory limit of mb MiB. `toolgate serve` runs in it with the settings the
+python-execute function gets on Lambda (the same sandbox, zygote and
+spares; Lambda is recognised by AWS_LAMBDA_RUNTIME_API, which the bench
+sets and serve never talks to; --serve-settings: serve's own); so does a
+monty server (a pool
+worker, a fresh session per call, spoken to over pipes: no HTTP in its
+path, which favours it). Calls go --gap-ms apart (default 100: an agent
+thinks between calls, and Lambda serves one at a time), one kept-alive
+connection. As Lambda freezes an instance once it has answered, the cgroup
+is frozen from each answer to the next call (--no-freeze: left running):
+what the sandbox does after a call (the used child's exit, the replacement
+spare) waits for the next call and takes its share of the CPU. For each
+call the cgroup's CPU counter is read before the request, after the answer,
+and, unfrozen, again before the next call:
+  ms        the latency the caller saw;
+  cpu_ms    the CPU the cgroup spent from the request to the answer
+            (whatever process spent it: the script's child, the server,
+            the spare a frozen call before left unmade);
+  after_ms  with --no-freeze, the CPU spent after the answer (the
+            replacement spare); frozen, none is.
+Medians over --n calls per snippet. Needs root and cgroups (v2, or v1's
+cpu, cpuacct, memory and freezer controllers).
+
+Usage: bench/lambda_shaped.py --toolgate PATH [--python VENV_PYTHON]
+                              [--mb 1024] [--n 21] [--gap-ms 100] [--json OUT]
+                              [--engines toolgate,monty] [--snippets a,b]
+"""
+import argparse
+import http.client
+import json
+import os
+import pathlib
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).parent
+SNIPPETS = {p.stem: p.read_text() for p in sorted((HERE / "snippets").glob("*.py"))}
+# Lambda's CPU is proportional to memory: one vCPU at 1,769 MB.
+FULL_VCPU_MB = 1769
+PERIOD_US = 100_000
+
+MONTY_SERVER = r"""
+import json, sys
+import pydantic_monty as pm
+pool = pm.Monty(min_processes=1, max_processes=1)
+pool.__enter__()
+print("ready", flush=True)
+for line in sys.stdin:
+    code = json.loads(line)["code"]
+    try:
+        with pool.checkout() as s:
+            s.feed_run(code, print_callback=pm.CollectString())
+            s.feed_run("result")
+        out = {"ok": True}
+    except Exception as e:
+        out = {"ok": False, "error": (str(e).splitlines() or [type(e).__name__])[-1][:200]}
+    print(json.dumps(out), flush=True)
+"""
+
+
+class Cgroup:
+    """A cgroup with Lambda's limits; `usage_ns()` is its CPU so far."""
+
+    def __init__(self, mb):
+        name = f"toolgate-lambda-shaped-{os.getpid()}"
+        quota = max(1000, int(PERIOD_US * mb / FULL_VCPU_MB))
+        self.share = quota / PERIOD_US
+        self.dirs = []
+        v2 = pathlib.Path("/sys/fs/cgroup/cgroup.controllers")
+        if v2.exists():
+            root = pathlib.Path("/sys/fs/cgroup")
+            missing = {"cpu", "memory"} - set((root / "cgroup.subtree_control").read_text().split())
+            if missing:
+                (root / "cgroup.subtree_control").write_text(" ".join("+" + c for c in missing))
+            d = root / name
+            d.mkdir()
+            self.dirs = [d]
+            (d / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+            (d / "memory.max").write_text(str(mb << 20))
+            self._usage = lambda: int(next(
+                l.split()[1] for l in (d / "cpu.stat").read_text().splitlines()
+                if l.startswith("usage_usec"))) * 1000
+            self._freeze = lambda on: self._v2_freeze(d, on)
+        else:
+            base = pathlib.Path("/sys/fs/cgroup")
+            cpu, acct, mem, frz = (self._v1(base, c, name)
+                                   for c in ("cpu", "cpuacct", "memory", "freezer"))
+            self.dirs = list(dict.fromkeys([cpu, acct, mem, frz]))
+            self._freeze = lambda on: self._v1_freeze(frz, on)
+            (cpu / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (cpu / "cpu.cfs_quota_us").write_text(str(quota))
+            (mem / "memory.limit_in_bytes").write_text(str(mb << 20))
+            self._usage = lambda: int((acct / "cpuacct.usage").read_text())
+
+    @staticmethod
+    def _v1(base, controller, name):
+        for mount in (base / controller, base / "cpu,cpuacct"):
+            if (mount / "tasks").exists():
+                d = mount / name
+                d.mkdir(exist_ok=True)
+                return d
+        sys.exit(f"lambda_shaped: no cgroup v1 {controller} controller under {base}")
+
+    def usage_ns(self):
+        return self._usage()
+
+    def freeze(self, on):
+        """Stops (or resumes) every process in the cgroup, as Lambda does
+        between invocations; returns once they are."""
+        self._freeze(on)
+
+    @staticmethod
+    def _v2_freeze(d, on):
+        (d / "cgroup.freeze").write_text("1" if on else "0")
+        want = f"frozen {1 if on else 0}"
+        while want not in (d / "cgroup.events").read_text():
+            time.sleep(0.0002)
+
+    @staticmethod
+    def _v1_freeze(d, on):
+        want = "FROZEN" if on else "THAWED"
+        (d / "freezer.state").write_text(want)
+        while (d / "freezer.state").read_text().strip() != want:
+            time.sleep(0.0002)
+
+    def enter(self):
+        """In a child before exec: join the cgroup."""
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text(str(os.getpid()))
+
+    def remove(self):
+        for d in self.dirs:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Toolgate:
+    def __init__(self, exe, cg, as_lambda):
+        self.data = tempfile.mkdtemp(prefix="tg-lambda-shaped-")
+        port = free_port()
+        env = dict(os.environ, TOOLGATE_DATA_DIR=self.data)
+        if as_lambda:
+            env["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:9"
+        self.proc = subprocess.Popen([exe, "serve", "--addr", f"127.0.0.1:{port}"], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=cg.enter)
+        deadline = time.time() + 60
+        while True:
+            try:
+                self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                self.call("print(1)")
+                break
+            except (OSError, http.client.HTTPException):
+                if time.time() > deadline or self.proc.poll() is not None:
+                    sys.exit("lambda_shaped: toolgate serve did not answer")
+                time.sleep(0.05)
+
+    def call(self, code):
+        self.conn.request("POST", "/tools/python.execute", json.dumps({"code": code}),
+                          {"Content-Type": "application/json"})
+        r = self.conn.getresponse()
+        out = json.loads(r.read())
+        if r.status != 200 or out.get("exit_code") != 0:
+            raise RuntimeError((out.get("stderr") or str(out))[-200:])
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.data, ignore_errors=True)
+
+
+class Monty:
+    def __init__(self, python, cg):
+        self.proc = subprocess.Popen([python, "-c", MONTY_SERVER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, preexec_fn=cg.enter)
+        if self.proc.stdout.readline().strip() != "ready":
+            sys.exit("lambda_shaped: the monty server did not start (pip install pydantic-monty)")
+
+    def call(self, code):
+        self.proc.stdin.write(json.dumps({"code": code}) + "\n")
+        self.proc.stdin.flush()
+        out = json.loads(self.proc.stdout.readline())
+        if not out["ok"]:
+            raise RuntimeError(out["error"])
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def series(engine, cg, code, n, gap, freeze):
+    engine.call(code)  # warm, and whether it runs at all
+    ms, cpu, after = [], [], []
+    time.sleep(gap)
+    try:
+        for _ in range(n):
+            u0 = cg.usage_ns()
+            t0 = time.perf_counter()
+            engine.call(code)
+            t1 = time.perf_counter()
+            u1 = cg.usage_ns()
+            if freeze:
+                cg.freeze(True)
+            time.sleep(gap)
+            u2 = cg.usage_ns()
+            if freeze:
+                cg.freeze(False)
+            ms.append((t1 - t0) * 1e3)
+            cpu.append((u1 - u0) / 1e6)
+            after.append((u2 - u1) / 1e6)
+    finally:
+        if freeze:
+            cg.freeze(False)
+    return {k: round(statistics.median(v), 3) for k, v in
+            (("ms", ms), ("cpu_ms", cpu), ("after_ms", after))}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--toolgate", required=True)
+    ap.add_argument("--python", default=sys.executable, help="a Python with pydantic-monty")
+    ap.add_argument("--mb", type=int, default=1024)
+    ap.add_argument("--n", type=int, default=21)
+    ap.add_argument("--gap-ms", type=float, default=100)
+    ap.add_argument("--no-freeze", action="store_true",
+                    help="leave the cgroup running between calls")
+    ap.add_argument("--serve-settings", action="store_true",
+                    help="run toolgate with serve's settings, not the Lambda function's")
+    ap.add_argument("--engines", default="toolgate,monty")
+    ap.add_argument("--snippets", help="these of bench/snippets only (comma-separated)")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    snippets = SNIPPETS
+    if a.snippets:
+        unknown = set(a.snippets.split(",")) - set(SNIPPETS)
+        if unknown:
+            sys.exit(f"lambda_shaped: no such snippet: {', '.join(sorted(unknown))}")
+        snippets = {k: v for k, v in SNIPPETS.items() if k in a.snippets.split(",")}
+    wanted = a.engines.split(",")
+    if not wanted or set(wanted) - {"toolgate", "monty"}:
+        sys.exit("lambda_shaped: --engines is toolgate, monty or both")
+    if os.geteuid() != 0:
+        sys.exit("lambda_shaped: needs root, to make a cgroup")
+    cg = Cgroup(a.mb)
+    table = {}
+    try:
+        engines = {"toolgate": lambda: Toolgate(a.toolgate, cg, not a.serve_settings),
+                   "monty": lambda: Monty(a.python, cg)}
+        for name in wanted:
+            start = engines[name]
+            engine = start()
+            try:
+                for sn, code in snippets.items():
+                    try:
+                        table.setdefault(sn, {})[name] = series(engine, cg, code, a.n, a.gap_ms / 1e3,
+                                                                not a.no_freeze)
+                    except Exception as e:  # the engine cannot run this snippet
+                        table.setdefault(sn, {})[name] = {"error": str(e)[:200]}
+            finally:
+                engine.close()
+    finally:
+        cg.remove()
+    out = {"mb": a.mb, "cpu_share": cg.share, "n": a.n, "gap_ms": a.gap_ms,
+           "frozen_between_calls": not a.no_freeze,
+           "settings": "serve" if a.serve_settings else "lambda", "snippets": table}
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(out, indent=1))
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
