@@ -26,18 +26,22 @@ and, unfrozen, again before the next call:
   after_ms  with --no-freeze, the CPU spent after the answer (the
             replacement spare); frozen, none is.
 Medians over --n calls per snippet. Needs root and cgroups (v2, or v1's
-cpu, cpuacct, memory and freezer controllers).
+cpu, cpuacct, memory and freezer controllers). With the kernel's default
+period for the quota (--period-ms 100), a call shorter than its quota runs
+unthrottled, as it may on Lambda: the CPU column is its cost either way.
 
 Usage: bench/lambda_shaped.py --toolgate PATH [--python VENV_PYTHON]
                               [--mb 1024] [--n 21] [--gap-ms 100] [--json OUT]
                               [--engines toolgate,monty] [--snippets a,b]
 """
 import argparse
+import contextlib
 import http.client
 import json
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -49,7 +53,6 @@ HERE = pathlib.Path(__file__).parent
 SNIPPETS = {p.stem: p.read_text() for p in sorted((HERE / "snippets").glob("*.py"))}
 # Lambda's CPU is proportional to memory: one vCPU at 1,769 MB.
 FULL_VCPU_MB = 1769
-PERIOD_US = 100_000
 
 MONTY_SERVER = r"""
 import json, sys
@@ -73,45 +76,54 @@ for line in sys.stdin:
 class Cgroup:
     """A cgroup with Lambda's limits; `usage_ns()` is its CPU so far."""
 
-    def __init__(self, mb):
+    def __init__(self, mb, period_us):
         name = f"toolgate-lambda-shaped-{os.getpid()}"
-        quota = max(1000, int(PERIOD_US * mb / FULL_VCPU_MB))
-        self.share = quota / PERIOD_US
+        quota = max(1000, int(period_us * mb / FULL_VCPU_MB))
+        self.share = quota / period_us
         self.dirs = []
-        v2 = pathlib.Path("/sys/fs/cgroup/cgroup.controllers")
-        if v2.exists():
-            root = pathlib.Path("/sys/fs/cgroup")
+        try:
+            self._make(name, mb, quota, period_us)
+        except BaseException:
+            self.remove()
+            raise
+
+    def _make(self, name, mb, quota, period_us):
+        root = pathlib.Path("/sys/fs/cgroup")
+        if (root / "cgroup.controllers").exists():
             missing = {"cpu", "memory"} - set((root / "cgroup.subtree_control").read_text().split())
             if missing:
                 (root / "cgroup.subtree_control").write_text(" ".join("+" + c for c in missing))
             d = root / name
             d.mkdir()
-            self.dirs = [d]
-            (d / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+            self.dirs.append(d)
+            (d / "cpu.max").write_text(f"{quota} {period_us}")
             (d / "memory.max").write_text(str(mb << 20))
             self._usage = lambda: int(next(
                 l.split()[1] for l in (d / "cpu.stat").read_text().splitlines()
                 if l.startswith("usage_usec"))) * 1000
             self._freeze = lambda on: self._v2_freeze(d, on)
         else:
-            base = pathlib.Path("/sys/fs/cgroup")
-            cpu, acct, mem, frz = (self._v1(base, c, name)
+            cpu, acct, mem, frz = (self._v1(root, c, name)
                                    for c in ("cpu", "cpuacct", "memory", "freezer"))
-            self.dirs = list(dict.fromkeys([cpu, acct, mem, frz]))
-            self._freeze = lambda on: self._v1_freeze(frz, on)
-            (cpu / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (cpu / "cpu.cfs_period_us").write_text(str(period_us))
             (cpu / "cpu.cfs_quota_us").write_text(str(quota))
             (mem / "memory.limit_in_bytes").write_text(str(mb << 20))
             self._usage = lambda: int((acct / "cpuacct.usage").read_text())
+            self._freeze = lambda on: self._v1_freeze(frz, on)
 
-    @staticmethod
-    def _v1(base, controller, name):
-        for mount in (base / controller, base / "cpu,cpuacct"):
+    def _v1(self, root, controller, name):
+        # cpu and cpuacct are often mounted together, under either name.
+        mounts = [root / controller]
+        if controller in ("cpu", "cpuacct"):
+            mounts.append(root / "cpu,cpuacct")
+        for mount in mounts:
             if (mount / "tasks").exists():
-                d = mount / name
-                d.mkdir(exist_ok=True)
+                d = pathlib.Path(os.path.realpath(mount / name))
+                if d not in self.dirs:
+                    d.mkdir(exist_ok=True)
+                    self.dirs.append(d)
                 return d
-        sys.exit(f"lambda_shaped: no cgroup v1 {controller} controller under {base}")
+        sys.exit(f"lambda_shaped: no cgroup v1 {controller} controller under {root}")
 
     def usage_ns(self):
         return self._usage()
@@ -141,13 +153,28 @@ class Cgroup:
             (d / "cgroup.procs").write_text(str(os.getpid()))
 
     def remove(self):
+        """Thaws and kills whatever is left in it, then removes it."""
+        for d in self.dirs:
+            for f, value in (("cgroup.freeze", "0"), ("freezer.state", "THAWED")):
+                if (d / f).exists():
+                    with contextlib.suppress(OSError):
+                        (d / f).write_text(value)
+        for d in self.dirs:
+            with contextlib.suppress(OSError):
+                for pid in (d / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
         for d in self.dirs:
             for _ in range(50):
                 try:
                     d.rmdir()
                     break
+                except FileNotFoundError:
+                    break
                 except OSError:
                     time.sleep(0.1)
+            else:
+                print(f"lambda_shaped: could not remove {d}", file=sys.stderr)
 
 
 def free_port():
@@ -166,16 +193,20 @@ class Toolgate:
         self.proc = subprocess.Popen([exe, "serve", "--addr", f"127.0.0.1:{port}"], env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      preexec_fn=cg.enter)
-        deadline = time.time() + 60
-        while True:
-            try:
-                self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                self.call("print(1)")
-                break
-            except (OSError, http.client.HTTPException):
-                if time.time() > deadline or self.proc.poll() is not None:
-                    sys.exit("lambda_shaped: toolgate serve did not answer")
-                time.sleep(0.05)
+        try:
+            deadline = time.time() + 60
+            while True:
+                try:
+                    self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                    self.call("print(1)")
+                    break
+                except (OSError, http.client.HTTPException):
+                    if time.time() > deadline or self.proc.poll() is not None:
+                        sys.exit("lambda_shaped: toolgate serve did not answer")
+                    time.sleep(0.05)
+        except BaseException:
+            self.close()
+            raise
 
     def call(self, code):
         self.conn.request("POST", "/tools/python.execute", json.dumps({"code": code}),
@@ -186,7 +217,7 @@ class Toolgate:
             raise RuntimeError((out.get("stderr") or str(out))[-200:])
 
     def close(self):
-        self.proc.terminate()
+        self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.data, ignore_errors=True)
 
@@ -196,6 +227,7 @@ class Monty:
         self.proc = subprocess.Popen([python, "-c", MONTY_SERVER], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, preexec_fn=cg.enter)
         if self.proc.stdout.readline().strip() != "ready":
+            self.close()
             sys.exit("lambda_shaped: the monty server did not start (pip install pydantic-monty)")
 
     def call(self, code):
@@ -206,7 +238,7 @@ class Monty:
             raise RuntimeError(out["error"])
 
     def close(self):
-        self.proc.stdin.close()
+        self.proc.kill()
         self.proc.wait()
 
 
@@ -244,6 +276,9 @@ def main():
     ap.add_argument("--mb", type=int, default=1024)
     ap.add_argument("--n", type=int, default=21)
     ap.add_argument("--gap-ms", type=float, default=100)
+    ap.add_argument("--period-ms", type=float, default=100,
+                    help="the CPU quota's period (the kernel's default): a call shorter than "
+                         "the quota uses it unthrottled")
     ap.add_argument("--no-freeze", action="store_true",
                     help="leave the cgroup running between calls")
     ap.add_argument("--serve-settings", action="store_true",
@@ -263,7 +298,10 @@ def main():
         sys.exit("lambda_shaped: --engines is toolgate, monty or both")
     if os.geteuid() != 0:
         sys.exit("lambda_shaped: needs root, to make a cgroup")
-    cg = Cgroup(a.mb)
+    # `kill` or `timeout` must not skip the clean-up: the processes would
+    # stay frozen.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    cg = Cgroup(a.mb, int(a.period_ms * 1000))
     table = {}
     try:
         engines = {"toolgate": lambda: Toolgate(a.toolgate, cg, not a.serve_settings),
@@ -282,7 +320,7 @@ def main():
                 engine.close()
     finally:
         cg.remove()
-    out = {"mb": a.mb, "cpu_share": cg.share, "n": a.n, "gap_ms": a.gap_ms,
+    out = {"mb": a.mb, "cpu_share": cg.share, "period_ms": a.period_ms, "n": a.n, "gap_ms": a.gap_ms,
            "frozen_between_calls": not a.no_freeze,
            "settings": "serve" if a.serve_settings else "lambda", "snippets": table}
     if a.json:

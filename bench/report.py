@@ -175,7 +175,8 @@ def lambda_table(run):
     frozen = "frozen between calls, as Lambda freezes an instance" if run.get("frozen_between_calls") \
         else "left running between calls"
     print()
-    print(f"In a cgroup of {run.get('mb')} MB with {run.get('cpu_share', 0):.2f} of a vCPU, {frozen}; "
+    print(f"In a cgroup of {run.get('mb')} MB with {run.get('cpu_share', 0):.2f} of a vCPU "
+          f"(per {run.get('period_ms', 100):g} ms), {frozen}; "
           f"calls {run.get('gap_ms')} ms apart, medians of {run.get('n')}; CPU is the cgroup's from "
           "request to answer, whatever process spent it.")
 

@@ -40,9 +40,10 @@ pub struct Schema {
     /// a column an upgrade adds).
     pub indexes: &'static [&'static str],
     /// Whether each commit waits for the disk (SQLite's `synchronous=FULL`).
-    /// Otherwise (`NORMAL`, in WAL mode) a commit survives the process
-    /// crashing but the last ones may be lost if the machine does: no fsync
-    /// per commit, which was ~1 ms of every session call.
+    /// Otherwise (`NORMAL`, in WAL mode; FULL where the file cannot be in
+    /// WAL mode) a commit survives the process crashing but the last ones
+    /// may be lost if the machine does: no fsync per commit, which was ~1
+    /// ms of every session call.
     pub sync_each_commit: bool,
 }
 
@@ -113,13 +114,18 @@ impl SqliteFile {
             OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW,
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
-        let synchronous = if schema.sync_each_commit {
+        // NORMAL is safe only in WAL mode, which a file system may refuse
+        // (SQLite then keeps its rollback journal): FULL there.
+        let wal = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .eq_ignore_ascii_case("wal");
+        let synchronous = if schema.sync_each_commit || !wal {
             "FULL"
         } else {
             "NORMAL"
         };
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .and_then(|_| conn.pragma_update(None, "synchronous", synchronous))
+        conn.pragma_update(None, "synchronous", synchronous)
             .and_then(|_| conn.busy_timeout(std::time::Duration::from_secs(5)))
             .map_err(|e| format!("{}: {e}", path.display()))?;
         schema

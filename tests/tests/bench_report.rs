@@ -202,7 +202,7 @@ fn the_one_off_tables_follow_the_rounds() {
         "| stats | 20.00 | ERR | — | 25.00 | ERR | — |"
     );
     assert!(
-        text.contains("0.58 of a vCPU, frozen between calls"),
+        text.contains("0.58 of a vCPU (per 100 ms), frozen between calls"),
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -18,7 +18,7 @@
 import _pickle
 from copyreg import dispatch_table as _dispatch_table
 from gc import (disable as _gc_disable, enable as _gc_enable, isenabled as _gc_isenabled,
-                freeze as _gc_freeze, get_count as _gc_get_count)
+                collect as _gc_collect, freeze as _gc_freeze, get_count as _gc_get_count)
 import builtins as _builtins
 import sys as _sys
 import types as _types
@@ -137,7 +137,8 @@ _impure = [False]  # a value being saved runs the script's code when restored
 
 class _Unread:
     # A saved state this call has not restored (all or part of it).
-    __slots__ = ("body", "segments", "starts", "status", "where", "bind", "base", "old_sources")
+    __slots__ = ("body", "segments", "starts", "status", "where", "bind", "base", "old_sources",
+                 "pure")
 
 
 def _start():
@@ -692,7 +693,7 @@ def _read_head(blob):
                     or type(e[2]) is not bool):
                 raise ValueError("its header is not one")
     # A view, not a copy: a call that restores nothing passes the pickles
-    # on as they came, and a fresh megabyte costs its page faults.
+    # on with one copy fewer, and a fresh megabyte costs its page faults.
     return sources, segments, base, memoryview(blob)[4 + n:]
 
 
@@ -723,9 +724,10 @@ def _load(globs, blob):
                 st.where[name] = i
     st.bind = None
     _lazy[0] = st
+    st.pure = all(e[2] for seg in segments for e in seg)
     # Lazily only when restoring runs none of the script's code: then when
     # it runs, and what the script changed before, make no difference.
-    if _EAGER.isdisjoint(st.where) and all(e[2] for seg in segments for e in seg):
+    if _EAGER.isdisjoint(st.where) and st.pure:
         p = _PENDING[0]
         for k in st.where:
             globs[k] = p
@@ -748,10 +750,19 @@ def _materialize(name=None):
         st.bind = {k for k, v in globs.items() if v is p}
     lost = []
     # Without the collector: a restore makes many containers and no garbage,
-    # and a collection midway would walk them all for nothing.
+    # and a collection midway would walk them all for nothing. What it makes
+    # lives until the call ends (the process ends with it), so it is then
+    # frozen out of the collector's reach, as the warm image is: left young,
+    # the next collection walked all of it (17% of the child's time for
+    # 2,200 rows). The script's own objects are frozen with it, so its
+    # garbage is collected first, and only while that is cheap; a restore
+    # that runs the script's code (which may make garbage) is not frozen.
+    # (RustPython's counts are each generation's objects: CPython's are not.)
     collecting = _gc_isenabled()
+    freeze = collecting and st.pure and sum(_gc_get_count()) <= _FREEZE_MAX
+    if freeze:
+        _gc_collect()
     _gc_disable()
-    young = sum(_gc_get_count())
     try:
         if name is not None:
             i = st.where.get(name)
@@ -763,8 +774,11 @@ def _materialize(name=None):
                 _load_segment(st, i, globs, lost)
     finally:
         if collecting:
-            _settle(young)
-            _gc_enable()
+            try:
+                if freeze:
+                    _gc_freeze()
+            finally:
+                _gc_enable()
     if all(s == 2 for s in st.status):
         _lazy[0] = None
         for k in st.bind:
@@ -773,19 +787,9 @@ def _materialize(name=None):
     return lost, True
 
 
-# Past this many of the script's own objects (tracked before a restore), a
-# restore's are left to the collector: freezing would keep the script's
-# garbage cycles for the rest of the call.
+# Past this many of the script's own objects (tracked before a restore),
+# a restore is left to the collector: collecting them first would cost.
 _FREEZE_MAX = 4096
-
-
-def _settle(young):
-    # What a restore made lives for the rest of the call (the process ends
-    # with it): out of the collector's reach, as the warm image is. Left
-    # young, the next collection would walk all of it (0.3 ms for 2,200
-    # rows). The few objects the script had made go with them.
-    if young <= _FREEZE_MAX and sum(_gc_get_count()) > young:
-        _gc_freeze()
 
 
 def _load_segment(st, i, globs, lost):

@@ -42,16 +42,17 @@ impl Child {
     /// Asks for the child that takes this one's place: from its own zygote
     /// while that serves, from the current one if its zygote died, and
     /// none if its zygote is retired (its successor was stocked with a full
-    /// set of spares before it took over).
-    pub fn replace(&self, shared: &Shared, warm_up: bool) {
+    /// set of spares before it took over). Whether it asked.
+    pub fn replace(&self, shared: &Shared, warm_up: bool) -> bool {
         if self.generation.is_retired() {
-            return;
+            return false;
         }
         if *self.zygote_gone.borrow() {
             shared.request_spawn(warm_up);
         } else {
             self.generation.request_spawn(warm_up);
         }
+        true
     }
 
     /// False once the process has exited, e.g. a spare killed with a zygote

@@ -151,13 +151,15 @@ impl Sandbox {
                 Ok(Some(c)) => match c.claim() {
                     Claim::Taken => return Ok(c),
                     Claim::Retired => {}
-                    Claim::Dead => c.replace(&self.shared, true),
+                    Claim::Dead => {
+                        c.replace(&self.shared, !self.frozen_between_calls);
+                    }
                 },
                 Ok(None) => return Err(SandboxError::ZygoteGone),
                 Err(_) if tokio::time::Instant::now() >= deadline => {
                     return Err(SandboxError::NoChild(CHILD_WAIT.as_secs()));
                 }
-                Err(_) => self.shared.request_spawn(true),
+                Err(_) => self.shared.request_spawn(!self.frozen_between_calls),
             }
         }
     }
@@ -324,8 +326,9 @@ impl Drop for Used {
         drop(exits);
         // Replace the child only now: forking while the script runs would
         // compete with it for the CPU. Other spares cover concurrent calls.
-        self.shared.replaced[usize::from(!self.lean)].fetch_add(1, Ordering::Relaxed);
-        self.child.replace(&self.shared, !self.lean);
+        if self.child.replace(&self.shared, !self.lean) {
+            self.shared.replaced[usize::from(!self.lean)].fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
