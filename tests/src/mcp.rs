@@ -82,3 +82,16 @@ pub fn call_headers(version: &str, tool: &str) -> Vec<(&'static str, String)> {
         ("Mcp-Name", tool.into()),
     ]
 }
+
+/// A 2026-07-28 first call's `input_required` answer: its input request
+/// under `key`, and its sealed `requestState` (recorded as issued).
+pub fn input_asked(reply: &Value, key: &str) -> (Value, String) {
+    let r = &reply["result"];
+    assert_eq!(r["resultType"], "input_required", "{reply}");
+    let state = r["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_owned();
+    crate::issued::record("request state", &state);
+    (r["inputRequests"][key].clone(), state)
+}

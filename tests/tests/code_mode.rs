@@ -361,6 +361,12 @@ fn gated(sshd: &Sshd) -> (Server, TempPath) {
     (s, cfg)
 }
 
+/// `command` on the SSH server `twin`, called directly by the agent.
+fn twin_run(s: &Server, command: &str) -> toolgate_e2e::Response {
+    let body = json!({"server_name": "twin", "command": command});
+    as_caller(s, AGENT, "POST", "/tools/ssh_run", &body)
+}
+
 fn as_caller(
     s: &Server,
     token: &str,
@@ -408,26 +414,14 @@ fn run_dir(s: &Server, what: &str) -> String {
             .unwrap()
             .as_nanos()
     );
-    let r = as_caller(
-        s,
-        AGENT,
-        "POST",
-        "/tools/ssh_run",
-        &json!({"server_name": "twin", "command": format!("mkdir -p {dir}")}),
-    );
+    let r = twin_run(s, &format!("mkdir -p {dir}"));
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     dir
 }
 
 /// The lines of `path` on the sshd host.
 fn lines_of(s: &Server, path: &str) -> Vec<String> {
-    let r = as_caller(
-        s,
-        AGENT,
-        "POST",
-        "/tools/ssh_run",
-        &json!({"server_name": "twin", "command": format!("cat {path}")}),
-    );
+    let r = twin_run(s, &format!("cat {path}"));
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     r.json()["stdout"]
         .as_str()
@@ -642,13 +636,7 @@ fn a_resumed_script_that_takes_another_path_is_refused_and_runs_nothing_again() 
     );
     // The approved command did not run, and the approval is still unused:
     // a direct call of exactly that command runs under it.
-    let r = as_caller(
-        &s,
-        AGENT,
-        "POST",
-        "/tools/ssh_run",
-        &json!({"server_name": "twin", "command": format!("test -e {dir}/gated && echo yes || echo no")}),
-    );
+    let r = twin_run(&s, &format!("test -e {dir}/gated && echo yes || echo no"));
     assert_eq!(r.json()["stdout"], "no\n");
     s.terminate();
 }
@@ -826,13 +814,7 @@ fn a_scripts_approval_cannot_be_spent_on_other_arguments() {
     assert_ne!(r[0], "ran", "{spent}");
     assert_eq!(r[1], "ran", "{spent}");
     assert_ne!(r[2], "ran", "{spent}");
-    let r = as_caller(
-        &s,
-        AGENT,
-        "POST",
-        "/tools/ssh_run",
-        &json!({"server_name": "twin", "command": format!("ls {dir}")}),
-    );
+    let r = twin_run(&s, &format!("ls {dir}"));
     assert_eq!(
         r.json()["stdout"],
         "asked\n",
@@ -860,14 +842,8 @@ fn mcp(s: &Server, token: &str, args: &Value, caps: &Value, extra: &Value) -> Va
 /// The link a first call's input request sends the person to, and its
 /// sealed state.
 fn link_asked(reply: &Value) -> (Value, String) {
-    let r = &reply["result"];
-    assert_eq!(r["resultType"], "input_required", "{reply}");
-    let state = r["requestState"]
-        .as_str()
-        .expect("a requestState")
-        .to_owned();
-    toolgate_e2e::issued::record("request state", &state);
-    let params = r["inputRequests"]["script"]["params"].clone();
+    let (request, state) = toolgate_e2e::mcp::input_asked(reply, "script");
+    let params = request["params"].clone();
     assert_eq!(params["mode"], "url", "{reply}");
     (params, state)
 }
@@ -966,13 +942,7 @@ fn a_waiting_script_asks_in_the_callers_mcp_client() {
         (&json!(0), &json!(0)),
         "{done}"
     );
-    let r = as_caller(
-        &s,
-        AGENT,
-        "POST",
-        "/tools/ssh_run",
-        &json!({"server_name": "twin", "command": format!("ls {dir}")}),
-    );
+    let r = twin_run(&s, &format!("ls {dir}"));
     assert_eq!(r.json()["stdout"], "done\n");
 
     // Without elicitation: `waiting` and `resume`, as over HTTP.

@@ -62,14 +62,7 @@ fn form() -> Value {
 
 /// The input request a first call got, and its state.
 fn asked(reply: &Value) -> (Value, String) {
-    let r = &reply["result"];
-    assert_eq!(r["resultType"], "input_required", "{reply}");
-    let state = r["requestState"]
-        .as_str()
-        .expect("a requestState")
-        .to_owned();
-    toolgate_e2e::issued::record("request state", &state);
-    (r["inputRequests"]["answer"].clone(), state)
+    toolgate_e2e::mcp::input_asked(reply, "answer")
 }
 
 /// The tool's result a retry got (its structured content).

@@ -108,7 +108,7 @@ impl WithPython for Toolset {
             const REPLACED: &str = "Used sandbox processes replaced, by whether the replacement \
                 skipped the warm-up run (lean: calls back to back, or a host that freezes the \
                 process between calls).";
-            let samples = vec![
+            let mut samples = vec![
                 sample(
                     "toolgate_sandbox_spares",
                     "Warm sandbox processes ready for a call.",
@@ -119,19 +119,16 @@ impl WithPython for Toolset {
                     "Sandbox zygotes started: the first, then each restart and recycle.",
                     started as f64,
                 ),
-                labelled(
-                    "toolgate_sandbox_replacements_total",
-                    REPLACED,
-                    vec![("kind", "lean".into())],
-                    lean as f64,
-                ),
-                labelled(
-                    "toolgate_sandbox_replacements_total",
-                    REPLACED,
-                    vec![("kind", "warm".into())],
-                    warm as f64,
-                ),
             ];
+            samples.extend([("lean", lean), ("warm", warm)].map(|(kind, n)| {
+                let labels = vec![("kind", kind.into())];
+                labelled(
+                    "toolgate_sandbox_replacements_total",
+                    REPLACED,
+                    labels,
+                    n as f64,
+                )
+            }));
             Box::pin(std::future::ready(samples))
         }));
         // The pool's own walls are probed by the first request for them,
