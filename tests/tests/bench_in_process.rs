@@ -115,3 +115,96 @@ fn a_pause_that_is_not_a_whole_number_of_ms_from_1_is_refused() {
         assert!(err.contains("--gap-ms"), "{gap}: {err}");
     }
 }
+
+/// `scripts/build-pgo lambda` links its instrumented arm64 trainer with
+/// zig's cc, which takes rustc's `-u __llvm_profile_runtime` for a file
+/// name: `scripts/pgo-rustc` puts `scripts/pgo-link` before the target's
+/// linker for the binaries (not for build scripts, which name none), and
+/// that passes the symbol on as `-Wl,-u,SYMBOL`. A stand-in rustc and
+/// linker record what they were given (the real link needs zig and an
+/// hour's build).
+#[test]
+fn the_arm64_trainers_link_hands_zig_the_profilers_symbol() {
+    let dir = std::env::temp_dir().join(format!("pgo-link-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let record = dir.join("args");
+    let stand_in = |name: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"{name} linker=$TOOLGATE_PGO_LINKER\" \"$@\" >> '{}'\n",
+                record.display()
+            ),
+        )
+        .expect("write stand-in");
+        let mut perm = std::fs::metadata(&path).expect("stat").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&path, perm).expect("chmod");
+        path
+    };
+    let rustc = stand_in("rustc");
+    let zig = stand_in("zig");
+    let scripts = workspace().join("scripts");
+    let compile = |args: &[&str]| {
+        let _ = std::fs::remove_file(&record);
+        let out = toolgate_e2e::captured::output(
+            Command::new(scripts.join("pgo-rustc"))
+                .arg(&rustc)
+                .args(args)
+                .env("TOOLGATE_PGO_ZIG", "1")
+                .env("TOOLGATE_PGO_RAW", "/raw")
+                .env_remove("TOOLGATE_PGO_LINKER"),
+        )
+        .expect("run pgo-rustc");
+        assert!(out.status.success(), "{out:?}");
+        std::fs::read_to_string(&record).expect("rustc's record")
+    };
+
+    let bin = compile(&[
+        "--crate-name",
+        "toolgate_bench",
+        "--crate-type",
+        "bin",
+        "-C",
+        &format!("linker={}", zig.display()),
+    ]);
+    let pgo_link = format!("-Clinker={}", scripts.join("pgo-link").display());
+    let lines: Vec<&str> = bin.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some(format!("rustc linker={}", zig.display()).as_str()),
+        "{bin}"
+    );
+    assert!(lines.contains(&"-Cprofile-generate=/raw"), "{bin}");
+    assert_eq!(lines.last().copied(), Some(pgo_link.as_str()), "{bin}");
+
+    // A build script: instrumented, linked by the default linker.
+    let script = compile(&["--crate-name", "build_script_build", "--crate-type", "bin"]);
+    assert!(script.contains("-Cprofile-generate=/raw"), "{script}");
+    assert!(!script.contains("pgo-link"), "{script}");
+    // A library: neither.
+    let lib = compile(&["--crate-name", "serde", "--crate-type", "lib"]);
+    assert!(
+        !lib.contains("profile-generate") && !lib.contains("pgo-link"),
+        "{lib}"
+    );
+
+    // The link itself, as rustc runs it: `-u SYMBOL` becomes one argument.
+    let _ = std::fs::remove_file(&record);
+    let out = toolgate_e2e::captured::output(
+        Command::new(scripts.join("pgo-link"))
+            .args(["a.o", "-u", "__llvm_profile_runtime", "-o", "out", "-u"])
+            .env("TOOLGATE_PGO_LINKER", &zig),
+    )
+    .expect("run pgo-link");
+    assert!(out.status.success(), "{out:?}");
+    let linked = std::fs::read_to_string(&record).expect("the linker's record");
+    let args: Vec<&str> = linked.lines().skip(1).collect();
+    assert_eq!(
+        args,
+        ["a.o", "-Wl,-u,__llvm_profile_runtime", "-o", "out", "-u"],
+        "{linked}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -242,3 +242,44 @@ fn a_retired_zygote_goes_when_no_call_follows() {
     settled(&s, &first);
     assert_ne!(probe(&s), key);
 }
+
+/// Context switches of every thread of `pid` and its descendants (each
+/// one a wake-up: a thread that sleeps in a timed wait and wakes to look
+/// counts one per look).
+fn wakeups(pid: u32) -> u64 {
+    std::iter::once(pid)
+        .chain(descendants_of(pid))
+        .flat_map(|p| {
+            std::fs::read_dir(format!("/proc/{p}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// An idle server sleeps: the supervisor looks at its zygote once a
+/// second (`TICK`), and nothing else wakes without a reason. (A hold that
+/// had ended once had the supervisor wake every millisecond for good: over
+/// 2,000 wake-ups in these two seconds.)
+#[test]
+fn an_idle_server_sleeps_between_its_ticks() {
+    let s = Server::start(&[]);
+    assert_eq!(probe(&s).as_array().map(Vec::len), Some(3));
+    settled(&s, &[]);
+    let before = wakeups(s.pid());
+    std::thread::sleep(Duration::from_secs(2));
+    let woke = wakeups(s.pid()) - before;
+    assert!(
+        woke <= 40,
+        "the idle server's threads woke {woke} times in 2 s"
+    );
+}

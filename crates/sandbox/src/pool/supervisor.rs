@@ -39,6 +39,21 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// How long the first zygote's failure waits for it to be reaped.
 const REAP_WAIT: Duration = Duration::from_secs(5);
 
+/// Until the next thing to look at: a tick, the end of a hold still to
+/// come (one that has ended shortens nothing: it once had the supervisor
+/// wake every millisecond, idle or not), the end of a successor's stock
+/// wait; at least a millisecond.
+fn next_wait(now: Instant, hold_until: Instant, stock_due: Option<Instant>) -> Duration {
+    let mut wait = TICK;
+    if hold_until > now {
+        wait = wait.min(hold_until - now);
+    }
+    if let Some(due) = stock_due {
+        wait = wait.min(due.saturating_duration_since(now));
+    }
+    wait.max(Duration::from_millis(1))
+}
+
 /// What the pool and the supervisor's threads share.
 pub(super) struct Shared {
     /// The zygote new spares come from (none while one restarts).
@@ -224,15 +239,13 @@ impl Supervisor {
                 .is_some_and(|(at, _)| at.elapsed() >= STOCK_WAIT)
     }
 
-    /// Until the next thing to look at: a tick, the end of a hold, the end
-    /// of a successor's stock wait.
     fn wait(&self) -> Duration {
-        let now = Instant::now();
-        let mut wait = TICK.min(self.hold_until.saturating_duration_since(now));
-        if let Some((at, _)) = self.next.as_ref().and_then(|z| z.warm.as_ref()) {
-            wait = wait.min((*at + STOCK_WAIT).saturating_duration_since(now));
-        }
-        wait.max(Duration::from_millis(1))
+        let stock_due = self
+            .next
+            .as_ref()
+            .and_then(|z| z.warm.as_ref())
+            .map(|(at, _)| *at + STOCK_WAIT);
+        next_wait(Instant::now(), self.hold_until, stock_due)
     }
 
     fn hold_off(&mut self) {
@@ -437,5 +450,25 @@ impl Supervisor {
             }
         }
         self.current = Some(new);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ended_hold_leaves_the_tick_alone() {
+        let now = Instant::now();
+        let ms = Duration::from_millis;
+        // No hold to come, no successor: the tick.
+        assert_eq!(next_wait(now, now, None), TICK);
+        assert_eq!(next_wait(now, now - ms(500), None), TICK);
+        // A hold to come, a stock wait to come: the nearer.
+        assert_eq!(next_wait(now, now + ms(200), None), ms(200));
+        assert_eq!(next_wait(now, now + ms(200), Some(now + ms(50))), ms(50));
+        assert_eq!(next_wait(now, now + ms(5_000), None), TICK);
+        // A stock wait that is over: look again soon.
+        assert_eq!(next_wait(now, now, Some(now - ms(1))), ms(1));
     }
 }
