@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 use toolgate_e2e::timing::machine_share;
@@ -146,19 +147,30 @@ fn the_arm64_trainers_link_hands_zig_the_profilers_symbol() {
     let rustc = stand_in("rustc");
     let zig = stand_in("zig");
     let scripts = workspace().join("scripts");
+    // A stand-in just written may be briefly held open by a fork of this
+    // process's other tests ("Text file busy"): try again.
+    let run = |cmd: &mut Command| {
+        for _ in 0..20 {
+            let _ = std::fs::remove_file(&record);
+            let out = toolgate_e2e::captured::output(cmd).expect("run the script");
+            if out.status.success() {
+                return std::fs::read_to_string(&record).expect("the stand-in's record");
+            }
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("Text file busy"),
+                "{out:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the stand-ins stayed busy");
+    };
     let compile = |args: &[&str]| {
-        let _ = std::fs::remove_file(&record);
-        let out = toolgate_e2e::captured::output(
-            Command::new(scripts.join("pgo-rustc"))
-                .arg(&rustc)
-                .args(args)
-                .env("TOOLGATE_PGO_ZIG", "1")
-                .env("TOOLGATE_PGO_RAW", "/raw")
-                .env_remove("TOOLGATE_PGO_LINKER"),
-        )
-        .expect("run pgo-rustc");
-        assert!(out.status.success(), "{out:?}");
-        std::fs::read_to_string(&record).expect("rustc's record")
+        run(Command::new(scripts.join("pgo-rustc"))
+            .arg(&rustc)
+            .args(args)
+            .env("TOOLGATE_PGO_ZIG", "1")
+            .env("TOOLGATE_PGO_RAW", "/raw")
+            .env_remove("TOOLGATE_PGO_LINKER"))
     };
 
     let bin = compile(&[
@@ -169,7 +181,14 @@ fn the_arm64_trainers_link_hands_zig_the_profilers_symbol() {
         "-C",
         &format!("linker={}", zig.display()),
     ]);
-    let pgo_link = format!("-Clinker={}", scripts.join("pgo-link").display());
+    let pgo_link = format!(
+        "-Clinker={}",
+        scripts
+            .canonicalize()
+            .expect("scripts")
+            .join("pgo-link")
+            .display()
+    );
     let lines: Vec<&str> = bin.lines().collect();
     assert_eq!(
         lines.first().copied(),
@@ -191,15 +210,9 @@ fn the_arm64_trainers_link_hands_zig_the_profilers_symbol() {
     );
 
     // The link itself, as rustc runs it: `-u SYMBOL` becomes one argument.
-    let _ = std::fs::remove_file(&record);
-    let out = toolgate_e2e::captured::output(
-        Command::new(scripts.join("pgo-link"))
-            .args(["a.o", "-u", "__llvm_profile_runtime", "-o", "out", "-u"])
-            .env("TOOLGATE_PGO_LINKER", &zig),
-    )
-    .expect("run pgo-link");
-    assert!(out.status.success(), "{out:?}");
-    let linked = std::fs::read_to_string(&record).expect("the linker's record");
+    let linked = run(Command::new(scripts.join("pgo-link"))
+        .args(["a.o", "-u", "__llvm_profile_runtime", "-o", "out", "-u"])
+        .env("TOOLGATE_PGO_LINKER", &zig));
     let args: Vec<&str> = linked.lines().skip(1).collect();
     assert_eq!(
         args,
