@@ -168,10 +168,11 @@ impl FromZygote {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn walls() -> Walls {
+    /// Walls as a zygote reports them (for the pool's tests too).
+    pub(crate) fn walls() -> Walls {
         Walls {
             capability_gap: true,
             scrub: true,

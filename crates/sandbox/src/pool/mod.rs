@@ -120,6 +120,13 @@ impl Sandbox {
         (spares, started)
     }
 
+    /// Whether a replacement skips the warm-up run: when calls come back
+    /// to back, and always on a host that freezes the process before the
+    /// warm-up could run (its CPU would land on the next call).
+    fn lean(&self, back_to_back: bool) -> bool {
+        back_to_back || self.frozen_between_calls
+    }
+
     /// Used children replaced so far: lean (no warm-up run), and warm.
     pub fn replacements(&self) -> (u64, u64) {
         let [lean, warm] = &self.shared.replaced;
@@ -152,14 +159,14 @@ impl Sandbox {
                     Claim::Taken => return Ok(c),
                     Claim::Retired => {}
                     Claim::Dead => {
-                        c.replace(&self.shared, !self.frozen_between_calls);
+                        c.replace(&self.shared, !self.lean(false));
                     }
                 },
                 Ok(None) => return Err(SandboxError::ZygoteGone),
                 Err(_) if tokio::time::Instant::now() >= deadline => {
                     return Err(SandboxError::NoChild(CHILD_WAIT.as_secs()));
                 }
-                Err(_) => self.shared.request_spawn(!self.frozen_between_calls),
+                Err(_) => self.shared.request_spawn(!self.lean(false)),
             }
         }
     }
@@ -214,9 +221,7 @@ impl Sandbox {
             ..self.limits
         };
         let call = self.calls.call_started();
-        // A lean replacement (no warm-up run) when calls come back to back,
-        // or when the host freezes the process before the warm-up could run.
-        let lean = call.back_to_back || self.frozen_between_calls;
+        let lean = self.lean(call.back_to_back);
         // A spare may have died with an earlier zygote, or been killed from
         // outside: try a few.
         let mut last_err = None;

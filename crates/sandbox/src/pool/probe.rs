@@ -169,14 +169,7 @@ impl Sandbox {
         for _ in 0..ZYGOTE_TRIES {
             let child = self.take_child().await?;
             match self
-                .run_child(
-                    child,
-                    &frame,
-                    timeout,
-                    limits,
-                    self.frozen_between_calls,
-                    None,
-                )
+                .run_child(child, &frame, timeout, limits, self.lean(false), None)
                 .await
             {
                 Err(SandboxError::ZygoteGone) => last = SandboxError::ZygoteGone,

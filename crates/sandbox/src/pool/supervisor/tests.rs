@@ -41,24 +41,10 @@ fn zygote(id: u64, warm: bool) -> Zygote {
         .write(true)
         .open("/dev/null")
         .expect("/dev/null");
-    let walls = Walls {
-        capability_gap: true,
-        scrub: true,
-        process_per_call: true,
-        instance_per_call: true,
-        rlimits: true,
-        seccomp: true,
-        seccomp_error: None,
-        stop_at_deadline: true,
-        kill_at_deadline: true,
-        memory_mb: 64,
-        probe_error: None,
-        sandbox_error: None,
-    };
     Zygote {
         generation: Arc::new(Generation::new(id, 0, null.into(), 0, Box::new(|| {}))),
         started: Instant::now(),
-        warm: warm.then(|| (Instant::now(), walls)),
+        warm: warm.then(|| (Instant::now(), crate::control::tests::walls())),
     }
 }
 
