@@ -221,3 +221,38 @@ fn the_arm64_trainers_link_hands_zig_the_profilers_symbol() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// scripts/build-pgo lambda trains `toolgate-bench` (package toolgate) and
+/// applies the profile to python-execute: the interpreter's crates must
+/// resolve to the same features in both builds, or the function ships with
+/// the profile's counts dropped (rustc only warns). Checked here so that a
+/// dependency change that splits them fails CI, not a release. The other
+/// pair differs (the Worker's wasm32 build), so the check can fail.
+#[test]
+fn the_arm64_trainer_builds_the_functions_interpreter() {
+    let check = |trainer: &str, function: &str, target: &str| {
+        toolgate_e2e::captured::output(
+            Command::new(workspace().join("scripts/check-pgo-features"))
+                .args([trainer, function, target]),
+        )
+        .expect("run scripts/check-pgo-features")
+    };
+    let same = check("toolgate", "python-execute", "aarch64-unknown-linux-gnu");
+    assert!(same.status.success(), "{same:?}");
+    assert!(
+        String::from_utf8_lossy(&same.stdout).contains("build the same interpreter"),
+        "{same:?}"
+    );
+    let differ = check(
+        "toolgate-worker",
+        "python-execute",
+        "wasm32-unknown-unknown",
+    );
+    assert_eq!(differ.status.code(), Some(1), "{differ:?}");
+    let why = String::from_utf8_lossy(&differ.stderr);
+    assert!(why.contains("resolve differently"), "{why}");
+    assert!(
+        why.lines().any(|l| l.starts_with("-aho-corasick v")),
+        "the differences, package by package: {why}"
+    );
+}
