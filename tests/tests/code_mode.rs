@@ -210,12 +210,12 @@ async fn a_script_blocked_on_a_slow_tool_is_stopped_at_its_deadline() {
             require_seccomp: true,
             files_cap: 1 << 20,
             state_cap: 1 << 20,
+            frozen_between_calls: false,
         },
         spare_children: 1,
         max_concurrency: 2,
         max_per_caller: 2,
         recycle: Recycle::NEVER,
-        frozen_between_calls: false,
     })
     .expect("start the sandbox");
     let code = "from toolgate import tools\nprint('before')\ntools.anything()\nprint('after')";

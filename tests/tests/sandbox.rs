@@ -540,6 +540,31 @@ fn waiting_spares_are_already_sealed() {
 }
 
 fn assert_spares_sealed(s: &Server) {
+    for p in sealed_spares(s) {
+        assert_eq!(threads_of(p).len(), 2, "spare {p}: interpreter + watchdog");
+        assert_eq!(limit_of(p, "Max processes").as_deref(), Some("0"));
+        assert_eq!(limit_of(p, "Max open files").as_deref(), Some("4"));
+        assert_eq!(limit_of(p, "Max file size").as_deref(), Some("0"));
+        assert_eq!(limit_of(p, "Max core file size").as_deref(), Some("0"));
+        assert_ne!(
+            limit_of(p, "Max address space").as_deref(),
+            Some("unlimited")
+        );
+        assert_eq!(
+            limit_of(p, "Max cpu time").as_deref(),
+            Some("1201"),
+            "a ceiling until the call's own cap comes with it"
+        );
+        assert_eq!(proc_dir(p, "fd"), ["3"], "spare {p}: open descriptors");
+        // Spares (and the zygote) run below the server's priority, so that
+        // warming a replacement never delays an answer.
+        assert_eq!(nice_of(p), Some(10), "spare {p}: nice");
+    }
+}
+
+/// The zygote's spares, once they are at least the stock and every one is
+/// sealed (it fails after a while if they do not get there).
+fn sealed_spares(s: &Server) -> Vec<u32> {
     // The zygote is the server's child; the spares are the zygote's. The
     // child that ran the call is killed as the call ends, but stays visible
     // until it is reaped: it is not a spare (it has a call's CPU cap, and
@@ -560,7 +585,7 @@ fn assert_spares_sealed(s: &Server) {
     // (CI's other lanes) a spare at nice 10 seals late, and a used child at
     // nice 19 goes late. A call that waited over a second for a child asked
     // for one more, which stays as a spare.
-    let spares = toolgate_e2e::timing::poll(Duration::from_secs(60), || {
+    toolgate_e2e::timing::poll(Duration::from_secs(60), || {
         let spares = waiting();
         (spares.len() >= IDLE_PROCESSES - 1 && spares.iter().all(|p| seccomp_filtered(*p)))
             .then_some(spares)
@@ -568,27 +593,58 @@ fn assert_spares_sealed(s: &Server) {
     .unwrap_or_else(|| {
         let seen: Vec<String> = waiting().into_iter().map(describe).collect();
         panic!("spares not all sealed within 60 s: {seen:?}")
-    });
-    for p in spares {
-        assert_eq!(threads_of(p).len(), 2, "spare {p}: interpreter + watchdog");
-        assert_eq!(limit_of(p, "Max processes").as_deref(), Some("0"));
-        assert_eq!(limit_of(p, "Max open files").as_deref(), Some("4"));
-        assert_eq!(limit_of(p, "Max file size").as_deref(), Some("0"));
-        assert_eq!(limit_of(p, "Max core file size").as_deref(), Some("0"));
-        assert_ne!(
-            limit_of(p, "Max address space").as_deref(),
-            Some("unlimited")
-        );
-        assert_eq!(
-            limit_of(p, "Max cpu time").as_deref(),
-            Some("1201"),
-            "a ceiling until the call's own cap comes with it"
-        );
-        assert_eq!(proc_dir(p, "fd"), ["3"], "spare {p}: open descriptors");
-        // Spares (and the zygote) run below the server's priority, so that
-        // warming a replacement never delays an answer.
-        assert_eq!(nice_of(p), Some(10), "spare {p}: nice");
-    }
+    })
+}
+
+/// The private memory `pid` has written (`Private_Dirty`), in KiB, once it
+/// holds still: what a waiting spare mapped ahead of its call.
+fn settled_private_dirty_kb(pid: u32) -> u64 {
+    let read = || -> Option<u64> {
+        std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("Private_Dirty:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    let mut last = read();
+    toolgate_e2e::timing::poll_until(Duration::from_secs(30), "a spare's memory settles", || {
+        std::thread::sleep(Duration::from_millis(150));
+        let now = read();
+        let settled = now.filter(|_| now == last);
+        last = now;
+        settled
+    })
+}
+
+/// On a host that freezes the process between calls (AWS Lambda, told by
+/// AWS_LAMBDA_RUNTIME_API) no spare waits, so none maps pages ahead of its
+/// call (the heap reserve, the learned pages): that work would land on the
+/// next call's CPU. Seen from outside as what a sealed spare has written,
+/// against a server whose spares wait: its reserve alone is 2 MiB.
+#[test]
+fn on_a_frozen_host_spares_map_nothing_ahead_of_their_call() {
+    let written = |env: &[(&str, &str)]| {
+        let s = Server::start(env);
+        // Past the stock the server started with: every spare is a
+        // replacement (lean, as the calls come back to back).
+        for _ in 0..2 * IDLE_PROCESSES {
+            s.exec("print(1)");
+        }
+        sealed_spares(&s)
+            .into_iter()
+            .map(settled_private_dirty_kb)
+            .min()
+            .expect("a spare")
+    };
+    let waiting = written(&[]);
+    let frozen = written(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")]);
+    assert!(
+        frozen + 1024 < waiting,
+        "KiB a spare wrote ahead of its call: on a frozen host {frozen}, where spares wait {waiting}"
+    );
 }
 
 /// The child that runs a script, seen from outside through /proc while it

@@ -20,12 +20,12 @@ fn hostile_sandbox() -> Sandbox {
             require_seccomp: false,
             files_cap: 1 << 20,
             state_cap: 1 << 20,
+            frozen_between_calls: false,
         },
         spare_children: 1,
         max_concurrency: 2,
         max_per_caller: 2,
         recycle: toolgate_python::sandbox::Recycle::NEVER,
-        frozen_between_calls: false,
     })
     .expect("start the hostile zygote")
 }

@@ -34,12 +34,12 @@ pub fn sandbox_config(cfg: &PythonConfig) -> Result<SandboxConfig, SandboxError>
             require_seccomp: cfg.require_seccomp,
             files_cap: cfg.max_files_bytes(),
             state_cap: cfg.max_state_bytes(),
+            frozen_between_calls: cfg.frozen_between_calls,
         },
         spare_children: cfg.spare_children,
         max_concurrency: cfg.max_concurrency,
         max_per_caller: cfg.per_caller(),
         recycle: Recycle::new(cfg.zygote_max_calls, cfg.zygote_max_age_secs),
-        frozen_between_calls: cfg.frozen_between_calls,
     })
 }
 

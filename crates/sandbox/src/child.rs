@@ -381,7 +381,9 @@ pub(super) fn run(
     // the request comes, as the server is waiting for an answer then.
     let base = rlimit::current_vm_bytes().unwrap_or(0);
     // Carved after the measure, so it counts against the script's memory.
-    let reserve = HeapReserve::carve(memory_mb);
+    // Ahead of a call only where a spare waits (below).
+    let ahead_of_call = !cfg.frozen_between_calls;
+    let reserve = ahead_of_call.then(|| HeapReserve::carve(memory_mb));
     let sealed = seal(seccomp_on, memory_mb, base);
 
     let mut sock = report_socket();
@@ -389,13 +391,17 @@ pub(super) fn run(
         // The server dropped this spare (shutdown): nothing to do.
         exit_now(0)
     }
-    // A lean spare maps, while it waits, what its call would fault in.
-    if !warm_up {
+    // A lean spare maps, while it waits, what its call would fault in. On a
+    // host that freezes the process between calls no spare waits: that
+    // work, and the heap reserve's, would land on the next call, and cost
+    // it more CPU than the faults it saves (docs/benchmarks.md).
+    if !warm_up && ahead_of_call {
         ahead.hot.populate_until_request(CHILD_FD);
     }
     ahead.heap.split_until_request(CHILD_FD);
-    reserve.write_until_request(CHILD_FD);
-    drop(reserve);
+    if let Some(reserve) = reserve {
+        reserve.write_until_request(CHILD_FD);
+    }
     let frame = proto::read_frame(&mut *sock);
     let received = std::time::Instant::now();
     let Ok(frame) = frame else {

@@ -7,7 +7,8 @@
 //! seal (so it counts against the script's memory cap), writes it a chunk at
 //! a time once sealed, stopping as soon as the call's request is waiting
 //! (so a call never waits on it), then frees it into the allocator, which
-//! keeps it for the script.
+//! keeps it for the script. Not on a host that freezes the process between
+//! calls, where no spare waits (`ZygoteConfig::frozen_between_calls`).
 
 use std::os::fd::RawFd;
 

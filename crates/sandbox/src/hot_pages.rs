@@ -13,6 +13,8 @@
 //! `MADV_POPULATE_READ`/`_WRITE` (Linux 5.14+): the same faults, a few
 //! syscalls, and none of the warm-up's interpreting. The set is the fixed
 //! warm-up's, learned before any script runs: no script can change it.
+//! Lean spares on a host that freezes the process between calls map none
+//! (`ZygoteConfig::frozen_between_calls`): no spare waits there.
 
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};

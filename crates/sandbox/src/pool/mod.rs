@@ -48,11 +48,6 @@ pub struct SandboxConfig {
     pub max_per_caller: usize,
     /// When the zygote is replaced by a fresh one.
     pub recycle: Recycle,
-    /// The host stops the process between calls (AWS Lambda freezes an
-    /// instance once it has answered): a used child's replacement then
-    /// skips the warm-up run, whose CPU would otherwise land on the next
-    /// call, at the function's CPU share (`bench/lambda_shaped.py`).
-    pub frozen_between_calls: bool,
 }
 
 /// A handle on the running sandbox; dropping it stops the zygote and with it
@@ -89,7 +84,7 @@ impl Sandbox {
             state_cap: cfg.zygote.state_cap,
         };
         let admission = Admission::new(cfg.max_concurrency, cfg.max_per_caller);
-        let frozen_between_calls = cfg.frozen_between_calls;
+        let frozen_between_calls = cfg.zygote.frozen_between_calls;
         std::thread::Builder::new()
             .name("sandbox-supervisor".into())
             .spawn(move || supervisor::supervise(cfg, s, tx, ready_tx))
