@@ -383,6 +383,7 @@ pub(super) fn run(
     // Carved after the measure, so it counts against the script's memory.
     // Ahead of a call only where a spare waits (below).
     let ahead_of_call = !cfg.frozen_between_calls;
+    super::heap_reserve::keep_freed_heap();
     let reserve = ahead_of_call.then(|| HeapReserve::carve(memory_mb));
     let sealed = seal(seccomp_on, memory_mb, base);
 

@@ -6,7 +6,8 @@
 //! copies a page shared with the zygote (a copy-on-write fault, ~3 µs), for
 //! a few dozen bytes. Taken here, and never freed, they stay in the image;
 //! a child allocates from the top of the heap instead, on fresh pages that
-//! the spare's `heap_reserve` writes ahead. Measured on `print("hello
+//! the spare's `heap_reserve` writes ahead (where spares wait: not on
+//! Lambda). Measured on `print("hello
 //! world")` back to back over HTTP: ~550 → ~360 page faults per call on
 //! the whole machine. Tested by `crates/sandbox/tests/heap_drain.rs`, on a main
 //! thread as the zygote's.

@@ -27,6 +27,17 @@ const TRIM_THRESHOLD: libc::c_int = 32 << 20;
 
 const PAGE: usize = 4096;
 
+/// glibc keeps the heap a script frees instead of giving it back (and
+/// faulting it in again as the script grows it): a one-shot child loses
+/// nothing by keeping it. Every child, with a reserve or not.
+pub(super) fn keep_freed_heap() {
+    // SAFETY: mallopt takes plain integers and changes only when glibc
+    // gives freed memory back.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+    }
+}
+
 /// The reserve's chunks, allocated and not yet freed.
 pub(super) struct HeapReserve {
     chunks: Vec<Vec<u8>>,
@@ -36,12 +47,6 @@ impl HeapReserve {
     /// Carves the reserve: at most a quarter of the script's `memory_mb`.
     pub(super) fn carve(memory_mb: u64) -> Self {
         let size = SIZE.min(usize::try_from(memory_mb << 20).unwrap_or(usize::MAX) / 4);
-        // SAFETY: mallopt takes plain integers and changes only when glibc
-        // gives freed memory back; a one-shot child loses nothing by keeping
-        // it.
-        unsafe {
-            libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
-        }
         let chunks = (0..size / CHUNK)
             .map(|_| Vec::with_capacity(CHUNK))
             .collect();

@@ -41,9 +41,9 @@ pub struct ZygoteConfig {
     /// The host stops the process between calls (AWS Lambda freezes an
     /// instance once it has answered). Nothing a spare does while it waits
     /// is then off a call's path: a used child's replacement skips the
-    /// warm-up run, and spares map no pages ahead (`child::run`), as the
-    /// CPU would land on the next call, at the function's CPU share
-    /// (`bench/lambda_shaped.py`).
+    /// warm-up run, and spares populate no learned pages and write no heap
+    /// reserve (`child::run`), as the CPU would land on the next call, at
+    /// the function's CPU share (`bench/lambda_shaped.py`).
     #[serde(default)]
     pub frozen_between_calls: bool,
 }
