@@ -130,8 +130,8 @@ mod tests {
         }
     }
 
-    /// In a forked child (mallopt changes the whole process): carves a
-    /// reserve, writes it unless `request` is already waiting, frees it,
+    /// In a forked child (mallopt changes the whole process): keeps freed
+    /// heap as a child does, carves a reserve, writes it unless `request` is already waiting, frees it,
     /// then allocates and writes 1 MiB in 1 KiB objects. Exits with the
     /// faults that took, over 4 (255 at most).
     fn faults_after(request: bool) -> i32 {
@@ -144,6 +144,7 @@ mod tests {
                 // SAFETY: write from a static byte to our own socket.
                 unsafe { libc::write(fds[1], b"{".as_ptr().cast(), 1) };
             }
+            keep_freed_heap();
             let reserve = HeapReserve::carve(256);
             let written = reserve.write_until_request(fds[0]);
             drop(reserve);
