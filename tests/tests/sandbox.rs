@@ -601,7 +601,7 @@ fn sealed_spares(s: &Server) -> Vec<u32> {
 /// memory unchanged across a pause (a spare at nice 10 on a loaded machine
 /// may get no CPU for a while mid-work).
 fn settled_private_dirty_kb(pid: u32) -> u64 {
-    let look = || -> Option<(u64, String)> {
+    let look = || -> Option<(u64, (char, u64))> {
         let dirty = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
             .ok()?
             .lines()
@@ -610,21 +610,14 @@ fn settled_private_dirty_kb(pid: u32) -> u64 {
             .next()?
             .parse()
             .ok()?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // State, then utime and stime (fields 3, 14 and 15 of the line).
-        let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        Some((
-            dirty,
-            format!("{} {} {}", f.first()?, f.get(11)?, f.get(12)?),
-        ))
+        Some((dirty, toolgate_e2e::proc_state(pid)?))
     };
     let mut last = look();
     toolgate_e2e::timing::poll_until(Duration::from_secs(30), "a spare's memory settles", || {
         std::thread::sleep(Duration::from_millis(200));
         let now = look();
         let settled = now
-            .clone()
-            .filter(|(_, st)| st.starts_with("S ") && now == last)
+            .filter(|(_, (state, _))| *state == 'S' && now == last)
             .map(|(dirty, _)| dirty);
         last = now;
         settled

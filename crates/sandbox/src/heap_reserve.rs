@@ -131,9 +131,9 @@ mod tests {
     }
 
     /// In a forked child (mallopt changes the whole process): keeps freed
-    /// heap as a child does, carves a reserve, writes it unless `request` is already waiting, frees it,
-    /// then allocates and writes 1 MiB in 1 KiB objects. Exits with the
-    /// faults that took, over 4 (255 at most).
+    /// heap as a child does, carves a reserve, writes it unless `request`
+    /// is already waiting, frees it, then allocates and writes 1 MiB in
+    /// 1 KiB objects. Exits with the faults that took, over 4 (255 at most).
     fn faults_after(request: bool) -> i32 {
         let mut fds = [0; 2];
         // SAFETY: socketpair fills the two-int array it is given.
