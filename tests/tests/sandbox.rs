@@ -262,6 +262,39 @@ fn state_never_survives_between_calls() {
     assert_ne!(a, b);
 }
 
+/// Once a call has its outcome, its child only drops the script's objects,
+/// reports and exits, and skips handing their memory back: the drops still
+/// run (a `__del__` prints, a file left open is flushed: `files.rs`), but a
+/// new object then never takes a freed one's address. While the script
+/// runs, memory is reused as ever.
+#[test]
+fn at_the_end_a_child_drops_the_scripts_objects_without_freeing_them() {
+    let s = Server::start(&[]);
+    // Its class lives in a namespace of its own: a function defined in the
+    // script's would tie the script's namespace into a cycle, which is
+    // never dropped (the collector does not run at the end either).
+    let probe = "\
+ns = {}
+exec(\"\"\"
+class Probe:
+    def __init__(self, when):
+        self.when = when
+    def __del__(self):
+        ids = {id(object()) for _ in range(16)}
+        print(self.when, 'reused' if len(ids) < 16 else 'kept')
+\"\"\", ns)
+ns['Probe']('during')
+rows = [{'id': i, 'name': 'row%d' % i} for i in range(2000)]
+at_the_end = ns['Probe']('after')
+result = len(rows)
+";
+    for _ in 0..3 {
+        let out = s.exec(probe);
+        assert_eq!(out["result"], 2000, "{out}");
+        assert_eq!(out["stdout"], "during reused\nafter kept\n", "{out}");
+    }
+}
+
 #[test]
 fn memory_bombs_end_cleanly_and_the_server_survives() {
     let _machine = machine_lock();

@@ -20,6 +20,7 @@ use toolgate_core::files::Files;
 
 mod run;
 use run::run_in;
+pub use run::when_settled;
 
 /// The filename user code is compiled under; tracebacks name it.
 pub const SCRIPT_NAME: &str = "<agent_script>";

@@ -426,6 +426,7 @@ pub(super) fn run(
             message: format!("bad session state: {e}"),
         }),
     };
+    toolgate_pyvm::vm::when_settled(Some(alloc::skip_frees));
     if req.tools {
         toolgate_pyvm::code_mode::set_link(Some(Box::new(tool_link)));
     }

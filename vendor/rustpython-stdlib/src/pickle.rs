@@ -853,12 +853,29 @@ mod _pickle {
                 stack.last().unwrap().clone()
             }};
         }
-        macro_rules! pop_mark {
+        // Where the items after the last MARK start; they are still on the stack.
+        macro_rules! mark {
             () => {{
                 let Some(m) = marks.pop() else {
                     return Err(new_unpickling_error(vm, "could not find MARK"));
                 };
+                m
+            }};
+        }
+        macro_rules! pop_mark {
+            () => {{
+                let m = mark!();
                 stack.split_off(m)
+            }};
+        }
+        // The object below the items from `m` (as `top!` once they are popped).
+        macro_rules! below {
+            ($m:expr) => {{
+                let m: usize = $m;
+                if m <= fence!() {
+                    return Err(new_unpickling_error(vm, "unpickling stack underflow"));
+                }
+                stack[m - 1].clone()
             }};
         }
         macro_rules! find_class {
@@ -1102,19 +1119,19 @@ mod _pickle {
                 Some(BINUNICODE) => {
                     let arr: [u8; 4] = st.read_n(4, vm)?.try_into().unwrap();
                     let n = read_size(&arr, vm, "BINUNICODE")?;
-                    let data = st.read_n(n, vm)?.to_vec();
-                    stack.push(utf8_surrogatepass(&data, vm)?);
+                    let data = st.read_n(n, vm)?;
+                    stack.push(utf8_surrogatepass(data, vm)?);
                 }
                 Some(SHORT_BINUNICODE) => {
                     let n = st.read_n(1, vm)?[0] as usize;
-                    let data = st.read_n(n, vm)?.to_vec();
-                    stack.push(utf8_surrogatepass(&data, vm)?);
+                    let data = st.read_n(n, vm)?;
+                    stack.push(utf8_surrogatepass(data, vm)?);
                 }
                 Some(BINUNICODE8) => {
                     let arr: [u8; 8] = st.read_n(8, vm)?.try_into().unwrap();
                     let n = read_size(&arr, vm, "BINUNICODE8")?;
-                    let data = st.read_n(n, vm)?.to_vec();
-                    stack.push(utf8_surrogatepass(&data, vm)?);
+                    let data = st.read_n(n, vm)?;
+                    stack.push(utf8_surrogatepass(data, vm)?);
                 }
                 Some(TUPLE) => {
                     let items = pop_mark!();
@@ -1165,11 +1182,13 @@ mod _pickle {
                     }
                 }
                 Some(APPENDS) => {
-                    let items = pop_mark!();
-                    let obj = top!();
+                    let m = mark!();
+                    let obj = below!(m);
                     if let Some(list) = obj.downcast_ref::<PyList>() {
-                        list.borrow_vec_mut().extend(items);
+                        // Moved from the stack: no vector of their own.
+                        list.borrow_vec_mut().extend(stack.drain(m..));
                     } else {
+                        let items = stack.split_off(m);
                         match vm.get_attribute_opt(&obj, "extend")? {
                             Some(extend) => {
                                 extend.call((vm.ctx.new_list(items),), vm)?;
@@ -1190,18 +1209,20 @@ mod _pickle {
                     obj.set_item(&*key, value, vm)?;
                 }
                 Some(SETITEMS) => {
-                    let items = pop_mark!();
-                    if items.len() % 2 != 0 {
+                    let m = mark!();
+                    if (stack.len() - m) % 2 != 0 {
                         return Err(new_unpickling_error(vm, "odd number of items for SETITEMS"));
                     }
-                    let obj = top!();
+                    let obj = below!(m);
+                    // Moved from the stack: no vector of their own.
+                    let mut items = stack.drain(m..);
                     if let Some(dict) = obj.downcast_ref::<PyDict>() {
-                        for pair in items.as_chunks::<2>().0 {
-                            dict.set_item(&*pair[0], pair[1].clone(), vm)?;
+                        while let (Some(k), Some(v)) = (items.next(), items.next()) {
+                            dict.set_item(&*k, v, vm)?;
                         }
                     } else {
-                        for pair in items.as_chunks::<2>().0 {
-                            obj.set_item(&*pair[0], pair[1].clone(), vm)?;
+                        while let (Some(k), Some(v)) = (items.next(), items.next()) {
+                            obj.set_item(&*k, v, vm)?;
                         }
                     }
                 }

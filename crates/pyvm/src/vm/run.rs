@@ -1,6 +1,8 @@
 //! One script in the warm interpreter: a fresh `__main__`, its files and
 //! session state, its output and outcome.
 
+use std::cell::Cell;
+
 use rustpython_vm::builtins::PyDictRef;
 use rustpython_vm::compiler::Mode;
 use rustpython_vm::scope::Scope;
@@ -10,6 +12,17 @@ use super::{RunOutcome, SCRIPT_NAME, Session, Stream, emit};
 use crate::state::StateCarrier;
 use crate::{result, traceback};
 use toolgate_core::files::Files;
+
+thread_local! {
+    static SETTLED: Cell<Option<fn()>> = const { Cell::new(None) };
+}
+
+/// Has `hook` called on this thread as each run's outcome (output, result,
+/// state) is taken, before the script's objects are dropped: a process
+/// that runs one script and exits uses it to skip freeing their memory.
+pub fn when_settled(hook: Option<fn()>) {
+    SETTLED.with(|s| s.set(hook));
+}
 
 pub(super) fn run_in(
     vm: &VirtualMachine,
@@ -89,6 +102,9 @@ pub(super) fn run_in(
             None
         }
     });
+    if let Some(hook) = SETTLED.with(Cell::get) {
+        hook();
+    }
     RunOutcome {
         files: Files::new(),
         exit_code,

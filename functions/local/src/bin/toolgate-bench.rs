@@ -207,12 +207,12 @@ fn main() {
         .collect();
     snippets.sort();
     if in_process {
+        let mut corpus_cases = Vec::new();
         for path in &corpus {
-            let cases = in_process::corpus_cases(path).unwrap_or_else(|e| {
+            corpus_cases.extend(in_process::corpus_cases(path).unwrap_or_else(|e| {
                 eprintln!("toolgate-bench: {e}");
                 std::process::exit(2);
-            });
-            snippets.extend(cases);
+            }));
         }
         // Training a profile (a corpus) wants no pauses.
         let gap = if corpus.is_empty() {
@@ -220,7 +220,9 @@ fn main() {
         } else {
             Duration::ZERO
         };
-        println!("{}", in_process::run(&snippets, n, gap));
+        let mut cases: Vec<in_process::Case> = snippets.into_iter().map(Into::into).collect();
+        cases.extend(corpus_cases);
+        println!("{}", in_process::run(&cases, n, gap));
         return;
     }
 

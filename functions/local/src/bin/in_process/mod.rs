@@ -6,6 +6,10 @@
 //! - training profile-guided optimization (`scripts/build-pgo`) on code
 //!   agents write: the conformance cases and the fidelity corpus.
 //!
+//! A case with `state_from` is a session call: each run starts from the
+//! state that script saved as a session's first call (the restore and the
+//! save train too).
+//!
 //! Cases that would not end or would exhaust the process here (no deadline,
 //! no memory cap, no stack guard in-process) are skipped: those the corpus
 //! expects to time out, or to run out of memory or stack, and sleeps.
@@ -13,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use toolgate_python::sandbox::vm::WarmVm;
+use toolgate_python::sandbox::vm::{Session, WarmVm};
 use toolgate_shared::allowlist::DEFAULT_MODULES;
 use toolgate_shared::files::Files;
 
@@ -29,9 +33,29 @@ const WALLS: [&str; 6] = [
     "while True",
 ];
 
-/// The cases of a corpus file (`{"cases": [{"code", "name" or "id"}]}`)
-/// that are safe in-process, by name.
-pub fn corpus_cases(path: &str) -> Result<Vec<(String, String)>, String> {
+/// One script to time.
+pub struct Case {
+    /// Its name in the output.
+    pub name: String,
+    /// The script.
+    pub code: String,
+    /// A session call's: the script whose saved state each run starts from.
+    pub state_from: Option<String>,
+}
+
+impl From<(String, String)> for Case {
+    fn from((name, code): (String, String)) -> Self {
+        Case {
+            name,
+            code,
+            state_from: None,
+        }
+    }
+}
+
+/// The cases of a corpus file (`{"cases": [{"code", "name" or "id",
+/// "state_from"?}]}`) that are safe in-process.
+pub fn corpus_cases(path: &str) -> Result<Vec<Case>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
     let cases = doc["cases"]
@@ -50,7 +74,12 @@ pub fn corpus_cases(path: &str) -> Result<Vec<(String, String)>, String> {
                 .as_str()
                 .or(case["id"].as_str())
                 .map_or_else(|| format!("{path}#{i}"), str::to_owned);
-            Some((name, code.to_owned()))
+            let state_from = case["state_from"].as_str().map(str::to_owned);
+            Some(Case {
+                name,
+                code: code.to_owned(),
+                state_from,
+            })
         })
         .collect())
 }
@@ -59,7 +88,7 @@ pub fn corpus_cases(path: &str) -> Result<Vec<(String, String)>, String> {
 /// after `gap` asleep: `{"in_process": {name: ms}, "in_process_apart": …}`.
 /// The second is what the CPU's cold caches alone cost a call apart, with
 /// no process work: the floor for the API's calls apart.
-pub fn run(scripts: &[(String, String)], n: usize, gap: Duration) -> Value {
+pub fn run(scripts: &[Case], n: usize, gap: Duration) -> Value {
     let allowed: Vec<String> = DEFAULT_MODULES.iter().map(|m| m.to_string()).collect();
     let started = Instant::now();
     let vm = WarmVm::new(&allowed).unwrap_or_else(|e| {
@@ -68,14 +97,30 @@ pub fn run(scripts: &[(String, String)], n: usize, gap: Duration) -> Value {
     });
     let warm_ms = started.elapsed().as_secs_f64() * 1e3;
     let (mut medians, mut apart, mut failed) = (Map::new(), Map::new(), Vec::new());
-    for (name, code) in scripts {
+    fn session(state: &[u8]) -> Session<'_> {
+        Session {
+            state,
+            cap: u64::MAX,
+        }
+    }
+    for Case {
+        name,
+        code,
+        state_from,
+    } in scripts
+    {
+        let state = state_from.as_ref().map(|from| {
+            let first = vm.run(from, &Files::new(), 0, Some(session(&[])), |_, _| {});
+            first.state.unwrap_or_default()
+        });
         let mut exit = 0;
         let mut series = |pause: Duration| {
             let times = (0..n.max(1))
                 .map(|_| {
                     std::thread::sleep(pause);
                     let t = Instant::now();
-                    exit = vm.run(code, &Files::new(), 0, None, |_, _| {}).exit_code;
+                    let session = state.as_deref().map(session);
+                    exit = vm.run(code, &Files::new(), 0, session, |_, _| {}).exit_code;
                     t.elapsed().as_secs_f64() * 1e3
                 })
                 .collect();
