@@ -104,6 +104,33 @@ fn a_missing_or_malformed_corpus_is_refused_with_its_name() {
     let _ = std::fs::remove_file(scratch);
 }
 
+/// A session case (`state_from`) runs from the state its script saves; one
+/// whose script fails is reported, not timed from an empty state.
+#[test]
+fn a_session_case_runs_from_its_saved_state_or_is_reported() {
+    let _share = machine_share();
+    let scratch = std::env::temp_dir().join(format!("bench-sessions-{}.json", std::process::id()));
+    let corpus = serde_json::json!({"cases": [
+        {"name": "reads", "state_from": "rows = [1, 2]\n", "code": "n = len(rows)\n"},
+        {"name": "unmade", "state_from": "rows = 1 / 0\n", "code": "n = 1\n"},
+    ]});
+    std::fs::write(&scratch, corpus.to_string()).unwrap();
+    let report = in_process(&["--corpus", &scratch.to_string_lossy()]);
+    let _ = std::fs::remove_file(&scratch);
+    assert_eq!(
+        report["exited_nonzero"],
+        serde_json::json!(["unmade"]),
+        "{report}"
+    );
+    assert!(
+        report["in_process"]["reads"]
+            .as_f64()
+            .is_some_and(|ms| ms > 0.0),
+        "{report}"
+    );
+    assert!(report["in_process"].get("unmade").is_none(), "{report}");
+}
+
 #[test]
 fn a_pause_that_is_not_a_whole_number_of_ms_from_1_is_refused() {
     for gap in ["0", "-5", "soon", "10001"] {

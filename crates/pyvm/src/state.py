@@ -755,14 +755,12 @@ def _materialize(name=None):
     # frozen out of the collector's reach, as the warm image is: left young,
     # the next collection walked all of it (17% of the child's time for
     # 2,200 rows). The script's own objects are frozen with it, so its
-    # garbage is collected first, only while that is cheap and only when
-    # there are enough to hold much (`_COLLECT_MIN`); a restore
+    # garbage is collected first, and only while that is cheap; a restore
     # that runs the script's code (which may make garbage) is not frozen.
     # (RustPython's counts are each generation's objects: CPython's are not.)
     collecting = _gc_isenabled()
-    made = sum(_gc_get_count())
-    freeze = collecting and st.pure and made <= _FREEZE_MAX
-    if freeze and made >= _COLLECT_MIN:
+    freeze = collecting and st.pure and sum(_gc_get_count()) <= _FREEZE_MAX
+    if freeze:
         _gc_collect()
     _gc_disable()
     try:
@@ -792,10 +790,6 @@ def _materialize(name=None):
 # Past this many of the script's own objects (tracked before a restore),
 # a restore is left to the collector: collecting them first would cost.
 _FREEZE_MAX = 4096
-# Under this many they are frozen uncollected: a collection costs ~35 us
-# in a child however few there are (a call that reads its state first
-# thing has ~15), and what a cycle among so few could hold is little.
-_COLLECT_MIN = 256
 
 
 def _load_segment(st, i, globs, lost):

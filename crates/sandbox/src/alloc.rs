@@ -3,11 +3,11 @@
 //! It is the system allocator, except that in a sandbox child an allocation
 //! that fails under `RLIMIT_AS` reports "out of memory" on the child's socket
 //! and exits, instead of aborting with nothing said; and that once the
-//! child's call has its outcome, small blocks are no longer given back
-//! ([`skip_frees`]).
+//! child's call has its outcome, small blocks are kept rather than freed
+//! ([`skip_frees`]), unless memory runs short.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
 use super::proto::OOM_FRAME;
 
@@ -26,19 +26,23 @@ pub(super) fn arm(fd: i32) {
 static SKIPPING: AtomicBool = AtomicBool::new(false);
 /// Bytes of small blocks allocated while skipping.
 static SINCE: AtomicUsize = AtomicUsize::new(0);
-/// Blocks this size and over are still freed: they are unmapped, not
-/// reused (glibc's mmap threshold, fixed by `heap_reserve`'s mallopt, is
-/// 128 KiB), and keeping one would only raise the peak.
+/// The blocks kept, chained through their first word: freed after all
+/// should an allocation fail, so that keeping them never runs a call that
+/// fit out of memory.
+static KEPT: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+/// Blocks this size and over are still freed: the largest come from their
+/// own mappings, and keeping one would only raise the peak.
 const SMALL: usize = 64 << 10;
 /// Past this much new small memory while skipping, frees resume: a
-/// `__del__` allocating in a loop must not run the call out of memory.
+/// `__del__` allocating in a loop must not grow the process unbounded.
 const BUDGET: usize = 16 << 20;
 
-/// Called once a child's call has its outcome (its result and state are
-/// taken): what is left is dropping the script's objects, reporting and
-/// exiting, so giving their memory back to malloc is work for nothing (a
-/// session call that read 2,200 rows spent 0.4 ms of its 2.4 on it). The
-/// drops still run (`__del__`, a file's last flush); only the memory stays.
+/// Called once a child's call has its outcome (its output, result and
+/// state are taken): what is left is dropping the script's objects,
+/// collecting the files it wrote, reporting and exiting, so giving the
+/// objects' memory back to malloc is work for nothing (a session call that
+/// read 2,200 rows spent 0.4 ms of its 2.4 on it). The drops still run
+/// (`__del__`, a file's last flush); only the memory stays.
 pub(super) fn skip_frees() {
     SINCE.store(0, Ordering::Relaxed);
     SKIPPING.store(true, Ordering::Relaxed);
@@ -54,6 +58,52 @@ fn count(size: usize) {
     {
         SKIPPING.store(false, Ordering::Relaxed);
     }
+}
+
+/// Keeps `ptr`, a block of at least one word, on the chain.
+fn keep(ptr: *mut u8) {
+    let mut head = KEPT.load(Ordering::Relaxed);
+    loop {
+        // SAFETY: `ptr` is a live block of at least a word's size that its
+        // owner gave up; nothing else reads or writes it from now on.
+        unsafe { ptr.cast::<*mut u8>().write_unaligned(head) };
+        match KEPT.compare_exchange_weak(head, ptr, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => head = now,
+        }
+    }
+}
+
+/// Ends the skipping and frees every kept block; false when none was kept.
+fn release_kept() -> bool {
+    SKIPPING.store(false, Ordering::Relaxed);
+    let mut p = KEPT.swap(std::ptr::null_mut(), Ordering::Acquire);
+    let any = !p.is_null();
+    while !p.is_null() {
+        // SAFETY: every block on the chain came from `System` and was kept
+        // instead of freed, with the next one in its first word; `System`
+        // frees any block with `free`, whatever its layout.
+        unsafe {
+            let next = p.cast::<*mut u8>().read_unaligned();
+            libc::free(p.cast());
+            p = next;
+        }
+    }
+    any
+}
+
+/// `alloc`'s block; when it fails while blocks are kept, `alloc` again
+/// after freeing them; when that fails too, the child's out of memory.
+#[inline]
+fn or_released(alloc: impl Fn() -> *mut u8) -> *mut u8 {
+    let mut p = alloc();
+    if p.is_null() && release_kept() {
+        p = alloc();
+    }
+    if p.is_null() {
+        out_of_memory();
+    }
+    p
 }
 
 /// The allocator itself, for `#[global_allocator]`.
@@ -74,29 +124,24 @@ fn out_of_memory() {
 
 // SAFETY: every method forwards to `System` with the caller's arguments, so
 // System's guarantees hold; the additions are a call that never returns
-// into the allocator when an allocation failed, and a `dealloc` that may
-// keep a block (never reused, so never handed out twice).
+// into the allocator when an allocation failed, a second try after freeing
+// kept blocks, and a `dealloc` that may keep a block (not handed out again
+// until it is freed).
 unsafe impl GlobalAlloc for SandboxAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count(layout.size());
         // SAFETY: forwarded unchanged; the caller upholds alloc's contract.
-        let p = unsafe { System.alloc(layout) };
-        if p.is_null() {
-            out_of_memory();
-        }
-        p
+        or_released(|| unsafe { System.alloc(layout) })
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count(layout.size());
         // SAFETY: forwarded unchanged; the caller upholds alloc_zeroed's contract.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if p.is_null() {
-            out_of_memory();
-        }
-        p
+        or_released(|| unsafe { System.alloc_zeroed(layout) })
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if layout.size() < SMALL && SKIPPING.load(Ordering::Relaxed) {
+        let size = layout.size();
+        if (size_of::<usize>()..SMALL).contains(&size) && SKIPPING.load(Ordering::Relaxed) {
+            keep(ptr);
             return;
         }
         // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. System.
@@ -104,12 +149,9 @@ unsafe impl GlobalAlloc for SandboxAlloc {
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count(new_size);
-        // SAFETY: forwarded unchanged; the caller upholds realloc's contract.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if p.is_null() {
-            out_of_memory();
-        }
-        p
+        // SAFETY: forwarded unchanged; the caller upholds realloc's contract,
+        // and a failed realloc leaves `ptr` as it was for the second try.
+        or_released(|| unsafe { System.realloc(ptr, layout, new_size) })
     }
 }
 
@@ -143,7 +185,7 @@ mod tests {
     }
 
     #[test]
-    fn after_the_outcome_small_blocks_are_kept_until_the_budget() {
+    fn after_the_outcome_small_blocks_are_kept_until_memory_or_the_budget_runs_out() {
         // In a fork: the switch is the whole process's.
         let code = crate::in_a_fork::exit_code_of(|| {
             if !reused(64) {
@@ -163,7 +205,37 @@ mod tests {
             if mapped_pages() + (64 << 20) / 4096 > mapped {
                 return 12;
             }
+            // An allocation that fails frees the kept blocks and tries
+            // again: the blocks go back to malloc, and frees resume.
+            let small = Layout::from_size_align(64, 8).unwrap();
+            // SAFETY: non-zero layouts; each block freed (kept) once.
+            let kept: Vec<*mut u8> = unsafe {
+                let kept: Vec<*mut u8> = (0..16).map(|_| SandboxAlloc.alloc(small)).collect();
+                for &p in &kept {
+                    SandboxAlloc.dealloc(p, small);
+                }
+                kept
+            };
+            let size = std::hint::black_box(1usize << 62);
+            let past_the_address_space = Layout::from_size_align(size, 8).unwrap();
+            // SAFETY: a non-zero layout; the allocation fails (null).
+            let failed =
+                std::hint::black_box(unsafe { SandboxAlloc.alloc(past_the_address_space) });
+            if !failed.is_null() {
+                return 14;
+            }
+            // SAFETY: a non-zero layout; the blocks stay allocated until exit.
+            let again: Vec<*mut u8> = (0..64)
+                .map(|_| unsafe { SandboxAlloc.alloc(small) })
+                .collect();
+            if !again.iter().any(|p| kept.contains(p)) {
+                return 15;
+            }
+            if !reused(64) {
+                return 16;
+            }
             // Past the budget of new small memory, frees resume.
+            skip_frees();
             let layout = Layout::from_size_align(SMALL - 1, 8).unwrap();
             for _ in 0..=BUDGET / (SMALL - 1) {
                 // SAFETY: a non-zero layout; the block is freed (kept) at once.

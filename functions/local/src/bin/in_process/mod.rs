@@ -109,10 +109,17 @@ pub fn run(scripts: &[Case], n: usize, gap: Duration) -> Value {
         state_from,
     } in scripts
     {
-        let state = state_from.as_ref().map(|from| {
-            let first = vm.run(from, &Files::new(), 0, Some(session(&[])), |_, _| {});
-            first.state.unwrap_or_default()
-        });
+        let state = match state_from {
+            Some(from) => match vm.run(from, &Files::new(), 0, Some(session(&[])), |_, _| {}) {
+                first if first.exit_code == 0 && first.state.is_some() => first.state,
+                // Its state was not made: the case fails, untimed.
+                _ => {
+                    failed.push(name.clone());
+                    continue;
+                }
+            },
+            None => None,
+        };
         let mut exit = 0;
         let mut series = |pause: Duration| {
             let times = (0..n.max(1))
