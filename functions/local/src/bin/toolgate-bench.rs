@@ -207,9 +207,9 @@ fn main() {
         .collect();
     snippets.sort();
     if in_process {
-        let mut corpus_cases = Vec::new();
+        let mut cases: Vec<in_process::Case> = snippets.into_iter().map(Into::into).collect();
         for path in &corpus {
-            corpus_cases.extend(in_process::corpus_cases(path).unwrap_or_else(|e| {
+            cases.extend(in_process::corpus_cases(path).unwrap_or_else(|e| {
                 eprintln!("toolgate-bench: {e}");
                 std::process::exit(2);
             }));
@@ -220,8 +220,6 @@ fn main() {
         } else {
             Duration::ZERO
         };
-        let mut cases: Vec<in_process::Case> = snippets.into_iter().map(Into::into).collect();
-        cases.extend(corpus_cases);
         println!("{}", in_process::run(&cases, n, gap));
         return;
     }
