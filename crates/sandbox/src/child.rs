@@ -377,7 +377,7 @@ pub(super) fn run(
     let _ = WAKE_RX.set(Mutex::new(rx));
     let watchdog = start_watchdog(warm.stopper());
     // Seal now, while waiting, so that no call pays for it (the kernel
-    // compiles the filter on install: ~0.2 ms). A failure is reported when
+    // compiles the filter on install: ~40 µs). A failure is reported when
     // the request comes, as the server is waiting for an answer then.
     let base = rlimit::current_vm_bytes().unwrap_or(0);
     // Carved after the measure, so it counts against the script's memory.

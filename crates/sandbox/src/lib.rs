@@ -32,6 +32,7 @@ mod proc_maps;
 pub mod proto;
 pub mod rlimit;
 pub mod seccomp;
+pub mod seccomp_bpf;
 #[cfg(test)]
 mod sre_fuzz_tests;
 #[cfg(test)]

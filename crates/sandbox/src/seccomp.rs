@@ -1,4 +1,4 @@
-//! The child's seccomp-bpf filter, built with `seccompiler` (rust-vmm).
+//! The child's seccomp-bpf filter (compiled by [`super::seccomp_bpf`]).
 //!
 //! It allows what a running interpreter needs: memory, futex, clock reads,
 //! sleep, randomness, reading its request from and writing its report to its
@@ -6,23 +6,18 @@
 //! are refused too, so a memory-safety bug in the VM cannot turn data into
 //! code.
 
-use std::collections::BTreeMap;
-
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
-};
-
 use super::error::SandboxError;
+use super::seccomp_bpf::{Cmp, Cond, Program, Rules, compile};
 
 /// The child's report socket is always this descriptor.
 pub const CHILD_FD: i32 = 3;
 
-fn arch() -> Result<TargetArch, SandboxError> {
+/// `AUDIT_ARCH_*` of this build's target (linux/audit.h).
+fn arch() -> Result<u32, SandboxError> {
     if cfg!(target_arch = "x86_64") {
-        Ok(TargetArch::x86_64)
+        Ok(0xC000_003E)
     } else if cfg!(target_arch = "aarch64") {
-        Ok(TargetArch::aarch64)
+        Ok(0xC000_00B7)
     } else {
         Err(SandboxError::SeccompBuild(
             "unsupported architecture".into(),
@@ -30,18 +25,17 @@ fn arch() -> Result<TargetArch, SandboxError> {
     }
 }
 
-fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
-        .map_err(|e| SandboxError::SeccompBuild(e.to_string()))
+fn on(arg: u8, cmp: Cmp) -> Cond {
+    Cond { arg, cmp }
 }
 
-fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> {
-    SeccompRule::new(conds).map_err(|e| SandboxError::SeccompBuild(e.to_string()))
-}
-
-/// The filter for the process `pid`.
-pub fn build(pid: i32) -> Result<BpfProgram, SandboxError> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+/// What the process `pid` may do.
+pub fn rules(pid: i32) -> Rules {
+    let mut rules = Rules::default();
+    let mut allow = |nr: libc::c_long, conds: Vec<Vec<Cond>>| {
+        let before = rules.0.insert(nr as u32, conds);
+        debug_assert!(before.is_none(), "syscall {nr} listed twice");
+    };
     let always = [
         libc::SYS_brk,
         libc::SYS_munmap,
@@ -63,85 +57,96 @@ pub fn build(pid: i32) -> Result<BpfProgram, SandboxError> {
         libc::SYS_exit_group,
     ];
     for nr in always {
-        rules.insert(nr, vec![]);
+        allow(nr, vec![]);
     }
+    let fd = CHILD_FD as u32;
     // Writes only to the report socket, and to fd 2, which is closed and can
     // never be reopened (no open, dup or socket): Rust's last-gasp messages
     // then fail with EBADF instead of killing the process with a misleading
     // SIGSYS.
-    rules.insert(
+    allow(
         libc::SYS_write,
-        vec![
-            rule(vec![cond(0, SeccompCmpOp::Eq, CHILD_FD as u64)?])?,
-            rule(vec![cond(0, SeccompCmpOp::Eq, 2)?])?,
-        ],
+        vec![vec![on(0, Cmp::Eq(fd))], vec![on(0, Cmp::Eq(2))]],
     );
     // The one request arrives on the report socket after the filter is in
     // place (spares wait sealed).
-    rules.insert(
-        libc::SYS_read,
-        vec![rule(vec![cond(0, SeccompCmpOp::Eq, CHILD_FD as u64)?])?],
-    );
+    allow(libc::SYS_read, vec![vec![on(0, Cmp::Eq(fd))]]);
     // A waiting spare peeks whether its request has come (`heap_reserve`):
     // on the report socket only, and only a peek that does not block.
-    rules.insert(
+    allow(
         libc::SYS_recvfrom,
-        vec![rule(vec![
-            cond(0, SeccompCmpOp::Eq, CHILD_FD as u64)?,
-            cond(3, SeccompCmpOp::Eq, super::heap_reserve::PEEK_FLAGS as u64)?,
-        ])?],
+        vec![vec![
+            on(0, Cmp::Eq(fd)),
+            on(3, Cmp::Eq(super::heap_reserve::PEEK_FLAGS as u32)),
+        ]],
     );
     // abort() signals itself; no other process may be signalled.
-    rules.insert(
-        libc::SYS_tgkill,
-        vec![rule(vec![cond(0, SeccompCmpOp::Eq, pid as u64)?])?],
-    );
+    allow(libc::SYS_tgkill, vec![vec![on(0, Cmp::Eq(pid as u32))]]);
     // The system's clocks only (ids 0-11, MAX_CLOCKS is 16). A negative id
     // names another process's or thread's CPU clock by pid, which would list
     // the host's processes and let calls watch one another. Compared as an
     // unsigned 32-bit value, so every negative id is above the bound.
+    let max_clock = toolgate_pyvm::host_facts::MAX_CLOCK_ID as u32;
     for nr in [
         libc::SYS_clock_gettime,
         libc::SYS_clock_getres,
         libc::SYS_clock_nanosleep,
     ] {
-        rules.insert(
-            nr,
-            vec![rule(vec![cond(
-                0,
-                SeccompCmpOp::Le,
-                toolgate_pyvm::host_facts::MAX_CLOCK_ID as u64,
-            )?])?],
-        );
+        allow(nr, vec![vec![on(0, Cmp::Le(max_clock))]]);
     }
     // Memory, but never executable.
-    let no_exec = || -> Result<Vec<SeccompRule>, SandboxError> {
-        Ok(vec![rule(vec![cond(
-            2,
-            SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
-            0,
-        )?])?])
+    let no_exec = Cmp::MaskedEq {
+        mask: libc::PROT_EXEC as u32,
+        value: 0,
     };
-    rules.insert(libc::SYS_mmap, no_exec()?);
-    rules.insert(libc::SYS_mprotect, no_exec()?);
+    allow(libc::SYS_mmap, vec![vec![on(2, no_exec)]]);
+    allow(libc::SYS_mprotect, vec![vec![on(2, no_exec)]]);
+    rules
+}
 
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::KillProcess,
-        SeccompAction::Allow,
-        arch()?,
-    )
-    .map_err(|e| SandboxError::SeccompBuild(e.to_string()))?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| SandboxError::SeccompBuild(e.to_string()))
+/// The filter for the process `pid`.
+pub fn build(pid: i32) -> Result<Program, SandboxError> {
+    compile(arch()?, &rules(pid)).map_err(SandboxError::SeccompBuild)
 }
 
 /// Installs the filter on every thread of the process (TSYNC): a child's
 /// watchdog thread exists before the seal, and must not escape it.
-pub fn apply(prog: &BpfProgram) -> Result<(), SandboxError> {
-    seccompiler::apply_filter_all_threads(prog)
-        .map_err(|e| SandboxError::SeccompApply(e.to_string()))
+pub fn apply(prog: &Program) -> Result<(), SandboxError> {
+    let fail = |what: &str| {
+        SandboxError::SeccompApply(format!("{what}: {}", std::io::Error::last_os_error()))
+    };
+    let len = u16::try_from(prog.len())
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            SandboxError::SeccompApply(format!("a program of {} instructions", prog.len()))
+        })?;
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(fail("PR_SET_NO_NEW_PRIVS"));
+    }
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr().cast_mut(),
+    };
+    // SAFETY: the kernel copies the program in; `fprog` and `prog` outlive
+    // the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_TSYNC,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        // TSYNC names the thread that could not be synchronised.
+        tid if tid > 0 => Err(SandboxError::SeccompApply(format!(
+            "thread {tid} could not take the filter"
+        ))),
+        _ => Err(fail("seccomp")),
+    }
 }
 
 #[cfg(test)]
