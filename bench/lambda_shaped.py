@@ -30,9 +30,20 @@ cpu, cpuacct, memory and freezer controllers). With the kernel's default
 period for the quota (--period-ms 100), a call shorter than its quota runs
 unthrottled, as it may on Lambda: the CPU column is its cost either way.
 
+With --against PATH (another toolgate build, e.g. a lever switched off),
+the two builds run side by side, each in its own such cgroup, and their
+calls alternate one by one (which goes first alternates too): each
+snippet reports both builds' medians and, pair by pair, the median ratio
+against/toolgate of CPU and of latency. Both servers start afresh
+--restarts times (default 6), the calls split between the starts: two
+starts of the same build differ by up to 10%. A lever worth a few
+percent of a call's CPU needs this and a few hundred calls. Monty is
+not run then.
+
 Usage: bench/lambda_shaped.py --toolgate PATH [--python VENV_PYTHON]
                               [--mb 1024] [--n 21] [--gap-ms 100] [--json OUT]
                               [--engines toolgate,monty] [--snippets a,b]
+                              [--against PATH]
 """
 import argparse
 import contextlib
@@ -76,8 +87,8 @@ for line in sys.stdin:
 class Cgroup:
     """A cgroup with Lambda's limits; `usage_ns()` is its CPU so far."""
 
-    def __init__(self, mb, period_us):
-        name = f"toolgate-lambda-shaped-{os.getpid()}"
+    def __init__(self, mb, period_us, tag=""):
+        name = f"toolgate-lambda-shaped-{os.getpid()}{tag}"
         quota = max(1000, int(period_us * mb / FULL_VCPU_MB))
         self.share = quota / period_us
         self.dirs = []
@@ -248,25 +259,65 @@ def series(engine, cg, code, n, gap, freeze):
     time.sleep(gap)
     try:
         for _ in range(n):
-            u0 = cg.usage_ns()
-            t0 = time.perf_counter()
-            engine.call(code)
-            t1 = time.perf_counter()
-            u1 = cg.usage_ns()
-            if freeze:
-                cg.freeze(True)
+            call_ms, call_cpu, u1 = one_call(engine, cg, code, freeze)
             time.sleep(gap)
             u2 = cg.usage_ns()
             if freeze:
                 cg.freeze(False)
-            ms.append((t1 - t0) * 1e3)
-            cpu.append((u1 - u0) / 1e6)
+            ms.append(call_ms)
+            cpu.append(call_cpu)
             after.append((u2 - u1) / 1e6)
     finally:
         if freeze:
             cg.freeze(False)
     return {k: round(statistics.median(v), 3) for k, v in
             (("ms", ms), ("cpu_ms", cpu), ("after_ms", after))}
+
+
+def one_call(engine, cg, code, freeze):
+    """One call, the cgroup frozen after it if `freeze`: its latency and
+    the CPU the cgroup spent on it (ms), and the CPU counter at the answer."""
+    u0 = cg.usage_ns()
+    t0 = time.perf_counter()
+    engine.call(code)
+    t1 = time.perf_counter()
+    u1 = cg.usage_ns()
+    if freeze:
+        cg.freeze(True)
+    return (t1 - t0) * 1e3, (u1 - u0) / 1e6, u1
+
+
+def series_ab(a, b, code, n, gap, freeze, got):
+    """`a` and `b` ((engine, cgroup)) called in turn, each frozen from its
+    answer to its next call; latencies and CPU appended to `got`."""
+    runs = {"toolgate": a, "against": b}
+    for engine, cg in runs.values():
+        engine.call(code)
+        if freeze:
+            cg.freeze(True)
+    try:
+        for i in range(n):
+            for k in (("toolgate", "against") if i % 2 == 0 else ("against", "toolgate")):
+                engine, cg = runs[k]
+                time.sleep(gap)
+                if freeze:
+                    cg.freeze(False)
+                ms, cpu, _ = one_call(engine, cg, code, freeze)
+                got[k][0].append(ms)
+                got[k][1].append(cpu)
+    finally:
+        if freeze:
+            for _, cg in runs.values():
+                cg.freeze(False)
+
+
+def medians_ab(got):
+    out = {k: {"ms": round(statistics.median(v[0]), 3), "cpu_ms": round(statistics.median(v[1]), 3)}
+           for k, v in got.items()}
+    for i, what in ((0, "ms_ratio"), (1, "cpu_ratio")):
+        pairs = [y / x for x, y in zip(got["toolgate"][i], got["against"][i]) if x > 0]
+        out[what] = round(statistics.median(pairs), 3)
+    return out
 
 
 def main():
@@ -286,6 +337,12 @@ def main():
     ap.add_argument("--engines", default="toolgate,monty")
     ap.add_argument("--snippets", help="these of bench/snippets only (comma-separated)")
     ap.add_argument("--json")
+    ap.add_argument("--against", help="another toolgate build, its calls alternating with "
+                                      "--toolgate's one by one (each in its own cgroup)")
+    ap.add_argument("--restarts", type=int, default=6,
+                    help="with --against: start both servers afresh this many times, the "
+                         "--n calls split between them (two starts of one build differ by "
+                         "up to 10%%)")
     a = ap.parse_args()
     snippets = SNIPPETS
     if a.snippets:
@@ -303,6 +360,13 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cg = Cgroup(a.mb, int(a.period_ms * 1000))
     table = {}
+    if a.against:
+        try:
+            table = against(a, cg, snippets)
+        finally:
+            cg.remove()
+        report(a, cg, table)
+        return
     try:
         engines = {"toolgate": lambda: Toolgate(a.toolgate, cg, not a.serve_settings),
                    "monty": lambda: Monty(a.python, cg)}
@@ -320,9 +384,47 @@ def main():
                 engine.close()
     finally:
         cg.remove()
+    report(a, cg, table)
+
+
+def against(a, cg, snippets):
+    """--against: the two builds side by side, calls alternating, started
+    afresh --restarts times (which starts first alternating)."""
+    cg_b = Cgroup(a.mb, int(a.period_ms * 1000), "-against")
+    got = {sn: {k: ([], []) for k in ("toolgate", "against")} for sn in snippets}
+    failed = {}
+    per_start = -(-a.n // max(1, a.restarts))
+    try:
+        for r in range(max(1, a.restarts)):
+            builds = [(a.toolgate, cg), (a.against, cg_b)]
+            started = {}
+            try:
+                for exe, group in (builds if r % 2 == 0 else builds[::-1]):
+                    started[exe, id(group)] = (Toolgate(exe, group, not a.serve_settings), group)
+                pair = [started[exe, id(group)] for exe, group in builds]
+                for sn, code in snippets.items():
+                    if sn in failed:
+                        continue
+                    try:
+                        series_ab(pair[0], pair[1], code, per_start, a.gap_ms / 1e3,
+                                  not a.no_freeze, got[sn])
+                    except Exception as e:  # a build cannot run this snippet
+                        failed[sn] = {"error": str(e)[:200]}
+            finally:
+                for engine, _ in started.values():
+                    engine.close()
+    finally:
+        cg_b.remove()
+    return {sn: failed.get(sn) or medians_ab(got[sn]) for sn in snippets}
+
+
+def report(a, cg, table):
     out = {"mb": a.mb, "cpu_share": cg.share, "period_ms": a.period_ms, "n": a.n, "gap_ms": a.gap_ms,
            "frozen_between_calls": not a.no_freeze,
            "settings": "serve" if a.serve_settings else "lambda", "snippets": table}
+    if a.against:
+        out["against"] = a.against
+        out["restarts"] = a.restarts
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(out, indent=1))
     print(json.dumps(out))
