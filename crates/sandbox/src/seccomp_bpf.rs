@@ -13,9 +13,10 @@
 //! for `mmap`/`mprotect`'s `prot` (an `unsigned long`) the bit tested,
 //! `PROT_EXEC`, is in them.
 //!
-//! Every jump is one forward byte (0-255), so the search and the shared
-//! returns after it must stay under ~250 instructions (about 120 syscalls);
-//! a table too big is refused, never compiled wrong.
+//! Every jump is one forward byte (0-255): the search (two instructions a
+//! syscall) and the argument rules before a syscall's own must fit in it,
+//! about 120 syscalls with few argument rules (27 now, 101 instructions in
+//! all). A table too big is refused, never compiled wrong.
 
 /// `struct seccomp_data` offsets.
 const NR: u32 = 0;
