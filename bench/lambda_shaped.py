@@ -397,11 +397,12 @@ def against(a, cg, snippets):
     try:
         for r in range(max(1, a.restarts)):
             builds = [(a.toolgate, cg), (a.against, cg_b)]
-            started = {}
+            started = [None, None]
             try:
-                for exe, group in (builds if r % 2 == 0 else builds[::-1]):
-                    started[exe, id(group)] = (Toolgate(exe, group, not a.serve_settings), group)
-                pair = [started[exe, id(group)] for exe, group in builds]
+                for j in ((0, 1) if r % 2 == 0 else (1, 0)):
+                    exe, group = builds[j]
+                    started[j] = Toolgate(exe, group, not a.serve_settings)
+                pair = [(started[j], builds[j][1]) for j in (0, 1)]
                 for sn, code in snippets.items():
                     if sn in failed:
                         continue
@@ -411,7 +412,7 @@ def against(a, cg, snippets):
                     except Exception as e:  # a build cannot run this snippet
                         failed[sn] = {"error": str(e)[:200]}
             finally:
-                for engine, _ in started.values():
+                for engine in filter(None, started):
                     engine.close()
     finally:
         cg_b.remove()

@@ -61,34 +61,11 @@ pub struct Cond {
     pub cmp: Cmp,
 }
 
-impl Cond {
-    /// Whether `args` pass.
-    #[cfg(test)]
-    pub fn holds(&self, args: &[u64; 6]) -> bool {
-        let v = args[usize::from(self.arg)] as u32;
-        match self.cmp {
-            Cmp::Eq(k) => v == k,
-            Cmp::Le(k) => v <= k,
-            Cmp::MaskedEq { mask, value } => v & mask == value,
-        }
-    }
-}
-
 /// A syscall is allowed when any of its rules holds (all of the rule's
 /// conditions); a syscall with no rules is always allowed, one not listed
 /// never. Anything not allowed kills the process.
 #[derive(Clone, Debug, Default)]
 pub struct Rules(pub std::collections::BTreeMap<u32, Vec<Vec<Cond>>>);
-
-impl Rules {
-    /// What the program decides, from the rules alone (the tests' reference).
-    #[cfg(test)]
-    pub fn allows(&self, nr: u32, args: &[u64; 6]) -> bool {
-        self.0.get(&nr).is_some_and(|rules| {
-            rules.is_empty() || rules.iter().any(|r| r.iter().all(|c| c.holds(args)))
-        })
-    }
-}
 
 /// Where a jump goes, before offsets are known.
 #[derive(Clone, Copy)]
